@@ -1,0 +1,215 @@
+"""Reverse-mode autograd: one gradient rule per primitive, written in Tensor operations.
+
+Every Tensor made by an op while gradients are on keeps a Context: the rule to apply, its parent
+tensors, the op's argument and its output node. backward() walks those contexts in reverse topological
+order and sums each parent's incoming gradients. The gradients are lazy Tensors like any other; with
+create_graph=True they carry Contexts of their own, so they can be differentiated again.
+Pipeline: **tensor + autograd** -> graph -> schedule -> IR -> device.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from limn.ops import Node, Op
+
+if TYPE_CHECKING:
+    from limn.tensor import Tensor
+
+_grad_enabled = True
+
+
+class no_grad:
+    """Context manager (or decorator): ops inside record no gradient history."""
+
+    def __enter__(self) -> None:
+        global _grad_enabled
+        self._prev = _grad_enabled
+        _grad_enabled = False
+
+    def __exit__(self, *exc: object) -> None:
+        global _grad_enabled
+        _grad_enabled = self._prev
+
+    def __call__(self, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with no_grad():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class enable_grad(no_grad):
+    """Turns gradient recording back on inside a no_grad block."""
+
+    def __enter__(self) -> None:
+        global _grad_enabled
+        self._prev = _grad_enabled
+        _grad_enabled = True
+
+
+def is_grad_enabled() -> bool:
+    return _grad_enabled
+
+
+@dataclass(frozen=True, eq=False)
+class Context:
+    """How a tensor was made: `rule` names a row of GRADIENTS, `parents` are the input tensors."""
+
+    rule: Op | str
+    parents: tuple[Tensor, ...]
+    out: Node
+    arg: Any = None
+
+    def output(self) -> Tensor:
+        """The op's output as a tensor that still differentiates through this context."""
+        from limn.tensor import Tensor
+
+        return Tensor._from_node(self.out, self.parents[0].device, ctx=self)
+
+
+# ---- the gradient rules: (ctx, grad of the output) -> grad of each parent (None where none flows) ----
+
+
+def _reduce_max_grad(ctx: Context, g: Tensor) -> tuple:
+    # ties share the gradient evenly, as torch.amax does
+    (x,) = ctx.parents
+    out = ctx.output().expand(x.shape)
+    hit = x.eq(out).cast(g.dtype)
+    share = hit / hit.sum(axis=ctx.arg, keepdim=True).expand(x.shape)
+    return (share * g.expand(x.shape),)
+
+
+def _expand_grad(ctx: Context, g: Tensor) -> tuple:
+    (x,) = ctx.parents
+    axes = tuple(d for d, (a, b) in enumerate(zip(x.shape, g.shape)) if a != b)
+    return (g.sum(axis=axes, keepdim=True) if axes else g,)
+
+
+def _permute_grad(ctx: Context, g: Tensor) -> tuple:
+    inverse = [0] * len(ctx.arg)
+    for i, d in enumerate(ctx.arg):
+        inverse[d] = i
+    return (g.permute(tuple(inverse)),)
+
+
+def _pad_grad(ctx: Context, g: Tensor) -> tuple:
+    box = tuple((before, before + s) for (before, _), s in zip(ctx.arg, ctx.parents[0].shape))
+    return (g.shrink(box),)
+
+
+def _shrink_grad(ctx: Context, g: Tensor) -> tuple:
+    widths = tuple((start, s - end) for (start, end), s in zip(ctx.arg, ctx.parents[0].shape))
+    return (g.pad(widths),)
+
+
+def _cast_grad(ctx: Context, g: Tensor) -> tuple:
+    (x,) = ctx.parents
+    return (g.cast(x.dtype) if x.dtype.is_float else None,)
+
+
+def _gather_grad(ctx: Context, g: Tensor) -> tuple:
+    src, idx = ctx.parents
+    from limn.tensor import Tensor
+
+    zeros = Tensor.zeros(src.shape, dtype=g.dtype)
+    return (zeros.scatter_add(idx, g, axis=ctx.arg), None)
+
+
+def _custom_grad(ctx: Context, g: Tensor) -> tuple:
+    from limn import custom
+
+    op = custom.REGISTRY[ctx.arg.name]
+    assert op.backward is not None, f"CUSTOM {op.name!r} was recorded for autograd without a backward rule"
+    return tuple(op.backward(list(ctx.parents), ctx.arg.output, ctx.output(), g, dict(ctx.arg.params)))
+
+
+GRADIENTS: dict[Op | str, Callable[[Context, Any], tuple]] = {
+    Op.NEG: lambda ctx, g: (-g,),
+    Op.EXP: lambda ctx, g: (g * ctx.output(),),  # d e**x = e**x
+    Op.LOG: lambda ctx, g: (g / ctx.parents[0],),  # d log x = 1/x
+    Op.SQRT: lambda ctx, g: (g * 0.5 / ctx.output(),),  # d sqrt x = 1 / (2 sqrt x)
+    Op.RECIP: lambda ctx, g: (-g * ctx.output() * ctx.output(),),  # d 1/x = -1/x**2
+    Op.CAST: _cast_grad,
+    Op.ADD: lambda ctx, g: (g, g),
+    Op.MUL: lambda ctx, g: (g * ctx.parents[1], g * ctx.parents[0]),
+    Op.CMPLT: lambda ctx, g: (None, None),
+    Op.WHERE: lambda ctx, g: (None, ctx.parents[0].where(g, 0.0), ctx.parents[0].where(0.0, g)),
+    Op.SUM: lambda ctx, g: (g.expand(ctx.parents[0].shape),),
+    Op.MAX: _reduce_max_grad,
+    Op.GATHER: _gather_grad,
+    Op.SCATTER: lambda ctx, g: (g, None, g.gather(ctx.parents[1], axis=ctx.arg)),
+    Op.CONTIGUOUS: lambda ctx, g: (g,),
+    Op.CUSTOM: _custom_grad,
+    # movement: VIEW nodes carry a View, but the gradient needs to know which movement made it
+    "reshape": lambda ctx, g: (g.reshape(ctx.parents[0].shape),),
+    "permute": _permute_grad,
+    "expand": _expand_grad,
+    "pad": _pad_grad,
+    "shrink": _shrink_grad,
+}
+
+
+def _tensor_toposort(root: Tensor) -> list[Tensor]:
+    """Tensors reachable from root through contexts, each after its parents. Iterative."""
+    order: list[Tensor] = []
+    seen: set[int] = set()
+    stack: list[tuple[Tensor, bool]] = [(root, False)]
+    while stack:
+        t, expanded = stack.pop()
+        if expanded:
+            order.append(t)
+            continue
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        stack.append((t, True))
+        if t._ctx is not None:
+            stack.extend((p, False) for p in t._ctx.parents if p.requires_grad and id(p) not in seen)
+    return order
+
+
+def backward(root: Tensor, gradient: Tensor | None, create_graph: bool) -> None:
+    """Accumulates d(root)/d(leaf) into leaf.grad for every leaf that requires grad (see Tensor.backward)."""
+    from limn.tensor import Tensor
+
+    if not root.requires_grad:
+        raise RuntimeError(
+            "backward() on a tensor that does not require grad: no input of it was created with "
+            "requires_grad=True (or it was computed under no_grad / from .detach())"
+        )
+    if gradient is None:
+        if root.size != 1:
+            raise RuntimeError(
+                f"backward() on a tensor of shape {root.shape} needs `gradient=` of that shape; "
+                "only a single-element output has an implied gradient of 1 (did you forget .sum()?)"
+            )
+        gradient = Tensor.ones(root.shape, dtype=root.dtype)
+    elif not isinstance(gradient, Tensor):
+        gradient = Tensor(gradient, dtype=root.dtype)
+    if gradient.shape != root.shape:
+        raise ValueError(f"backward(): gradient has shape {gradient.shape}, the output has {root.shape}")
+
+    guard = enable_grad() if create_graph else no_grad()
+    with guard:
+        grads: dict[int, Tensor] = {id(root): gradient}
+        for t in reversed(_tensor_toposort(root)):
+            g = grads.pop(id(t), None)
+            if g is None:
+                continue
+            if t._ctx is None:
+                if t.requires_grad:
+                    g = g if create_graph else g.detach()
+                    t.grad = g if t.grad is None else t.grad + g
+                continue
+            parent_grads = GRADIENTS[t._ctx.rule](t._ctx, g)
+            for p, pg in zip(t._ctx.parents, parent_grads):
+                if pg is None or not p.requires_grad:
+                    continue
+                if pg.dtype != p.dtype:
+                    pg = pg.cast(p.dtype)
+                grads[id(p)] = grads[id(p)] + pg if id(p) in grads else pg

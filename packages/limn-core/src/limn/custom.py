@@ -1,0 +1,78 @@
+"""CUSTOM: the one door out of the closed op set, for kernels a device supplies whole.
+
+A CustomOp names a kernel and gives three things: the numpy reference (what the numpy device runs and
+every backend's kernel is diffed against), the same computation composed from primitives (what runs on
+a device that registers no kernel for the name), and optionally a gradient rule. A kernel with several
+outputs becomes one CUSTOM node per output, sharing srcs; running it once per node is correct, and the
+executor may merge the siblings into one call.
+Pipeline: **tensor (apply)** -> graph (CUSTOM nodes) -> device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from limn.dtypes import DType
+from limn.ops import CustomArg, Node, Op, Shape
+
+
+@dataclass(frozen=True)
+class CustomOp:
+    name: str
+    n_outputs: int
+    # (input dtypes and shapes, params) -> the dtype and shape of each output
+    signature: Callable[[Sequence[tuple[DType, Shape]], dict[str, Any]], list[tuple[DType, Shape]]]
+    # numpy arrays in, numpy arrays out: the definition of the kernel
+    reference: Callable[[Sequence[np.ndarray], dict[str, Any]], list[np.ndarray]]
+    # Tensors in, Tensors out: the same op spelled in primitives
+    compose: Callable[..., list[Any]]
+    # (inputs, output index, output, its grad, params) -> input grads as Tensors; None: use compose
+    backward: Callable[..., list[Any]] | None = None
+
+
+REGISTRY: dict[str, CustomOp] = {}
+
+
+def register(op: CustomOp) -> CustomOp:
+    REGISTRY[op.name] = op
+    return op
+
+
+def nodes(op: CustomOp, srcs: tuple[Node, ...], params: dict[str, Any]) -> list[Node]:
+    """One CUSTOM node per output of `op` applied to srcs."""
+    specs = op.signature([(s.dtype, s.shape) for s in srcs], params)
+    frozen = tuple(sorted(params.items()))
+    return [
+        Node(Op.CUSTOM, srcs, dtype, tuple(shape), CustomArg(op.name, i, op.n_outputs, frozen))
+        for i, (dtype, shape) in enumerate(specs)
+    ]
+
+
+def run_reference(node: Node, srcs: list[np.ndarray], cache: dict) -> np.ndarray:
+    """The numpy device's evaluation of one CUSTOM node; siblings share one call through `cache`."""
+    arg: CustomArg = node.arg
+    if arg.name not in REGISTRY:
+        raise RuntimeError(f"CUSTOM kernel {arg.name!r} is not registered; import the module that defines it")
+    key = ("custom", arg.name, tuple(id(s) for s in node.srcs), arg.params)
+    if key not in cache:
+        outs = REGISTRY[arg.name].reference(srcs, dict(arg.params))
+        cache[key] = [np.asarray(o) for o in outs]
+    return cache[key][arg.output].astype(node.dtype.np).reshape(node.shape)
+
+
+def apply(name: str, *inputs: Any, **params: Any) -> list[Any]:
+    """Runs custom op `name` on tensors: as CUSTOM nodes where the current device supplies the kernel,
+    composed from primitives otherwise. Returns one Tensor per output."""
+    from limn.tensor import Tensor, apply_custom
+
+    op = REGISTRY[name]
+    tensors = [x if isinstance(x, Tensor) else Tensor(x) for x in inputs]
+    from limn.device import get_device
+
+    if name in get_device(tensors[0].device).custom_kernels:
+        return apply_custom(op, tensors, params)
+    return list(op.compose(*tensors, **params))

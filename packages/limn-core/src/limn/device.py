@@ -1,0 +1,162 @@
+"""The device protocol, the buffers devices own, and the registry that finds devices by name.
+
+A device is whatever runs a graph: it takes the sink Nodes of one realize() and returns a Buffer for each.
+Besides `run`, it implements five hooks for moving bytes (alloc, free, copyin, copyout, synchronize).
+Devices are found through the entry-point group `limn.devices` (name -> a Device or a zero-argument
+factory), loaded on first use: `import limn` imports no backend. `set_device(name)` picks the executor.
+Pipeline: tensor -> graph -> [schedule -> IR -> renderer] -> **device**.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from limn.dtypes import DType
+from limn.ops import Node, Shape
+
+ENTRY_POINT_GROUP = "limn.devices"
+
+# First-party device names and the distribution that provides each, for "pip install ..." hints.
+KNOWN_PACKAGES = {"numpy": "limn-core", "c": "limn-c", "cuda": "limn-cuda"}
+
+
+class DeviceError(RuntimeError):
+    """A device could not be found, loaded or used; the message names the device and the cause."""
+
+
+@runtime_checkable
+class Device(Protocol):
+    """What a backend implements. `host` devices keep buffers as numpy arrays in host memory, so
+    tensors move freely between them; `custom_kernels` names the CUSTOM kernels the device supplies."""
+
+    name: str
+    host: bool
+    custom_kernels: frozenset[str]
+
+    def alloc(self, dtype: DType, shape: Shape) -> Any: ...
+    def free(self, handle: Any) -> None: ...
+    def copyin(self, handle: Any, array: np.ndarray) -> None: ...
+    def copyout(self, handle: Any, dtype: DType, shape: Shape) -> np.ndarray: ...
+    def synchronize(self) -> None: ...
+    def run(self, sinks: Sequence[Node]) -> list[Buffer]: ...
+
+
+@dataclass(eq=False)
+class Buffer:
+    """Row-major bytes of one dtype and shape, owned by a device. `handle` is the device's own (a numpy
+    array on host devices). The device's free hook runs when the last reference goes away."""
+
+    device: str
+    dtype: DType
+    shape: Shape
+    handle: Any
+    _finalizer: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        dev = _loaded.get(self.device)
+        if dev is not None and not dev.host:
+            self._finalizer = weakref.finalize(self, dev.free, self.handle)
+
+    def numpy(self) -> np.ndarray:
+        """A fresh host copy of the bytes (changing it never changes the buffer)."""
+        dev = get_device(self.device)
+        if dev.host:
+            return np.array(self.handle, copy=True)
+        return dev.copyout(self.handle, self.dtype, self.shape)
+
+    def __repr__(self) -> str:
+        return f"Buffer({self.device}, {self.dtype.name}{list(self.shape)})"
+
+
+# ---- the registry ----
+
+_lock = threading.Lock()
+_registered: dict[str, Callable[[], Device] | Device] = {}
+_loaded: dict[str, Device] = {}
+_current = "numpy"
+
+
+def register_device(name: str, target: Callable[[], Device] | Device) -> None:
+    """Makes a device available under `name` at runtime, beside those found through entry points."""
+    with _lock:
+        _registered[name] = target
+        _loaded.pop(name, None)
+
+
+def _entry_points() -> dict[str, metadata.EntryPoint]:
+    eps = metadata.entry_points(group=ENTRY_POINT_GROUP)
+    return {ep.name: ep for ep in eps}
+
+
+def devices() -> list[str]:
+    """Names of every device installed (the numpy reference first). Nothing is imported to list them,
+    so a broken device package still leaves the others listed."""
+    names = set(_entry_points()) | set(_registered) | {"numpy"}
+    return sorted(names, key=lambda n: (n != "numpy", n))
+
+
+def _load(name: str) -> Device:
+    if name in _registered:
+        target: Any = _registered[name]
+        origin = f"registered device {name!r}"
+    else:
+        eps = _entry_points()
+        if name not in eps:
+            if name == "numpy":  # core's own, also when limn-core runs from a source tree
+                from limn.numpy_device import NumpyDevice
+
+                return NumpyDevice()
+            installed = ", ".join(devices())
+            package = KNOWN_PACKAGES.get(name)
+            hint = f" Install it with: pip install {package}." if package else ""
+            raise DeviceError(f"no device named {name!r} is installed (installed: {installed}).{hint}")
+        ep = eps[name]
+        dist = getattr(ep, "dist", None)
+        origin = f"device {name!r} (entry point {ep.value}" + (f" from {dist.name})" if dist else ")")
+        try:
+            target = ep.load()
+        except Exception as e:
+            raise DeviceError(f"{origin} failed to load: {type(e).__name__}: {e}") from e
+    try:
+        # a class or a factory function is called; an object that already is a Device is used as it is
+        is_instance = isinstance(target, Device) and not isinstance(target, type)
+        dev = target if is_instance else target()
+    except DeviceError:
+        raise
+    except Exception as e:
+        raise DeviceError(f"{origin} cannot be used here: {type(e).__name__}: {e}") from e
+    if not isinstance(dev, Device):
+        raise DeviceError(f"{origin} gave {type(dev).__name__}, which does not implement limn.device.Device")
+    return dev
+
+
+def get_device(name: str | None = None) -> Device:
+    """The device object for `name` (the current device when None), loading it on first use."""
+    name = _current if name is None else name
+    dev = _loaded.get(name)
+    if dev is None:
+        dev = _load(name)
+        with _lock:
+            dev = _loaded.setdefault(name, dev)
+    return dev
+
+
+def set_device(name: str) -> None:
+    """Selects the device that realizes graphs from now on. Fails here, with the reason, when the
+    device is not installed or its toolchain is missing."""
+    global _current
+    if not isinstance(name, str):
+        raise TypeError(f"set_device takes a device name such as 'numpy' or 'c', not {type(name).__name__}")
+    get_device(name)
+    _current = name
+
+
+def current_device() -> str:
+    return _current

@@ -1,0 +1,141 @@
+"""The seven dtypes limn computes in, plus bool, and the rules for mixing them.
+
+A DType names a storage format and the numpy dtype that holds it. Half widths (float16, bfloat16) are
+storage only: every device widens them to float32 to compute and rounds back once per value. The
+promotion table below is the single answer to "what dtype does a op on these two give"; the docs in
+limn-core's README print it cell by cell and tests/core/test_dtypes.py checks every cell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+
+@dataclass(frozen=True, eq=True)
+class DType:
+    """One element type: its name, its numpy twin, and its family ('f' float, 'i' int, 'b' bool)."""
+
+    name: str
+    np: np.dtype
+    kind: str
+    bits: int
+
+    @property
+    def itemsize(self) -> int:
+        return self.np.itemsize
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind == "i"
+
+    @property
+    def is_half(self) -> bool:
+        """float16 and bfloat16: stored narrow, computed in float32."""
+        return self.kind == "f" and self.bits == 16
+
+    @property
+    def compute(self) -> DType:
+        """The dtype arithmetic on this one runs in: float32 for the half widths, itself otherwise."""
+        return float32 if self.is_half else self
+
+    def __repr__(self) -> str:
+        return f"limn.{self.name}"
+
+
+float64 = DType("float64", np.dtype(np.float64), "f", 64)
+float32 = DType("float32", np.dtype(np.float32), "f", 32)
+float16 = DType("float16", np.dtype(np.float16), "f", 16)
+bfloat16 = DType("bfloat16", np.dtype(ml_dtypes.bfloat16), "f", 16)
+int32 = DType("int32", np.dtype(np.int32), "i", 32)
+int16 = DType("int16", np.dtype(np.int16), "i", 16)
+int8 = DType("int8", np.dtype(np.int8), "i", 8)
+bool_ = DType("bool", np.dtype(np.bool_), "b", 8)
+
+ALL: tuple[DType, ...] = (float64, float32, float16, bfloat16, int32, int16, int8, bool_)
+FLOATS: tuple[DType, ...] = (float64, float32, float16, bfloat16)
+INTS: tuple[DType, ...] = (int32, int16, int8)
+BY_NAME: dict[str, DType] = {d.name: d for d in ALL}
+BY_NUMPY: dict[np.dtype, DType] = {d.np: d for d in ALL}
+
+
+def as_dtype(x: DType | str | np.dtype | type) -> DType:
+    """Accepts a DType, its name ('float32'), or a numpy dtype; anything else is a TypeError."""
+    if isinstance(x, DType):
+        return x
+    if isinstance(x, str) and x in BY_NAME:
+        return BY_NAME[x]
+    try:
+        npd = np.dtype(x)
+    except TypeError:
+        npd = None
+    if npd is not None and npd in BY_NUMPY:
+        return BY_NUMPY[npd]
+    names = ", ".join(d.name for d in ALL)
+    raise TypeError(f"dtype {x!r} is not one limn supports; use one of: {names}")
+
+
+def from_numpy(npd: np.dtype) -> DType:
+    """The DType for a numpy array's dtype, or a TypeError that says which cast would work."""
+    npd = np.dtype(npd)
+    if npd in BY_NUMPY:
+        return BY_NUMPY[npd]
+    hint = {
+        "i": "cast it with .astype(np.int32) (limn's widest int)",
+        "u": "cast it with .astype(np.int32)",
+        "c": "limn has no complex dtypes",
+        "O": "convert the objects to numbers first",
+    }.get(npd.kind, "cast it to float32")
+    raise TypeError(f"numpy dtype {npd} is not supported by limn: {hint}")
+
+
+def _promote_pair(a: DType, b: DType) -> DType:
+    if a == b:
+        return a
+    if a == bool_:
+        return b
+    if b == bool_:
+        return a
+    if a.is_int and b.is_int:
+        return a if a.bits >= b.bits else b
+    if a.is_int or b.is_int:
+        # an int meeting a float joins the floats at float32 or wider
+        f = b if a.is_int else a
+        return float64 if f == float64 else float32
+    # two different floats: the halves meet at float32, anything wider wins
+    if a.is_half and b.is_half:
+        return float32
+    return a if a.bits > b.bits else b
+
+
+PROMOTION: dict[tuple[DType, DType], DType] = {(a, b): _promote_pair(a, b) for a in ALL for b in ALL}
+
+
+def promote(a: DType, b: DType) -> DType:
+    """The dtype of a binary op on tensors of dtypes a and b (see PROMOTION)."""
+    return PROMOTION[(a, b)]
+
+
+def scalar_dtype(tensor_dtype: DType, value: bool | int | float) -> DType:
+    """The dtype a python scalar takes beside a tensor: the tensor's own, unless the scalar is a float
+    meeting an int or bool tensor (then float32), or an int meeting a bool tensor (then int32)."""
+    if isinstance(value, bool):
+        return tensor_dtype
+    if isinstance(value, int):
+        return int32 if tensor_dtype == bool_ else tensor_dtype
+    return tensor_dtype if tensor_dtype.is_float else float32
+
+
+def promotion_table() -> str:
+    """The promotion table as aligned text, rows and columns in ALL's order."""
+    width = max(len(d.name) for d in ALL) + 2
+    lines = ["".ljust(width) + "".join(d.name.ljust(width) for d in ALL)]
+    for a in ALL:
+        lines.append(a.name.ljust(width) + "".join(promote(a, b).name.ljust(width) for b in ALL))
+    return "\n".join(line.rstrip() for line in lines)

@@ -1,0 +1,129 @@
+"""The closed op set and the Node DAG built from it.
+
+Every Tensor operation becomes Nodes over these 19 primitives (CUSTOM is the one escape hatch). A Node
+is immutable: its op, its srcs, its dtype and shape, and one op-specific `arg`. Backends implement the
+primitives; everything else (sub, matmul, softmax, ...) is composed from them in tensor.py.
+Pipeline: tensor -> **graph** -> schedule -> IR -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from limn.dtypes import DType
+
+Shape = tuple[int, ...]
+
+
+class Op(Enum):
+    # sources
+    BUFFER = "BUFFER"  # a realized buffer on some device; arg = the Buffer
+    CONST = "CONST"  # one value repeated over the node's shape; arg = the python value
+    # movement
+    VIEW = "VIEW"  # src's row-major bytes read through a View; arg = the View
+    # elementwise unary
+    NEG = "NEG"  # -x
+    EXP = "EXP"  # e**x
+    LOG = "LOG"  # natural log
+    SQRT = "SQRT"  # square root
+    RECIP = "RECIP"  # 1 / x
+    CAST = "CAST"  # convert to the node's dtype (floats to ints truncate toward zero, ints wrap)
+    # elementwise binary
+    ADD = "ADD"  # a + b
+    MUL = "MUL"  # a * b
+    CMPLT = "CMPLT"  # a < b, as bool
+    # elementwise ternary
+    WHERE = "WHERE"  # cond ? a : b
+    # reduce (arg = the reduced axes; reduced dims stay, with size 1)
+    SUM = "SUM"  # sum over axes
+    MAX = "MAX"  # max over axes
+    # indexed (arg = the axis)
+    GATHER = "GATHER"  # out[..j..] = src[..idx[..j..]..] along axis; out has idx's shape
+    SCATTER = "SCATTER"  # out = base; out[..idx[..j..]..] += upd[..j..] along axis
+    # barriers
+    CONTIGUOUS = "CONTIGUOUS"  # materialize src in row-major order
+    ASSIGN = "ASSIGN"  # write src[1] into the buffer of src[0] (a BUFFER node)
+    # escape hatch
+    CUSTOM = "CUSTOM"  # a kernel a device supplies whole; arg = CustomArg
+
+    def __repr__(self) -> str:
+        return f"Op.{self.name}"
+
+
+SOURCES = frozenset({Op.BUFFER, Op.CONST})
+MOVEMENT = frozenset({Op.VIEW})
+UNARY = frozenset({Op.NEG, Op.EXP, Op.LOG, Op.SQRT, Op.RECIP, Op.CAST})
+BINARY = frozenset({Op.ADD, Op.MUL, Op.CMPLT})
+TERNARY = frozenset({Op.WHERE})
+ELEMENTWISE = UNARY | BINARY | TERNARY
+REDUCE = frozenset({Op.SUM, Op.MAX})
+INDEXED = frozenset({Op.GATHER, Op.SCATTER})
+BARRIERS = frozenset({Op.CONTIGUOUS, Op.ASSIGN})
+ESCAPE = frozenset({Op.CUSTOM})
+PRIMITIVES = SOURCES | MOVEMENT | ELEMENTWISE | REDUCE | INDEXED | BARRIERS
+assert len(PRIMITIVES) == 19 and len(Op) == 20, "the op set is closed: 19 primitives and CUSTOM"
+
+
+@dataclass(frozen=True)
+class CustomArg:
+    """What a CUSTOM node names: the kernel, which of its outputs this node is, and its parameters."""
+
+    name: str
+    output: int
+    n_outputs: int
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def param(self, key: str) -> Any:
+        return dict(self.params)[key]
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """One value in the op graph. Identity is the object itself (eq=False), so a DAG shares by reference."""
+
+    op: Op
+    srcs: tuple[Node, ...]
+    dtype: DType
+    shape: Shape
+    arg: Any = None
+
+    def __repr__(self) -> str:
+        arg = "" if self.arg is None or self.op is Op.BUFFER else f", arg={self.arg!r}"
+        return f"Node({self.op.name}, {self.dtype.name}{list(self.shape)}{arg}, srcs={len(self.srcs)})"
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+
+def toposort(roots: Iterable[Node], stop: frozenset[int] | set[int] = frozenset()) -> list[Node]:
+    """Every node reachable from roots, each after its srcs. Iterative, so graphs of any depth are fine.
+    Nodes whose id is in `stop` are included but not walked into."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(r, False) for r in reversed(list(roots))]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        if id(node) not in stop:
+            for s in reversed(node.srcs):
+                if id(s) not in seen:
+                    stack.append((s, False))
+    return order
+
+
+def walk(roots: Iterable[Node]) -> Iterator[Node]:
+    """The nodes of the graph in topological order."""
+    yield from toposort(roots)

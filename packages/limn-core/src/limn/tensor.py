@@ -1,0 +1,1054 @@
+"""The user API: a Tensor is a lazy value, a Node in the op graph plus what autograd needs.
+
+Tensor methods never compute. Primitives build one Node each; everything else (sub, matmul, softmax,
+cross_entropy, ...) is composed from primitives here, with its formula in a comment, so a device that
+implements the 19 primitives runs all of it. Bytes appear only at .numpy(), .item() or .realize().
+Pipeline: **tensor** -> graph -> schedule -> IR -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from limn import autograd, dtypes
+from limn.autograd import Context
+from limn.device import Buffer, DeviceError, current_device, get_device
+from limn.dtypes import DType
+from limn.ops import Node, Op, Shape, toposort
+from limn.view import View, prod
+
+Scalar = bool | int | float
+TensorLike = Any  # Tensor, numpy array, nested lists or a python scalar
+
+_rng = np.random.default_rng(0)
+
+
+def manual_seed(seed: int) -> None:
+    """Seeds rand/randn (and everything built on them) for reproducible runs."""
+    global _rng
+    _rng = np.random.default_rng(seed)
+
+
+# A node once realized is never computed again: later graphs that still hold it read its buffer.
+_realized: weakref.WeakKeyDictionary[Node, Node] = weakref.WeakKeyDictionary()
+
+
+def _normalize_axis(axis: int, ndim: int, what: str) -> int:
+    if not -ndim <= axis < max(ndim, 1):
+        raise IndexError(f"{what}: axis {axis} is out of range for a tensor with {ndim} dims")
+    return axis % ndim if ndim else 0
+
+
+def _const_value(value: Scalar, dtype: DType) -> Scalar:
+    """The python value a CONST of `dtype` holds: rounded to the dtype, ints wrapped to its width."""
+    if dtype == dtypes.bool_:
+        return bool(value)
+    if dtype.is_int:
+        return int(np.array(int(value), np.int64).astype(dtype.np))
+    return float(np.array(value, np.float64).astype(dtype.np))
+
+
+def _host_array(data: TensorLike, dtype: DType | None) -> np.ndarray:
+    """A fresh, native-endian, row-major numpy array of a supported dtype holding `data`."""
+    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
+        arr = np.asarray(data)
+        if arr.dtype.byteorder == ">":
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+        src = dtypes.from_numpy(arr.dtype) if dtype is None else dtype
+    else:
+        try:
+            arr = np.array(data)
+        except ValueError as e:
+            raise ValueError(f"Tensor(): cannot make a rectangular array from this data: {e}") from None
+        if arr.dtype == object:
+            raise TypeError("Tensor(): the data holds objects that are not numbers (ragged lists?)")
+        if dtype is not None:
+            src = dtype
+        elif arr.dtype.kind == "f":
+            src = dtypes.float32  # python floats become float32, as in torch
+        elif arr.dtype.kind in "iu":
+            if arr.size and (arr.min() < -(2**31) or arr.max() >= 2**31):
+                raise OverflowError("Tensor(): an integer in the data does not fit int32, limn's widest int")
+            src = dtypes.int32
+        else:
+            src = dtypes.from_numpy(arr.dtype)
+    return np.array(arr, dtype=src.np, order="C", copy=True)
+
+
+def _broadcast_shape(a: Shape, b: Shape, what: str) -> Shape:
+    n = max(len(a), len(b))
+    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for x, y in zip(pa, pb):
+        if x != y and x != 1 and y != 1:
+            raise ValueError(
+                f"{what}: shapes {a} and {b} do not broadcast: sizes {x} and {y} differ and neither is 1"
+            )
+        out.append(max(x, y) if x != 0 and y != 0 else 0)
+    return tuple(out)
+
+
+class Tensor:
+    """A lazy n-dimensional array. Build expressions; call .numpy()/.item()/.realize() to compute.
+
+    >>> x = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad.numpy()
+    array([[2., 4.],
+           [6., 8.]], dtype=float32)
+    """
+
+    __slots__ = ("node", "requires_grad", "grad", "_ctx", "_device", "__weakref__")
+    __array_priority__ = 1000  # numpy scalar (op) Tensor defers to Tensor's reflected op
+
+    def __init__(
+        self,
+        data: TensorLike,
+        dtype: DType | str | None = None,
+        requires_grad: bool = False,
+        device: str | None = None,
+    ) -> None:
+        dtype = None if dtype is None else dtypes.as_dtype(dtype)
+        if isinstance(data, Tensor):
+            src = data.cast(dtype) if dtype is not None else data
+            self.node, self._device = src.node, src._device
+        else:
+            arr = _host_array(data, dtype)
+            self._device = device or current_device()
+            self.node = _buffer_node(self._device, arr)
+        self.requires_grad = bool(requires_grad)
+        self.grad: Tensor | None = None
+        self._ctx: Context | None = None
+        if requires_grad and not self.dtype.is_float:
+            raise TypeError(f"requires_grad=True needs a float dtype; this tensor is {self.dtype.name}")
+
+    @staticmethod
+    def _from_node(node: Node, device: str, ctx: Context | None = None) -> Tensor:
+        t = Tensor.__new__(Tensor)
+        t.node, t._device, t._ctx, t.grad = node, device, ctx, None
+        t.requires_grad = ctx is not None
+        return t
+
+    # ---- properties ----
+
+    @property
+    def shape(self) -> Shape:
+        return self.node.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.node.dtype
+
+    @property
+    def device(self) -> str:
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return prod(self.shape)
+
+    def numel(self) -> int:
+        return self.size
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        state = "realized" if self.node.op is Op.BUFFER else f"lazy {self.node.op.name}"
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        return f"<Tensor {self.dtype.name}{list(self.shape)} on {self.device}, {state}{grad}>"
+
+    # ---- creation ----
+
+    @staticmethod
+    def full(shape: Sequence[int] | int, value: Scalar, dtype: DType | str | None = None, **kw: Any) -> Tensor:
+        """A tensor of one repeated value. It is a CONST node: nothing is allocated until realized."""
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if any(not isinstance(s, int) or s < 0 for s in shape):
+            raise ValueError(f"full(): shape {shape} must be non-negative ints")
+        if dtype is None:
+            dtype = dtypes.bool_ if isinstance(value, bool) else (
+                dtypes.int32 if isinstance(value, int) else dtypes.float32
+            )
+        dtype = dtypes.as_dtype(dtype)
+        node = Node(Op.CONST, (), dtype, shape, _const_value(value, dtype))
+        t = Tensor._from_node(node, kw.get("device") or current_device())
+        if kw.get("requires_grad"):
+            t = t.contiguous().realize().detach()
+            t.requires_grad = True
+        return t
+
+    @staticmethod
+    def zeros(shape: Sequence[int] | int, dtype: DType | str = dtypes.float32, **kw: Any) -> Tensor:
+        return Tensor.full(shape, 0, dtype, **kw)
+
+    @staticmethod
+    def ones(shape: Sequence[int] | int, dtype: DType | str = dtypes.float32, **kw: Any) -> Tensor:
+        return Tensor.full(shape, 1, dtype, **kw)
+
+    def zeros_like(self) -> Tensor:
+        return Tensor.zeros(self.shape, self.dtype, device=self.device)
+
+    def ones_like(self) -> Tensor:
+        return Tensor.ones(self.shape, self.dtype, device=self.device)
+
+    @staticmethod
+    def arange(start: int | float, stop: int | float | None = None, step: int | float = 1, dtype=None,
+               **kw: Any) -> Tensor:
+        """Evenly spaced values in [start, stop); int32 for int arguments, float32 otherwise."""
+        if stop is None:
+            start, stop = 0, start
+        if dtype is None:
+            ints = all(isinstance(v, int) for v in (start, stop, step))
+            dtype = dtypes.int32 if ints else dtypes.float32
+        return Tensor(np.arange(start, stop, step), dtype=dtype, **kw)
+
+    @staticmethod
+    def eye(n: int, m: int | None = None, dtype: DType | str = dtypes.float32, **kw: Any) -> Tensor:
+        return Tensor(np.eye(n, m), dtype=dtype, **kw)
+
+    @staticmethod
+    def rand(shape: Sequence[int] | int, dtype: DType | str = dtypes.float32, **kw: Any) -> Tensor:
+        """Uniform in [0, 1), drawn from the generator limn.manual_seed seeds."""
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        return Tensor(_rng.random(shape), dtype=dtype, **kw)
+
+    @staticmethod
+    def randn(shape: Sequence[int] | int, dtype: DType | str = dtypes.float32, **kw: Any) -> Tensor:
+        """Standard normal, drawn from the generator limn.manual_seed seeds."""
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        return Tensor(_rng.standard_normal(shape), dtype=dtype, **kw)
+
+    # ---- realization ----
+
+    def realize(self) -> Tensor:
+        """Computes this tensor now (a no-op if it already holds a buffer). Returns self."""
+        realize(self)
+        return self
+
+    def numpy(self) -> np.ndarray:
+        """A numpy copy of the value (computing it first if needed)."""
+        self.realize()
+        buf: Buffer = self.node.arg
+        return buf.numpy().reshape(self.shape)
+
+    def item(self) -> Scalar:
+        if self.size != 1:
+            raise ValueError(f"item() needs a single-element tensor; this one has shape {self.shape}")
+        return self.numpy().reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self.numpy().tolist()
+
+    def to(self, device: str) -> Tensor:
+        """A copy of this tensor's value on another device (realized)."""
+        dev = get_device(device)
+        if dev.name == self.device and self.node.op is Op.BUFFER:
+            return self
+        out = Tensor(self.numpy(), device=dev.name)
+        return out
+
+    def detach(self) -> Tensor:
+        """The same value, cut off from gradient history."""
+        return Tensor._from_node(self.node, self.device)
+
+    def assign(self, value: TensorLike) -> Tensor:
+        """Overwrites this tensor's buffer with `value` at the next realize. Every assign realized in
+        one realize() reads the values from before any of them, so their order cannot matter."""
+        if not isinstance(value, Tensor):
+            value = Tensor.full(self.shape, value, self.dtype, device=self.device) if isinstance(
+                value, (bool, int, float)) else Tensor(value, dtype=self.dtype, device=self.device)
+        if value.shape != self.shape:
+            raise ValueError(f"assign: value of shape {value.shape} cannot be written into shape {self.shape}")
+        if value.dtype != self.dtype:
+            value = value.cast(self.dtype)
+        if self.node.op is not Op.BUFFER:
+            self.realize()
+        self.node = Node(Op.ASSIGN, (self.node, value.node), self.dtype, self.shape)
+        self._ctx = None
+        return self
+
+    # ---- primitives: each builds one Node (and a Context when gradients flow) ----
+
+    def _result(self, node: Node, rule: Op | str, parents: tuple[Tensor, ...], arg: Any = None) -> Tensor:
+        device = _join_devices(parents, node.op.name)
+        ctx = None
+        if autograd.is_grad_enabled() and any(p.requires_grad for p in parents):
+            ctx = Context(rule, parents, node, arg)
+        return Tensor._from_node(node, device, ctx)
+
+    def _unary(self, op: Op, dtype: DType | None = None) -> Tensor:
+        return self._result(Node(op, (self.node,), dtype or self.dtype, self.shape), op, (self,))
+
+    def cast(self, dtype: DType | str) -> Tensor:
+        """Converts to dtype: floats to ints truncate toward zero, narrowing ints wrap."""
+        dtype = dtypes.as_dtype(dtype)
+        if dtype == self.dtype:
+            return self
+        return self._unary(Op.CAST, dtype)
+
+    def _float(self) -> Tensor:
+        """Self, cast to float32 when it is an int or bool tensor."""
+        return self if self.dtype.is_float else self.cast(dtypes.float32)
+
+    def neg(self) -> Tensor:
+        if self.dtype == dtypes.bool_:
+            raise TypeError("negation of a bool tensor; use .logical_not()")
+        return self._unary(Op.NEG)
+
+    def exp(self) -> Tensor:
+        return self._float()._unary(Op.EXP)
+
+    def log(self) -> Tensor:
+        return self._float()._unary(Op.LOG)
+
+    def sqrt(self) -> Tensor:
+        return self._float()._unary(Op.SQRT)
+
+    def reciprocal(self) -> Tensor:
+        return self._float()._unary(Op.RECIP)
+
+    def _operands(self, other: TensorLike, what: str, reverse: bool = False) -> tuple[Tensor, Tensor]:
+        """Self and other promoted to one dtype and broadcast to one shape."""
+        a = self
+        if isinstance(other, Tensor):
+            b = other
+            dtype = dtypes.promote(a.dtype, b.dtype)
+        elif isinstance(other, (bool, int, float, np.number, np.bool_)):
+            value = other.item() if isinstance(other, np.generic) else other
+            dtype = dtypes.scalar_dtype(a.dtype, value)
+            b = Tensor.full((), value, dtype, device=a.device)
+        else:
+            b = Tensor(other, device=a.device)
+            dtype = dtypes.promote(a.dtype, b.dtype)
+        a, b = a.cast(dtype), b.cast(dtype)
+        shape = _broadcast_shape(a.shape, b.shape, what)
+        a, b = a.broadcast_to(shape), b.broadcast_to(shape)
+        return (b, a) if reverse else (a, b)
+
+    def _binary(self, op: Op, other: TensorLike, reverse: bool = False, dtype: DType | None = None) -> Tensor:
+        a, b = self._operands(other, op.name.lower(), reverse)
+        node = Node(op, (a.node, b.node), dtype or a.dtype, a.shape)
+        return a._result(node, op, (a, b))
+
+    def add(self, other: TensorLike, reverse: bool = False) -> Tensor:
+        return self._binary(Op.ADD, other, reverse)
+
+    def mul(self, other: TensorLike, reverse: bool = False) -> Tensor:
+        return self._binary(Op.MUL, other, reverse)
+
+    def lt(self, other: TensorLike, reverse: bool = False) -> Tensor:
+        return self._binary(Op.CMPLT, other, reverse, dtypes.bool_)
+
+    def where(self, a: TensorLike, b: TensorLike) -> Tensor:
+        """Elementwise self ? a : b, with self a bool condition; a and b promote and broadcast."""
+        cond = self if self.dtype == dtypes.bool_ else self.ne(0)
+        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+            a = Tensor.full((), a, device=cond.device)
+        if isinstance(a, Tensor):
+            a, b = a._operands(b, "where")
+        else:
+            b, a = b._operands(a, "where")
+        shape = _broadcast_shape(cond.shape, a.shape, "where")
+        cond, a, b = cond.broadcast_to(shape), a.broadcast_to(shape), b.broadcast_to(shape)
+        node = Node(Op.WHERE, (cond.node, a.node, b.node), a.dtype, shape)
+        return cond._result(node, Op.WHERE, (cond, a, b))
+
+    def _reduce(self, op: Op, axis: int | Sequence[int] | None, keepdim: bool) -> Tensor:
+        axes = self._axes(axis, op.name.lower())
+        dtype = dtypes.int32 if self.dtype == dtypes.bool_ else self.dtype
+        x = self.cast(dtype)
+        shape = tuple(1 if d in axes else s for d, s in enumerate(self.shape))
+        out = x._result(Node(op, (x.node,), dtype, shape, axes), op, (x,), axes)
+        if keepdim:
+            return out
+        return out.reshape(tuple(s for d, s in enumerate(self.shape) if d not in axes))
+
+    def _axes(self, axis: int | Sequence[int] | None, what: str) -> tuple[int, ...]:
+        if axis is None:
+            return tuple(range(self.ndim))
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        return tuple(sorted({_normalize_axis(a, self.ndim, what) for a in axes}))
+
+    def gather(self, idx: Tensor, axis: int = 0) -> Tensor:
+        """out[..., j, ...] = self[..., idx[..., j, ...], ...] along `axis` (torch.gather). idx has self's
+        rank and is no larger in the other dims; out has idx's shape."""
+        axis = _normalize_axis(axis, self.ndim, "gather")
+        idx = _index_tensor(idx, "gather")
+        if idx.ndim != self.ndim or any(
+            i > s for d, (i, s) in enumerate(zip(idx.shape, self.shape)) if d != axis
+        ):
+            raise ValueError(
+                f"gather: index of shape {idx.shape} does not fit a source of shape {self.shape} "
+                f"along axis {axis} (same rank, and no larger than the source off that axis)"
+            )
+        src = self.shrink(tuple((0, i) if d != axis else (0, s) for d, (i, s) in enumerate(zip(idx.shape, self.shape))))
+        node = Node(Op.GATHER, (src.node, idx.node), self.dtype, idx.shape, axis)
+        return src._result(node, Op.GATHER, (src, idx), axis)
+
+    def scatter_add(self, idx: Tensor, src: TensorLike, axis: int = 0) -> Tensor:
+        """A copy of self with src[..., j, ...] added at self[..., idx[..., j, ...], ...] along `axis`
+        (torch.scatter_add); colliding indices all add."""
+        axis = _normalize_axis(axis, self.ndim, "scatter_add")
+        idx = _index_tensor(idx, "scatter_add")
+        src = src if isinstance(src, Tensor) else Tensor(src, dtype=self.dtype)
+        src = src.cast(self.dtype)
+        if idx.shape != src.shape or idx.ndim != self.ndim or any(
+            i > s for d, (i, s) in enumerate(zip(idx.shape, self.shape)) if d != axis
+        ):
+            raise ValueError(
+                f"scatter_add: index {idx.shape} and source {src.shape} must have one shape, of the "
+                f"rank of the target {self.shape} and no larger than it off axis {axis}"
+            )
+        node = Node(Op.SCATTER, (self.node, idx.node, src.node), self.dtype, self.shape, axis)
+        return self._result(node, Op.SCATTER, (self, idx, src), axis)
+
+    def contiguous(self) -> Tensor:
+        """Materializes this value in row-major order (a barrier the scheduler will not fuse through)."""
+        return self._unary(Op.CONTIGUOUS)
+
+    # ---- movement: each one composes into the tensor's View ----
+
+    def _movement(self, kind: str, arg: Any, change: Any) -> Tensor:
+        """Applies View method `change` to self's view; copies first where reshape cannot be a view."""
+        node = self.node
+        if node.op is Op.CONST and kind != "pad":
+            shape = change(View.contiguous(node.shape)).shape
+            new = Node(Op.CONST, (), node.dtype, shape, node.arg)
+            return self._result(new, kind, (self,), arg)
+        if node.op is Op.VIEW:
+            base, view = node.srcs[0], node.arg
+        else:
+            base, view = node, View.contiguous(node.shape)
+        new_view = change(view)
+        if new_view is None:  # only reshape says this: the strides cannot express the new shape
+            base = Node(Op.CONTIGUOUS, (node,), node.dtype, node.shape)
+            new_view = change(View.contiguous(node.shape))
+        if new_view.is_contiguous and new_view.shape == base.shape:
+            new = base
+        else:
+            new = Node(Op.VIEW, (base,), node.dtype, new_view.shape, new_view)
+        return self._result(new, kind, (self,), arg)
+
+    def reshape(self, *shape: int | Sequence[int]) -> Tensor:
+        """The same elements in row-major order under a new shape; one dim may be -1."""
+        new = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else tuple(shape)
+        if new.count(-1) > 1:
+            raise ValueError(f"reshape {self.shape} -> {new}: only one dim can be -1")
+        if -1 in new:
+            rest = prod([s for s in new if s != -1])
+            if rest == 0 or self.size % rest:
+                raise ValueError(f"reshape {self.shape} -> {new}: {self.size} elements do not divide into {new}")
+            new = tuple(self.size // rest if s == -1 else s for s in new)
+        if any(s < 0 for s in new):
+            raise ValueError(f"reshape {self.shape} -> {new}: sizes must be non-negative")
+        if prod(new) != self.size:
+            raise ValueError(
+                f"reshape {self.shape} -> {new}: {self.size} elements cannot become {prod(new)}"
+            )
+        if new == self.shape:
+            return self
+        return self._movement("reshape", new, lambda v: v.reshape(new))
+
+    def permute(self, *order: int | Sequence[int]) -> Tensor:
+        order = tuple(order[0]) if len(order) == 1 and not isinstance(order[0], int) else tuple(order)
+        norm = tuple(_normalize_axis(d, self.ndim, "permute") for d in order)
+        if sorted(norm) != list(range(self.ndim)):
+            raise ValueError(f"permute {order}: must name each of the {self.ndim} dims exactly once")
+        if norm == tuple(range(self.ndim)):
+            return self
+        return self._movement("permute", norm, lambda v: v.permute(norm))
+
+    def expand(self, *shape: int | Sequence[int]) -> Tensor:
+        """Stretches size-1 dims to `shape` without copying (-1 keeps a dim)."""
+        new = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else tuple(shape)
+        if len(new) != self.ndim:
+            raise ValueError(f"expand {self.shape} -> {new}: the ranks differ; reshape first")
+        new = tuple(s if n == -1 else n for s, n in zip(self.shape, new))
+        for s, n in zip(self.shape, new):
+            if s != n and s != 1:
+                raise ValueError(f"expand {self.shape} -> {new}: only size-1 dims can grow")
+        if new == self.shape:
+            return self
+        return self._movement("expand", new, lambda v: v.expand(new))
+
+    def pad(self, widths: Sequence[tuple[int, int]], value: Scalar = 0) -> Tensor:
+        """Adds (before, after) cells around each dim, filled with `value`."""
+        widths = tuple((int(b), int(a)) for b, a in widths)
+        if len(widths) != self.ndim or any(b < 0 or a < 0 for b, a in widths):
+            raise ValueError(f"pad {widths}: needs one non-negative (before, after) pair per dim of {self.shape}")
+        if all(w == (0, 0) for w in widths):
+            return self
+        out = self._movement("pad", widths, lambda v: v.pad(widths))
+        if value != 0:
+            inside = Tensor.full(self.shape, True, dtypes.bool_, device=self.device).pad(widths)
+            out = inside.where(out, value)
+        return out
+
+    def shrink(self, box: Sequence[tuple[int, int]]) -> Tensor:
+        """Keeps [start, end) of each dim."""
+        box = tuple((int(s), int(e)) for s, e in box)
+        if len(box) != self.ndim or any(not 0 <= s <= e <= n for (s, e), n in zip(box, self.shape)):
+            raise ValueError(f"shrink {box}: each (start, end) must satisfy 0 <= start <= end <= size of {self.shape}")
+        if all((s, e) == (0, n) for (s, e), n in zip(box, self.shape)):
+            return self
+        return self._movement("shrink", box, lambda v: v.shrink(box))
+
+    def broadcast_to(self, shape: Shape) -> Tensor:
+        shape = tuple(shape)
+        if self.shape == shape:
+            return self
+        if len(shape) < self.ndim:
+            raise ValueError(f"broadcast {self.shape} -> {shape}: the target has fewer dims")
+        x = self.reshape((1,) * (len(shape) - self.ndim) + self.shape)
+        return x.expand(shape)
+
+    def transpose(self, a: int = -2, b: int = -1) -> Tensor:
+        if self.ndim < 2:
+            return self
+        order = list(range(self.ndim))
+        a, b = _normalize_axis(a, self.ndim, "transpose"), _normalize_axis(b, self.ndim, "transpose")
+        order[a], order[b] = order[b], order[a]
+        return self.permute(tuple(order))
+
+    @property
+    def T(self) -> Tensor:
+        return self.permute(tuple(reversed(range(self.ndim))))
+
+    def flatten(self, start: int = 0, end: int = -1) -> Tensor:
+        if self.ndim == 0:
+            return self.reshape(1)
+        start, end = _normalize_axis(start, self.ndim, "flatten"), _normalize_axis(end, self.ndim, "flatten")
+        return self.reshape(self.shape[:start] + (prod(self.shape[start : end + 1]),) + self.shape[end + 1 :])
+
+    def squeeze(self, axis: int | None = None) -> Tensor:
+        if axis is None:
+            return self.reshape(tuple(s for s in self.shape if s != 1))
+        axis = _normalize_axis(axis, self.ndim, "squeeze")
+        if self.shape[axis] != 1:
+            return self
+        return self.reshape(self.shape[:axis] + self.shape[axis + 1 :])
+
+    def unsqueeze(self, axis: int) -> Tensor:
+        axis = _normalize_axis(axis, self.ndim + 1, "unsqueeze")
+        return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
+
+    @staticmethod
+    def cat(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
+        """Joins tensors along axis: each is padded to the full length there and the pads add up."""
+        tensors = list(tensors)
+        if not tensors:
+            raise ValueError("cat: needs at least one tensor")
+        first = tensors[0]
+        axis = _normalize_axis(axis, first.ndim, "cat")
+        for t in tensors[1:]:
+            if t.ndim != first.ndim or any(
+                a != b for d, (a, b) in enumerate(zip(t.shape, first.shape)) if d != axis
+            ):
+                raise ValueError(f"cat along axis {axis}: shapes {first.shape} and {t.shape} differ off that axis")
+        total = sum(t.shape[axis] for t in tensors)
+        out, start = None, 0
+        for t in tensors:
+            widths = [(0, 0)] * first.ndim
+            widths[axis] = (start, total - start - t.shape[axis])
+            piece = t.pad(widths)
+            out = piece if out is None else out + piece
+            start += t.shape[axis]
+        return out
+
+    @staticmethod
+    def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
+        tensors = list(tensors)
+        if not tensors:
+            raise ValueError("stack: needs at least one tensor")
+        axis = _normalize_axis(axis, tensors[0].ndim + 1, "stack")
+        return Tensor.cat([t.unsqueeze(axis) for t in tensors], axis)
+
+    def split(self, sizes: int | Sequence[int], axis: int = 0) -> list[Tensor]:
+        """Pieces along axis: of `sizes` each (the last may be shorter), or of the listed sizes."""
+        axis = _normalize_axis(axis, self.ndim, "split")
+        n = self.shape[axis]
+        if isinstance(sizes, int):
+            if sizes <= 0:
+                raise ValueError(f"split: piece size must be positive, got {sizes}")
+            sizes = [min(sizes, n - s) for s in range(0, n, sizes)]
+        if sum(sizes) != n:
+            raise ValueError(f"split: sizes {list(sizes)} add to {sum(sizes)}, axis {axis} has {n}")
+        out, start = [], 0
+        for s in sizes:
+            box = [(0, d) for d in self.shape]
+            box[axis] = (start, start + s)
+            out.append(self.shrink(box))
+            start += s
+        return out
+
+    def chunk(self, chunks: int, axis: int = 0) -> list[Tensor]:
+        axis = _normalize_axis(axis, self.ndim, "chunk")
+        return self.split(math.ceil(self.shape[axis] / chunks), axis)
+
+    # ---- indexing and iteration ----
+
+    def __getitem__(self, index: Any) -> Tensor:
+        """Basic indexing: ints, slices with step 1, `...` and None. It is a shrink and a reshape."""
+        index = index if isinstance(index, tuple) else (index,)
+        for i in index:
+            if isinstance(i, Tensor) or isinstance(i, (list, np.ndarray)):
+                raise TypeError(
+                    "indexing with a tensor or list: limn has basic indexing only; use "
+                    ".gather(idx, axis) or .embedding(idx) for lookups"
+                )
+        n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
+        if sum(1 for i in index if i is Ellipsis) > 1:
+            raise IndexError("an index can hold only one `...`")
+        if n_real > self.ndim:
+            raise IndexError(f"too many indices ({n_real}) for a tensor with {self.ndim} dims")
+        if Ellipsis in index:
+            at = index.index(Ellipsis)
+            index = index[:at] + (slice(None),) * (self.ndim - n_real) + index[at + 1 :]
+        else:
+            index = index + (slice(None),) * (self.ndim - n_real)
+        box, shape, dim = [], [], 0
+        for i in index:
+            if i is None:
+                shape.append(1)
+                continue
+            size = self.shape[dim]
+            if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
+                j = int(i) + size if i < 0 else int(i)
+                if not 0 <= j < size:
+                    raise IndexError(f"index {i} is out of range for dim {dim} of size {size}")
+                box.append((j, j + 1))
+            elif isinstance(i, slice):
+                if i.step not in (None, 1):
+                    raise ValueError(
+                        f"slice step {i.step} on dim {dim}: a View has no stride for a step other than 1; "
+                        "reshape and index instead (x.reshape(..., n, k)[..., 0] takes every k-th)"
+                    )
+                start, stop, _ = i.indices(size)
+                box.append((start, max(start, stop)))
+                shape.append(max(stop - start, 0))
+            else:
+                raise TypeError(f"index {i!r} of type {type(i).__name__} is not an int, slice, ... or None")
+            dim += 1
+        return self.shrink(box).reshape(tuple(shape))
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    # ---- composed elementwise ops (primitives only) ----
+
+    def sub(self, other: TensorLike, reverse: bool = False) -> Tensor:
+        a, b = self._operands(other, "sub", reverse)
+        return a + b.neg()  # a - b = a + (-b)
+
+    def div(self, other: TensorLike, reverse: bool = False) -> Tensor:
+        a, b = self._float()._operands(other, "div", reverse)
+        a, b = a._float(), b._float()
+        return a * b.reciprocal()  # a / b = a * (1/b)
+
+    def pow(self, exponent: TensorLike) -> Tensor:
+        """x ** n: integer n by repeated multiplication (exact for negative x), otherwise exp(n log x)."""
+        if isinstance(exponent, (int, float)) and float(exponent).is_integer() and abs(exponent) <= 64:
+            n = int(exponent)
+            if n == 0:
+                return self.ones_like()
+            base = self if n > 0 else self.reciprocal()
+            result, square, k = None, base, abs(n)
+            while k:  # exponentiation by squaring
+                if k & 1:
+                    result = square if result is None else result * square
+                k >>= 1
+                if k:
+                    square = square * square
+            return result
+        if isinstance(exponent, float) and exponent == 0.5:
+            return self.sqrt()
+        x = self._float()
+        return (x.log() * exponent).exp()  # x ** y = e ** (y log x)
+
+    def rpow(self, base: Scalar) -> Tensor:
+        return (self._float() * math.log(base)).exp()  # b ** x = e ** (x log b)
+
+    def eq(self, other: TensorLike) -> Tensor:
+        a, b = self._operands(other, "eq")
+        return a.lt(b).where(False, b.lt(a).where(False, True))  # a == b: neither is below the other
+
+    def ne(self, other: TensorLike) -> Tensor:
+        return self.eq(other).logical_not()
+
+    def gt(self, other: TensorLike) -> Tensor:
+        return self.lt(other, reverse=True)
+
+    def le(self, other: TensorLike) -> Tensor:
+        return self.gt(other).logical_not()
+
+    def ge(self, other: TensorLike) -> Tensor:
+        return self.lt(other).logical_not()
+
+    def logical_not(self) -> Tensor:
+        return self.cast(dtypes.bool_).where(False, True)
+
+    def logical_and(self, other: TensorLike) -> Tensor:
+        return self.cast(dtypes.bool_).where(other, False).cast(dtypes.bool_)
+
+    def logical_or(self, other: TensorLike) -> Tensor:
+        return self.cast(dtypes.bool_).where(True, other).cast(dtypes.bool_)
+
+    def relu(self) -> Tensor:
+        return self.gt(0).where(self, 0)  # relu(x) = x if x > 0 else 0; gradient 0 at 0, as torch
+
+    def sigmoid(self) -> Tensor:
+        return (1 + (-self._float()).exp()).reciprocal()  # sigmoid(x) = 1 / (1 + e**-x)
+
+    def tanh(self) -> Tensor:
+        return 2 * (2 * self._float()).sigmoid() - 1  # tanh(x) = 2 sigmoid(2x) - 1
+
+    def erf(self) -> Tensor:
+        # Abramowitz & Stegun 7.1.26: |error| < 1.5e-7. t = 1/(1 + p|x|); erf = 1 - poly(t) e**(-x**2)
+        x = self._float()
+        a = x.abs()
+        t = (1 + 0.3275911 * a).reciprocal()
+        poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+        y = 1 - poly * (-(a * a)).exp()
+        return x.sign() * y
+
+    def gelu(self, approximate: str = "none") -> Tensor:
+        """x * Phi(x), with erf (torch's default) or with torch's tanh approximation."""
+        x = self._float()
+        if approximate == "tanh":
+            inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
+            return 0.5 * x * (1 + inner.tanh())
+        if approximate != "none":
+            raise ValueError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
+        return 0.5 * x * (1 + (x * (1 / math.sqrt(2))).erf())  # x * (1 + erf(x / sqrt 2)) / 2
+
+    def silu(self) -> Tensor:
+        return self * self.sigmoid()
+
+    def sign(self) -> Tensor:
+        return self.gt(0).cast(self.dtype) - self.lt(0).cast(self.dtype)
+
+    def abs(self) -> Tensor:
+        return self * self.sign()  # |x| = x sign(x); gradient sign(x), 0 at 0 as torch
+
+    def square(self) -> Tensor:
+        return self * self
+
+    def rsqrt(self) -> Tensor:
+        return self.sqrt().reciprocal()
+
+    def maximum(self, other: TensorLike) -> Tensor:
+        a, b = self._operands(other, "maximum")
+        # ties take the average so each side gets half the gradient, as torch does
+        return a.lt(b).where(b, b.lt(a).where(a, (a + b) * 0.5))
+
+    def minimum(self, other: TensorLike) -> Tensor:
+        return -((-self).maximum(-other if isinstance(other, Tensor) else -other))
+
+    def clip(self, lo: TensorLike | None = None, hi: TensorLike | None = None) -> Tensor:
+        """Clamps into [lo, hi]; the gradient passes where lo <= x <= hi, as torch.clamp."""
+        out = self
+        if lo is not None:
+            out = out.lt(lo).where(lo, out)
+        if hi is not None:
+            out = out.gt(hi).where(hi, out)
+        return out
+
+    clamp = clip
+
+    # ---- composed reductions ----
+
+    def sum(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        return self._reduce(Op.SUM, axis, keepdim)
+
+    def max(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        return self._reduce(Op.MAX, axis, keepdim)
+
+    def min(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        if self.dtype.is_int:
+            # -x overflows at the most negative int; ~x = -x - 1 never does, and min x = ~max(~x)
+            return -((-self - 1).max(axis, keepdim)) - 1
+        return -((-self).max(axis, keepdim))  # min x = -max(-x)
+
+    def mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        x = self._float()
+        n = prod([self.shape[d] for d in self._axes(axis, "mean")])
+        return x.sum(axis, keepdim) * (1.0 / n if n else float("nan"))
+
+    def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+        """sum((x - mean)**2) / (n - correction); correction=1 is torch's default, 0 the biased form."""
+        x = self._float()
+        n = prod([self.shape[d] for d in self._axes(axis, "var")])
+        centered = x - x.mean(axis, keepdim=True)
+        return (centered * centered).sum(axis, keepdim) * (1.0 / max(n - correction, 0) if n > correction else float("nan"))
+
+    def std(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+        return self.var(axis, keepdim, correction).sqrt()
+
+    def logsumexp(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        x = self._float()
+        m = x.max(axis, keepdim=True).detach()  # shifting by the max keeps exp in range; it cancels
+        out = m + (x - m).exp().sum(axis, keepdim=True).log()
+        return out if keepdim else out.reshape(tuple(s for d, s in enumerate(self.shape) if d not in self._axes(axis, "logsumexp")))
+
+    def softmax(self, axis: int = -1) -> Tensor:
+        x = self._float()
+        e = (x - x.max(axis, keepdim=True).detach()).exp()  # softmax = exp(x - max) / sum
+        return e / e.sum(axis, keepdim=True)
+
+    def log_softmax(self, axis: int = -1) -> Tensor:
+        return self._float() - self.logsumexp(axis, keepdim=True)  # log softmax = x - logsumexp(x)
+
+    def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
+        """Index of the first maximum along axis (over the flattened tensor when axis is None), int32."""
+        if axis is None:
+            return self.reshape(-1).argmax(0, keepdim=False)
+        axis = _normalize_axis(axis, self.ndim, "argmax")
+        n = self.shape[axis]
+        hit = self.eq(self.max(axis, keepdim=True))
+        shape = [1] * self.ndim
+        shape[axis] = n
+        # the first hit has the largest (n - index); an index that misses scores 0
+        score = hit.where(Tensor.arange(n, 0, -1, device=self.device).reshape(shape), 0)
+        return (n - score.max(axis, keepdim=keepdim)).cast(dtypes.int32)
+
+    def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
+        return (-self).argmax(axis, keepdim)
+
+    # ---- linear algebra ----
+
+    def matmul(self, other: Tensor) -> Tensor:
+        """(..., n, k) @ (..., k, m) -> (..., n, m) as a broadcast multiply and a sum over k, which the
+        scheduler fuses into one kernel. 1-D operands act as a row or a column, as in numpy."""
+        a, b = self, other if isinstance(other, Tensor) else Tensor(other)
+        if a.ndim == 0 or b.ndim == 0:
+            raise ValueError("matmul: both operands need at least one dim; use * for scalars")
+        squeeze_a, squeeze_b = a.ndim == 1, b.ndim == 1
+        if squeeze_a:
+            a = a.reshape(1, a.shape[0])
+        if squeeze_b:
+            b = b.reshape(b.shape[0], 1)
+        if a.shape[-1] != b.shape[-2]:
+            raise ValueError(f"matmul {self.shape} @ {other.shape}: inner sizes {a.shape[-1]} and {b.shape[-2]} differ")
+        dtype = dtypes.promote(a.dtype, b.dtype)
+        compute = dtype.compute  # half widths: multiply and sum in float32, round once at the end
+        a, b = a.cast(compute), b.cast(compute)
+        prod_ = a.unsqueeze(-2) * b.transpose(-1, -2).unsqueeze(-3)  # (..., n, 1, k) * (..., 1, m, k)
+        out = prod_.sum(-1).cast(dtype)  # (..., n, m, k) -> (..., n, m)
+        if squeeze_a:
+            out = out.squeeze(-2)
+        if squeeze_b:
+            out = out.squeeze(-1)
+        return out
+
+    def dot(self, other: Tensor) -> Tensor:
+        return self.matmul(other)
+
+    # ---- lookups and losses composed from gather / scatter ----
+
+    def embedding(self, idx: Tensor) -> Tensor:
+        """Rows of this (V, D) table picked by int indices of any shape S: (V, D), S -> (*S, D)."""
+        if self.ndim != 2:
+            raise ValueError(f"embedding: the table must be (vocab, dim), got {self.shape}")
+        idx = _index_tensor(idx, "embedding")
+        flat = idx.reshape(idx.size, 1).expand(idx.size, self.shape[1])  # (N,) -> (N, D)
+        return self.gather(flat, axis=0).reshape(idx.shape + (self.shape[1],))
+
+    def one_hot(self, num_classes: int) -> Tensor:
+        """Int class ids of shape S -> (*S, num_classes) int32 with a 1 at each id."""
+        idx = _index_tensor(self, "one_hot")
+        classes = Tensor.arange(num_classes, device=self.device)
+        return idx.unsqueeze(-1).eq(classes).cast(dtypes.int32)
+
+    def cross_entropy(self, target: Tensor, ignore_index: int = -100, label_smoothing: float = 0.0,
+                      reduction: str = "mean") -> Tensor:
+        """torch.nn.functional.cross_entropy for logits (N, C) or (N, C, ...) and int class targets.
+        loss = (1 - s) * -log p[target] + s * mean_c(-log p[c]); targets equal to ignore_index count nothing."""
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', not {reduction!r}")
+        logits = self if self.ndim > 1 else self.unsqueeze(0)
+        target = _index_tensor(target, "cross_entropy")
+        target = target if self.ndim > 1 else target.reshape(1)
+        if target.shape != logits.shape[:1] + logits.shape[2:]:
+            raise ValueError(f"cross_entropy: logits {self.shape} need targets of shape "
+                             f"{logits.shape[:1] + logits.shape[2:]}, got {target.shape}")
+        logp = logits.log_softmax(axis=1)  # (N, C, ...)
+        valid = target.ne(ignore_index)
+        safe = valid.where(target, 0).cast(target.dtype).unsqueeze(1)  # ignored rows read class 0
+        nll = -logp.gather(safe, axis=1).squeeze(1)  # (N, ...)
+        loss = nll if label_smoothing == 0 else (1 - label_smoothing) * nll - label_smoothing * logp.mean(axis=1)
+        loss = valid.where(loss, 0.0)
+        if reduction == "none":
+            return loss if self.ndim > 1 else loss.reshape(())
+        if reduction == "sum":
+            return loss.sum()
+        return loss.sum() / valid.cast(loss.dtype).sum()
+
+    # ---- autograd ----
+
+    def backward(self, gradient: TensorLike | None = None, create_graph: bool = False) -> None:
+        """Accumulates d(self)/d(leaf) into .grad of every leaf that requires grad. Gradients are lazy
+        graphs; create_graph=True makes them differentiable again (for second derivatives)."""
+        autograd.backward(self, gradient, create_graph)
+
+    # ---- python operators ----
+
+    __add__ = add
+    __mul__ = mul
+    __sub__ = sub
+    __truediv__ = div
+    __pow__ = pow
+    __matmul__ = matmul
+    __lt__ = lt
+    __gt__ = gt
+    __le__ = le
+    __ge__ = ge
+
+    def __radd__(self, other: TensorLike) -> Tensor:
+        return self.add(other, reverse=True)
+
+    def __rmul__(self, other: TensorLike) -> Tensor:
+        return self.mul(other, reverse=True)
+
+    def __rsub__(self, other: TensorLike) -> Tensor:
+        return self.sub(other, reverse=True)
+
+    def __rtruediv__(self, other: TensorLike) -> Tensor:
+        return self.div(other, reverse=True)
+
+    def __rpow__(self, other: Scalar) -> Tensor:
+        return self.rpow(other)
+
+    def __rmatmul__(self, other: TensorLike) -> Tensor:
+        return Tensor(other).matmul(self)
+
+    def __neg__(self) -> Tensor:
+        return self.neg()
+
+    def __eq__(self, other: object) -> Tensor:  # type: ignore[override]
+        return self.eq(other)
+
+    def __ne__(self, other: object) -> Tensor:  # type: ignore[override]
+        return self.ne(other)
+
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any()/.all()")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def any(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        return self.cast(dtypes.bool_).cast(dtypes.int32).max(axis, keepdim).cast(dtypes.bool_)
+
+    def all(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        return self.logical_not().any(axis, keepdim).logical_not()
+
+
+# ---- helpers that need the Tensor class ----
+
+
+def _buffer_node(device: str, arr: np.ndarray) -> Node:
+    dev = get_device(device)
+    dtype = dtypes.from_numpy(arr.dtype)
+    if dev.host:
+        handle = arr
+    else:
+        handle = dev.alloc(dtype, arr.shape)
+        dev.copyin(handle, arr)
+    return Node(Op.BUFFER, (), dtype, arr.shape, Buffer(dev.name, dtype, arr.shape, handle))
+
+
+def _index_tensor(idx: TensorLike, what: str) -> Tensor:
+    idx = idx if isinstance(idx, Tensor) else Tensor(idx)
+    if not idx.dtype.is_int:
+        raise TypeError(f"{what}: indices must be an int tensor (int32, int16 or int8), got {idx.dtype.name}")
+    return idx
+
+
+def _join_devices(tensors: Sequence[Tensor], what: str) -> str:
+    """The device an op on these tensors belongs to. Host devices share bytes and mix freely (host
+    tensors also upload to a device tensor's device); two different non-host devices do not mix."""
+    first = tensors[0].device
+    if all(t.device == first for t in tensors):
+        return first
+    non_host = sorted({t.device for t in tensors if not get_device(t.device).host})
+    if len(non_host) > 1:
+        raise DeviceError(
+            f"{what}: mixes tensors on devices {', '.join(non_host)}; move them to one with .to(name)"
+        )
+    return non_host[0] if non_host else first
+
+
+def apply_custom(op: Any, inputs: list[Tensor], params: dict[str, Any]) -> list[Tensor]:
+    """CUSTOM nodes for `op` on inputs, one Tensor per output (see limn.custom.apply)."""
+    from limn import custom
+
+    needs_grad = autograd.is_grad_enabled() and any(t.requires_grad for t in inputs)
+    if needs_grad and op.backward is None:
+        return list(op.compose(*inputs, **params))  # only the composition knows its gradient
+    nodes = custom.nodes(op, tuple(t.node for t in inputs), params)
+    return [inputs[0]._result(n, Op.CUSTOM, tuple(inputs), n.arg) for n in nodes]
+
+
+def _substitute_realized(sinks: list[Node]) -> list[Node]:
+    """The sinks with every already-realized node swapped for its buffer, so nothing runs twice."""
+    order = toposort(sinks)
+    if not any(n in _realized for n in order):
+        return sinks
+    new: dict[int, Node] = {}
+    for n in order:
+        if n in _realized:
+            new[id(n)] = _realized[n]
+            continue
+        srcs = tuple(new[id(s)] for s in n.srcs)
+        new[id(n)] = n if all(a is b for a, b in zip(srcs, n.srcs)) else Node(n.op, srcs, n.dtype, n.shape, n.arg)
+    return [new[id(s)] for s in sinks]
+
+
+def realize(*tensors: Tensor) -> None:
+    """Computes the tensors in one batch per device: one graph, one run, so every ASSIGN in the batch
+    reads pre-step values. Each tensor then holds a buffer."""
+    pending = [t for t in tensors if t.node.op is not Op.BUFFER]
+    by_device: dict[str, list[Tensor]] = {}
+    current = current_device()
+    for t in pending:
+        name = t.device
+        if get_device(name).host and get_device(current).host:
+            name = current  # host tensors run on the selected host device
+        by_device.setdefault(name, []).append(t)
+    for name, group in by_device.items():
+        # the same node asked for twice is computed once
+        unique: dict[int, Node] = {}
+        for t in group:
+            unique.setdefault(id(t.node), t.node)
+        originals = list(unique.values())
+        sinks = _substitute_realized(originals)
+        buffers = get_device(name).run(sinks)
+        done = {}
+        for original, buf in zip(originals, buffers):
+            node = Node(Op.BUFFER, (), buf.dtype, buf.shape, buf)
+            done[id(original)] = node
+            _realized[original] = node
+        for t in group:
+            t.node = done[id(t.node)]
+            t._device = name if not get_device(name).host else t._device
