@@ -1,0 +1,447 @@
+"""Lowering: each scheduled kernel becomes a loop nest in a small, printable, backend-neutral IR.
+
+The IR has eight opcodes. LOOP/ENDLOOP open and close a counted loop; CONST and LOAD make values (a
+load's index is explicit arithmetic over loop variables, and a masked load is guarded by range checks on
+them); ARITH applies one elementwise primitive; ACC opens a register accumulator; ACCUM folds a value
+into an accumulator or into output memory; STORE writes. The same instruction stream renders as C and
+as CUDA C. `ir(tensor)` prints the nests for everything a tensor still has to compute.
+Pipeline: tensor -> graph -> schedule -> **IR** -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from limn.dtypes import DType
+from limn.ops import Op, Shape
+from limn.schedule import Alu, Const, Expr, Gather, Kernel, Load, Schedule, schedule, walk_expr
+from limn.view import View, row_major_strides
+
+# ---- the instructions ----
+
+
+@dataclass(frozen=True)
+class Index:
+    """const + sum(coef * var): a position in a buffer. Vars are loop variables (i0, r2) or loaded
+    int values (v4, for gathers and scatters)."""
+
+    terms: tuple[tuple[str, int], ...]
+    const: int = 0
+
+    def __str__(self) -> str:
+        parts = [var if coef == 1 else f"{var}*{coef}" for var, coef in self.terms]
+        text = " + ".join(parts)
+        if self.const or not parts:
+            sign = "-" if self.const < 0 else "+"
+            text = f"{text} {sign} {abs(self.const)}" if parts else str(self.const)
+        return text
+
+
+@dataclass(frozen=True)
+class Range:
+    """lo <= var < hi: one dim of a mask, checked before a load or const that a pad guards."""
+
+    var: str
+    lo: int
+    hi: int
+
+    def __str__(self) -> str:
+        return f"{self.lo}<={self.var}<{self.hi}"
+
+
+@dataclass(frozen=True)
+class Loop:
+    var: str
+    extent: int
+    reduce: bool = False
+
+    def __str__(self) -> str:
+        return f"LOOP    {self.var} < {self.extent}"
+
+
+@dataclass(frozen=True)
+class EndLoop:
+    var: str
+
+    def __str__(self) -> str:
+        return f"ENDLOOP {self.var}"
+
+
+@dataclass(frozen=True)
+class ConstI:
+    dst: str
+    value: bool | int | float
+    dtype: DType
+    valid: tuple[Range, ...] = ()  # outside these ranges the value is zero
+
+    def __str__(self) -> str:
+        return f"CONST   {self.dst} = {_literal(self.value)}{_guard(self.valid)} : {self.dtype.name}"
+
+
+@dataclass(frozen=True)
+class LoadI:
+    dst: str
+    buf: str
+    index: Index
+    dtype: DType
+    valid: tuple[Range, ...] = ()  # outside these ranges the load reads zero
+
+    def __str__(self) -> str:
+        return f"LOAD    {self.dst} = {self.buf}[{self.index}]{_guard(self.valid)} : {self.dtype.name}"
+
+
+@dataclass(frozen=True)
+class Arith:
+    dst: str
+    op: Op
+    srcs: tuple[str, ...]
+    dtype: DType
+
+    def __str__(self) -> str:
+        return f"ARITH   {self.dst} = {self.op.name} {', '.join(self.srcs)} : {self.dtype.name}"
+
+
+@dataclass(frozen=True)
+class Acc:
+    """A register accumulator, opened at the reduce identity."""
+
+    dst: str
+    identity: bool | int | float
+    dtype: DType
+
+    def __str__(self) -> str:
+        return f"ACC     {self.dst} = {_literal(self.identity)} : {self.dtype.name}"
+
+
+@dataclass(frozen=True)
+class Accum:
+    """target = op(target, src), where target is a register (index None) or buf[index]."""
+
+    target: str
+    index: Index | None
+    op: Op
+    src: str
+
+    def __str__(self) -> str:
+        where = self.target if self.index is None else f"{self.target}[{self.index}]"
+        return f"ACCUM   {where} = {self.op.name} {where}, {self.src}"
+
+
+@dataclass(frozen=True)
+class Store:
+    buf: str
+    index: Index
+    src: str
+
+    def __str__(self) -> str:
+        return f"STORE   {self.buf}[{self.index}] = {self.src}"
+
+
+Instr = Loop | EndLoop | ConstI | LoadI | Arith | Acc | Accum | Store
+OPCODES = ("LOOP", "ENDLOOP", "CONST", "LOAD", "ARITH", "ACC", "ACCUM", "STORE")
+
+
+def _literal(value: bool | int | float) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _guard(valid: tuple[Range, ...]) -> str:
+    return "" if not valid else " if " + ", ".join(str(r) for r in valid)
+
+
+@dataclass(frozen=True)
+class BufferArg:
+    """A kernel parameter: its name in the nest (in0, out), the schedule slot, dtype and shape."""
+
+    name: str
+    slot: int
+    dtype: DType
+    shape: Shape
+
+
+@dataclass(frozen=True)
+class KernelIR:
+    """One kernel's loop nests. A CUSTOM kernel has no body: the device supplies it whole."""
+
+    name: str
+    op: Op
+    loop_shape: Shape
+    inputs: tuple[BufferArg, ...]
+    outputs: tuple[BufferArg, ...]
+    body: tuple[Instr, ...]
+    custom: str | None = None
+
+    def __str__(self) -> str:
+        lines = [f"{self.name}  {self.op.name}  loop{list(self.loop_shape)}"]
+        for b in self.inputs + self.outputs:
+            lines.append(f"    {b.name} = buf{b.slot}  {b.dtype.name}{list(b.shape)}")
+        if self.custom is not None:
+            ins = ", ".join(b.name for b in self.inputs)
+            outs = ", ".join(b.name for b in self.outputs)
+            lines.append(f"  CUSTOM  {self.custom}({ins}) -> {outs}")
+        depth = 1
+        for ins in self.body:
+            if isinstance(ins, EndLoop):
+                depth -= 1
+            lines.append("  " * depth + str(ins))
+            if isinstance(ins, Loop):
+                depth += 1
+        return "\n".join(lines)
+
+
+# ---- lowering ----
+
+# how each reduce folds one more value into its total
+FOLD = {Op.SUM: Op.ADD, Op.MAX: Op.MAX}
+
+
+def identity(op: Op, dtype: DType) -> bool | int | float:
+    """The value a reduce starts from: 0 for SUM, the lowest value of the dtype for MAX."""
+    if op is Op.SUM:
+        return 0.0 if dtype.is_float else 0
+    return float("-inf") if dtype.is_float else int(np.iinfo(dtype.np).min)
+
+
+def loop_var(dim: int, reduce: bool) -> str:
+    return f"r{dim}" if reduce else f"i{dim}"
+
+
+def loop_order(shape: Shape, views: Sequence[View], reduce_axes: tuple[int, ...] = (),
+               registers: bool = False) -> list[int]:
+    """Dims in loop order, outermost first, size-1 dims left out. The dim that is stride-1 in the most
+    views moves innermost (ties go to the later dim); the rest keep their order. With registers=True the
+    reduce dims go innermost instead, so each total can live in a register."""
+    dims = [d for d, s in enumerate(shape) if s != 1]
+    if registers:
+        keep = [d for d in dims if d not in reduce_axes]
+        return loop_order_plain(keep, views) + [d for d in dims if d in reduce_axes]
+    return loop_order_plain(dims, views)
+
+
+def loop_order_plain(dims: list[int], views: Sequence[View]) -> list[int]:
+    if not dims:
+        return dims
+    score = {d: sum(1 for v in views if v.strides[d] == 1) for d in dims}
+    best = max(dims, key=lambda d: (score[d], d))
+    if score[best] == 0:
+        return dims
+    return [d for d in dims if d != best] + [best]
+
+
+def view_index(view: View, names: Sequence[str | None]) -> tuple[Index, tuple[Range, ...]]:
+    """The index a view gives at loop variables `names` (None: a dim fixed at 0), and its mask checks."""
+    terms = tuple((n, st) for n, st in zip(names, view.strides) if n is not None and st != 0)
+    valid: list[Range] = []
+    if view.mask is not None:
+        for n, (lo, hi), size in zip(names, view.mask, view.shape):
+            if (lo, hi) == (0, size):
+                continue
+            valid.append(Range(n if n is not None else "0", lo, hi))
+    return Index(terms, view.offset), tuple(valid)
+
+
+class _Lowerer:
+    def __init__(self, kernel: Kernel, sched: Schedule) -> None:
+        self.kernel = kernel
+        self.sched = sched
+        self.body: list[Instr] = []
+        self.counter = 0
+        self.names: dict[int, str] = {}  # slot -> name in this kernel
+        self.inputs: list[BufferArg] = []
+        out_slot = sched.slots[kernel.out]
+        self.out = BufferArg("out", kernel.out, out_slot.dtype, out_slot.shape)
+        self.names[kernel.out] = "out"
+
+    def value(self) -> str:
+        name = f"v{self.counter}"
+        self.counter += 1
+        return name
+
+    def buf(self, slot: int) -> str:
+        if slot not in self.names:
+            info = self.sched.slots[slot]
+            name = f"in{len(self.inputs)}"
+            self.inputs.append(BufferArg(name, slot, info.dtype, info.shape))
+            self.names[slot] = name
+        return self.names[slot]
+
+    def emit_expr(self, root: Expr, names: Sequence[str | None]) -> str:
+        """Instructions computing `root` at loop variables `names`; returns the value's name."""
+        values: dict[int, str] = {}
+        for e in walk_expr([root]):
+            if isinstance(e, Gather):
+                values[id(e)] = self._gather(e, names)
+                continue
+            dst = self.value()
+            if isinstance(e, Load):
+                index, valid = view_index(e.view, names)
+                if any(r.lo >= r.hi for r in valid):  # a fully masked load reads only zeros
+                    self.body.append(ConstI(dst, _zero(e.dtype), e.dtype))
+                else:
+                    self.body.append(LoadI(dst, self.buf(e.slot), index, e.dtype, valid))
+            elif isinstance(e, Const):
+                valid = view_index(e.mask_view, names)[1] if e.mask_view is not None else ()
+                self.body.append(ConstI(dst, e.value, e.dtype, valid))
+            elif isinstance(e, Alu):
+                self.body.append(Arith(dst, e.op, tuple(values[id(s)] for s in e.srcs), e.dtype))
+            values[id(e)] = dst
+        return values[id(root)]
+
+    def _gather(self, e: Gather, names: Sequence[str | None]) -> str:
+        idx_index, idx_valid = view_index(e.idx.view, names)
+        assert not idx_valid, "gather indices are read unmasked"
+        idx_name = self.value()
+        self.body.append(LoadI(idx_name, self.buf(e.idx.slot), idx_index, e.idx.dtype))
+        src_names = [n if d != e.axis else idx_name for d, n in enumerate(names)]
+        index, valid = view_index(e.src.view, src_names)
+        dst = self.value()
+        self.body.append(LoadI(dst, self.buf(e.src.slot), index, e.dtype, valid))
+        return dst
+
+    def open_loops(self, dims: list[int], shape: Shape, reduce_axes: tuple[int, ...]) -> None:
+        for d in dims:
+            self.body.append(Loop(loop_var(d, d in reduce_axes), shape[d], d in reduce_axes))
+
+    def close_loops(self, dims: list[int], reduce_axes: tuple[int, ...]) -> None:
+        for d in reversed(dims):
+            self.body.append(EndLoop(loop_var(d, d in reduce_axes)))
+
+    def lower(self) -> KernelIR:
+        k = self.kernel
+        if k.custom is not None:
+            return self._custom()
+        if k.op in (Op.SUM, Op.MAX):
+            self._reduce()
+        else:
+            self._elementwise(k.expr, k.loop_shape)
+            if k.scatter is not None:
+                self._scatter()
+        return KernelIR(k.name, k.op, k.loop_shape, tuple(self.inputs), (self.out,), tuple(self.body))
+
+    def _names(self, shape: Shape, reduce_axes: tuple[int, ...] = ()) -> list[str | None]:
+        return [loop_var(d, d in reduce_axes) if s != 1 else None for d, s in enumerate(shape)]
+
+    def _elementwise(self, expr: Expr, shape: Shape) -> None:
+        out_view = View(shape, row_major_strides(shape))
+        dims = loop_order(shape, _views(expr) + [out_view])
+        names = self._names(shape)
+        self.open_loops(dims, shape, ())
+        v = self.emit_expr(expr, names)
+        self.body.append(Store("out", view_index(out_view, names)[0], v))
+        self.close_loops(dims, ())
+
+    def _reduce(self) -> None:
+        k = self.kernel
+        shape, axes = k.loop_shape, k.reduce_axes
+        out_shape = self.out.shape
+        out_view = View(shape, row_major_strides(out_shape))  # reduce dims have size 1 there: stride 0
+        views = _views(k.expr) + [out_view]
+        registers = self.out.dtype.is_half  # a half total stays float32 in a register, rounded once
+        dims = loop_order(shape, views, axes, registers)
+        reduce_dims = [d for d in dims if d in axes]
+        keep_dims = [d for d in dims if d not in axes]
+        names = self._names(shape, axes)
+        out_index = view_index(out_view, names)[0]
+        acc_dtype = self.out.dtype.compute
+        start = identity(k.op, acc_dtype)
+        if all(dims.index(r) > dims.index(d) for r in reduce_dims for d in keep_dims):
+            # every reduce loop is inside every output loop: the total lives in a register
+            self.open_loops(keep_dims, shape, axes)
+            acc = f"acc{self.counter}"
+            self.counter += 1
+            self.body.append(Acc(acc, start, acc_dtype))
+            self.open_loops(reduce_dims, shape, axes)
+            v = self.emit_expr(k.expr, names)
+            self.body.append(Accum(acc, None, FOLD[k.op], v))
+            self.close_loops(reduce_dims, axes)
+            self.body.append(Store("out", out_index, acc))
+            self.close_loops(keep_dims, axes)
+            return
+        # a reduce loop has output loops inside it: fill the output with the identity, fold into memory
+        fill_dims = [d for d in range(len(shape)) if d not in axes and shape[d] != 1]
+        self.open_loops(fill_dims, shape, axes)
+        c = self.value()
+        self.body.append(ConstI(c, start, acc_dtype))
+        self.body.append(Store("out", out_index, c))
+        self.close_loops(fill_dims, axes)
+        self.open_loops(dims, shape, axes)
+        v = self.emit_expr(k.expr, names)
+        self.body.append(Accum("out", out_index, FOLD[k.op], v))
+        self.close_loops(dims, axes)
+
+    def _scatter(self) -> None:
+        part = self.kernel.scatter
+        shape = part.shape
+        out_strides = row_major_strides(self.out.shape)
+        dims = [d for d in range(len(shape)) if shape[d] != 1]  # colliding adds land in index order
+        names = self._names(shape)
+        self.open_loops(dims, shape, ())
+        idx_index, _ = view_index(part.idx.view, names)
+        idx_name = self.value()
+        self.body.append(LoadI(idx_name, self.buf(part.idx.slot), idx_index, part.idx.dtype))
+        u = self.emit_expr(part.upd, names)
+        target_names = [n if d != part.axis else idx_name for d, n in enumerate(names)]
+        terms = tuple((n, st) for n, st in zip(target_names, out_strides) if n is not None and st != 0)
+        self.body.append(Accum("out", Index(terms), Op.ADD, u))
+        self.close_loops(dims, ())
+
+    def _custom(self) -> KernelIR:
+        k = self.kernel
+        ins = tuple(BufferArg(f"in{i}", s, self.sched.slots[s].dtype, self.sched.slots[s].shape)
+                    for i, s in enumerate(k.custom_inputs))
+        outs = tuple(BufferArg(f"out{i}", s, self.sched.slots[s].dtype, self.sched.slots[s].shape)
+                     for i, s in enumerate(k.custom_outputs))
+        return KernelIR(k.name, k.op, k.loop_shape, ins, outs, (), custom=k.custom.name)
+
+
+def _views(expr: Expr | None) -> list[View]:
+    if expr is None:
+        return []
+    out = []
+    for e in walk_expr([expr]):
+        if isinstance(e, Load):
+            out.append(e.view)
+        elif isinstance(e, Gather):
+            out.append(e.idx.view)  # the source is read off the loop's grid along the gather axis
+    return out
+
+
+def _zero(dtype: DType) -> bool | int | float:
+    return False if dtype.kind == "b" else 0.0 if dtype.is_float else 0
+
+
+def lower(kernel: Kernel, sched: Schedule) -> KernelIR:
+    """The loop nests of one scheduled kernel."""
+    return _Lowerer(kernel, sched).lower()
+
+
+@dataclass(frozen=True)
+class Program:
+    """Everything one realize() runs: the schedule and each kernel's IR, printable as a whole."""
+
+    schedule: Schedule
+    kernels: tuple[KernelIR, ...]
+
+    def __str__(self) -> str:
+        parts = [str(k) for k in self.kernels]
+        sinks = []
+        for i, (slot, shape) in enumerate(self.schedule.sinks):
+            dtype = self.schedule.slots[slot].dtype
+            sinks.append(f"sink {i} = buf{slot}  {dtype.name}{list(shape)}")
+        return "\n\n".join(parts + ["\n".join(sinks)])
+
+
+def lower_schedule(sched: Schedule) -> Program:
+    return Program(sched, tuple(lower(k, sched) for k in sched.kernels))
+
+
+def ir(*tensors) -> Program:
+    """The loop nests that realizing these tensors would run, as a printable Program.
+
+    >>> from limn import Tensor
+    >>> print(ir(Tensor.randn((4, 5)) @ Tensor.randn((5, 3))))  # doctest: +SKIP
+    """
+    return lower_schedule(schedule([t.node for t in tensors]))

@@ -1,0 +1,251 @@
+"""The shared executor for compiled devices: plans, caches, and the assign transaction.
+
+A CompiledDevice turns the sinks of one realize() into a Plan (schedule, loop-nest IR, one compiled
+program per kernel), caches that plan by the graph's structure, and replays it against the buffers of
+each call. Programs are cached by source hash, so two plans that render the same kernel share it. A
+backend supplies only `render` (IR -> source), `compile` (source -> program), `launch`, and the five
+hooks for moving bytes; everything else here is common to C and CUDA.
+Set LIMN_DEBUG=1 (plans built), 2 (their IR), 3 (rendered source and per-kernel timings).
+Pipeline: tensor -> graph -> schedule -> IR -> **plan executor** -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from limn.codegen import KernelIR, Program, lower_schedule
+from limn.device import Buffer, DeviceError, get_device
+from limn.dtypes import DType
+from limn.ops import Node, Op, Shape, toposort
+from limn.schedule import Gather, Load, Schedule, schedule, walk_expr
+
+
+def debug_level() -> int:
+    try:
+        return int(os.environ.get("LIMN_DEBUG", "0"))
+    except ValueError:
+        return 0
+
+
+def structure_key(sinks: Sequence[Node]) -> tuple[tuple, list[Buffer]]:
+    """A hashable description of the graph with leaf buffers replaced by their order of appearance,
+    and those buffers. Two graphs with equal keys run the same plan on their own buffers."""
+    order = toposort(sinks)
+    position = {id(n): i for i, n in enumerate(order)}
+    leaves: list[Buffer] = []
+    leaf_index: dict[int, int] = {}
+    rows = []
+    for n in order:
+        if n.op is Op.BUFFER:
+            if id(n.arg) not in leaf_index:
+                leaf_index[id(n.arg)] = len(leaves)
+                leaves.append(n.arg)
+            arg: Any = ("leaf", leaf_index[id(n.arg)])
+        else:
+            arg = n.arg
+        rows.append((n.op, n.dtype.name, n.shape, arg, tuple(position[id(s)] for s in n.srcs)))
+    rows.append(("sinks", tuple(position[id(s)] for s in sinks)))
+    return tuple(rows), leaves
+
+
+@dataclass
+class IndexCheck:
+    """Before kernel `kernel` runs, the int buffer `slot`, read through `view`, must hold only
+    values in [0, size): a gather or scatter index that would leave its buffer never reaches it."""
+
+    kernel: int
+    load: Load
+    size: int
+    what: str
+
+
+@dataclass
+class Plan:
+    """What one graph structure compiles to: its program (schedule and IR), a compiled program per
+    kernel, and the index checks to run on the way."""
+
+    program: Program
+    compiled: list[Any]
+    checks: list[IndexCheck]
+
+    @property
+    def schedule(self) -> Schedule:
+        return self.program.schedule
+
+
+@dataclass
+class Stats:
+    """Counters a test or a curious user can read: how often the caches missed and hit."""
+
+    plans_built: int = 0
+    plan_hits: int = 0
+    programs_compiled: int = 0
+    program_hits: int = 0
+    kernels_run: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class CompiledDevice:
+    """Base class of the compiled devices. Subclasses set `name` and `host`, and implement render,
+    compile, launch and the five byte hooks (alloc, free, copyin, copyout, synchronize)."""
+
+    name = "compiled"
+    host = True
+    custom_kernels: frozenset[str] = frozenset()
+
+    # what a subclass must define: render(kernel) -> source, compile(kernel, source) -> program,
+    # launch(program, kernel, handles), and alloc, free, copyin, copyout, synchronize
+    REQUIRED = ("render", "compile", "launch", "alloc", "free", "copyin", "copyout", "synchronize")
+
+    def __init__(self) -> None:
+        missing = [m for m in self.REQUIRED if not callable(getattr(self, m, None))]
+        if missing:
+            raise TypeError(f"{type(self).__name__} is a CompiledDevice without {', '.join(missing)}")
+        self.plans: dict[tuple, Plan] = {}
+        self.programs: dict[str, Any] = {}
+        self.stats = Stats()
+
+    # ---- planning ----
+
+    def plan(self, sinks: Sequence[Node]) -> tuple[Plan, list[Buffer]]:
+        """The plan for this graph's structure (built on first sight) and the leaf buffers to bind."""
+        key, leaves = structure_key(sinks)
+        plan = self.plans.get(key)
+        if plan is not None:
+            self.stats.plan_hits += 1
+            return plan, leaves
+        sched = schedule(sinks)
+        program = lower_schedule(sched)
+        compiled = [self._program(k) for k in program.kernels]
+        plan = Plan(program, compiled, _index_checks(sched))
+        self.plans[key] = plan
+        self.stats.plans_built += 1
+        if debug_level() >= 1:
+            print(f"[limn {self.name}] plan {len(self.plans)}: {len(sched.kernels)} kernels", file=sys.stderr)
+        if debug_level() >= 2:
+            print(program, file=sys.stderr)
+        return plan, leaves
+
+    def _program(self, kernel: KernelIR) -> Any:
+        if kernel.custom is not None:
+            return None
+        source = self.render(kernel)
+        digest = hashlib.sha256(source.encode()).hexdigest()
+        if digest in self.programs:
+            self.stats.program_hits += 1
+            return self.programs[digest]
+        if debug_level() >= 3:
+            print(source, file=sys.stderr)
+        compiled = self.compile(kernel, source)
+        self.programs[digest] = compiled
+        self.stats.programs_compiled += 1
+        return compiled
+
+    # ---- running ----
+
+    def run(self, sinks: Sequence[Node]) -> list[Buffer]:
+        plan, leaves = self.plan(sinks)
+        sched = plan.schedule
+        handles: list[Any] = [None] * len(sched.slots)
+        for slot, buf in zip(sched.inputs, leaves):
+            handles[slot] = self._bind(buf)
+        for slot in sched.slots:
+            if slot.kind != "input":
+                handles[slot.number] = self._alloc_checked(slot.dtype, slot.shape)
+        checks: dict[int, list[IndexCheck]] = {}
+        for c in plan.checks:
+            checks.setdefault(c.kernel, []).append(c)
+        timing = debug_level() >= 3
+        for i, (kernel, compiled) in enumerate(zip(plan.program.kernels, plan.compiled)):
+            for check in checks.get(i, ()):
+                self._check_indices(check, sched, handles)
+            args = [handles[b.slot] for b in kernel.inputs + kernel.outputs]
+            start = time.perf_counter() if timing else 0.0
+            if kernel.custom is not None:
+                self.run_custom(kernel, args)
+            else:
+                self.launch(compiled, kernel, args)
+            if timing:
+                self.synchronize()
+                ms = (time.perf_counter() - start) * 1e3
+                print(f"[limn {self.name}] {kernel.name} {kernel.op.name} loop{list(kernel.loop_shape)}: "
+                      f"{ms:.3f} ms", file=sys.stderr)
+            self.stats.kernels_run += 1
+        return self._results(sched, leaves, handles)
+
+    def run_custom(self, kernel: KernelIR, handles: list[Any]) -> None:
+        raise DeviceError(f"device {self.name!r} registers no CUSTOM kernel {kernel.custom!r}")
+
+    def _bind(self, buf: Buffer) -> Any:
+        if buf.device == self.name:
+            return buf.handle
+        source = get_device(buf.device)
+        if self.host and source.host:
+            return np.ascontiguousarray(buf.handle)  # host devices share bytes
+        if source.host:  # a host tensor handed to this device: upload it for this call
+            handle = self._alloc_checked(buf.dtype, buf.shape)
+            self.copyin(handle, np.ascontiguousarray(buf.handle))
+            return handle
+        raise DeviceError(
+            f"a tensor on device {buf.device!r} reached device {self.name!r}; move it first with .to({self.name!r})"
+        )
+
+    def _alloc_checked(self, dtype: DType, shape: Shape) -> Any:
+        try:
+            return self.alloc(dtype, shape)
+        except MemoryError:
+            nbytes = int(np.prod(shape)) * dtype.itemsize
+            raise MemoryError(
+                f"device {self.name!r} could not allocate {nbytes} bytes for a {dtype.name}{list(shape)} buffer"
+            ) from None
+
+    def _check_indices(self, check: IndexCheck, sched: Schedule, handles: list[Any]) -> None:
+        from limn.numpy_device import view_array
+
+        load = check.load
+        raw = handles[load.slot]
+        if not self.host:
+            raw = self.copyout(raw, load.dtype, sched.slots[load.slot].shape)
+        values = view_array(np.asarray(raw), load.view)
+        if values.size and (values.min() < 0 or values.max() >= check.size):
+            bad = values[(values < 0) | (values >= check.size)].reshape(-1)[0]
+            raise IndexError(
+                f"{check.what}: index {int(bad)} is out of range for an axis of size {check.size} "
+                f"(valid indices are 0..{check.size - 1})"
+            )
+
+    def _results(self, sched: Schedule, leaves: list[Buffer], handles: list[Any]) -> list[Buffer]:
+        leaf_of = dict(zip(sched.inputs, leaves))
+        out = []
+        for slot, shape in sched.sinks:
+            if slot in leaf_of and leaf_of[slot].shape == shape:
+                out.append(leaf_of[slot])  # an ASSIGN's target, or a sink that is a leaf as it is
+                continue
+            info = sched.slots[slot]
+            handle = handles[slot]
+            if self.host:
+                handle = handle.reshape(shape)  # an alias: same bytes, the sink's shape
+            out.append(Buffer(self.name, info.dtype, shape, handle))
+        return out
+
+
+def _index_checks(sched: Schedule) -> list[IndexCheck]:
+    checks = []
+    for i, k in enumerate(sched.kernels):
+        if k.scatter is not None:
+            size = sched.slots[k.out].shape[k.scatter.axis]
+            checks.append(IndexCheck(i, k.scatter.idx, size, "scatter"))
+        if k.expr is not None:
+            for e in walk_expr([k.expr]):
+                if isinstance(e, Gather):
+                    checks.append(IndexCheck(i, e.idx, e.src.view.shape[e.axis], "gather"))
+    return checks
+
