@@ -1,0 +1,125 @@
+"""The checks that need more than the workspace environment: each session builds its own venv with uv.
+
+  tests(<backend>) limn-core, limn-compiler and one backend's package, then the shared suite with
+                   LIMN_TEST_DEVICE=<backend> (numpy, c or cuda; cuda skips what needs a GPU)
+  lint             ruff check and ruff format --check over the repository
+  wheels           every package built with `uv build --all-packages`, installed from dist/ as a user
+                   would: limn-core with limn-c, then limn-core alone
+  plugin           limn-core plus examples/third_party_device: limn finds a device it has never heard of
+
+Third-party versions (pytest, torch, ruff, ...) are pinned to uv.lock, so a session tests what
+`uv sync` gives. `uv run nox` runs the three CI sessions; `uv run nox -s 'tests(c)'` runs one backend's
+suite; `uv run nox -l` lists them all.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import nox
+from packaging.requirements import Requirement
+
+nox.options.default_venv_backend = "uv"
+nox.options.sessions = ["lint", "wheels", "plugin"]  # what .ci/run runs; tests(...) are asked for by name
+
+ROOT = Path(__file__).parent
+PACKAGES = ROOT / "packages"
+DIST = ROOT / "dist"
+PLUGIN = ROOT / "examples" / "third_party_device"
+SMOKE = ROOT / "tests" / "smoke_wheels.py"
+
+# The package that provides each backend; numpy is limn-core's own.
+BACKEND_PACKAGES = {"numpy": [], "c": ["limn-c"], "cuda": ["limn-cuda"]}
+TOOLS = {"ruff", "nox"}  # dev-group members the tests do not import
+
+
+def test_requirements() -> list[str]:
+    """What the shared suite needs beside limn: the dev group, less limn's own packages and the tools."""
+    dev = nox.project.dependency_groups(nox.project.load_toml(ROOT / "pyproject.toml"), "dev")
+    names = [(requirement, Requirement(requirement).name) for requirement in dev]
+    return [requirement for requirement, name in names if not name.startswith("limn") and name not in TOOLS]
+
+
+def uv() -> str:
+    """The uv that nox's uv backend uses, to run outside the session's venv."""
+    return nox.virtualenv.find_uv()[1]
+
+
+def locked_constraints(session: nox.Session) -> str:
+    """A constraints file pinning every third-party package to its version in uv.lock."""
+    path = Path(session.create_tmp()) / "constraints.txt"
+    session.run(
+        uv(),
+        "export",
+        "--frozen",
+        "--all-packages",
+        "--all-groups",
+        "--all-extras",
+        "--no-emit-workspace",
+        "--no-hashes",
+        "--no-header",
+        "--no-annotate",
+        "--quiet",
+        "--output-file",
+        str(path),
+        external=True,
+        silent=True,
+    )
+    return str(path)
+
+
+@nox.session
+@nox.parametrize("backend", list(BACKEND_PACKAGES), ids=list(BACKEND_PACKAGES))
+def tests(session: nox.Session, backend: str) -> None:
+    """The shared suite against the numpy reference, with only `backend`'s package installed."""
+    packages = ["limn-core", "limn-compiler", *BACKEND_PACKAGES[backend]]
+    session.install(
+        "-c", locked_constraints(session), *(str(PACKAGES / name) for name in packages), *test_requirements()
+    )
+    # pytest exits 5 when it collects nothing, which fails the session: an empty suite is no pass
+    session.run("pytest", "tests", *session.posargs, env={"LIMN_TEST_DEVICE": backend})
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff's lint rules and its formatting, over everything ruff is configured to see."""
+    session.install("-c", locked_constraints(session), "ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+def venv_python(venv: Path) -> Path:
+    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+@nox.session
+def wheels(session: nox.Session) -> None:
+    """Builds every distribution, then installs them from dist/ the way a user would: limn-core with
+    limn-c in the session's fresh venv, then limn-core alone in a second one. Only numpy and ml_dtypes
+    come from the index; nothing comes from the workspace."""
+    shutil.rmtree(DIST, ignore_errors=True)  # no wheels left from an older version
+    session.run(uv(), "build", "--all-packages", "--quiet", "-o", str(DIST), external=True)
+    session.log("built: " + ", ".join(sorted(p.name for p in DIST.glob("*.whl"))))
+
+    session.install("--find-links", str(DIST), "limn-core", "limn-c")
+    session.run("python", str(SMOKE), "core-and-c")
+
+    core_only = Path(session.create_tmp()) / "core-only"
+    shutil.rmtree(core_only, ignore_errors=True)
+    session.run(uv(), "venv", "--quiet", "--python", sys.executable, str(core_only), external=True)
+    python = str(venv_python(core_only))
+    session.run(
+        uv(), "pip", "install", "--python", python, "--find-links", str(DIST), "limn-core", external=True
+    )
+    session.run(python, str(SMOKE), "core-only", external=True)
+
+
+@nox.session
+def plugin(session: nox.Session) -> None:
+    """A device from outside the repository's packages, found through its `limn.devices` entry point."""
+    session.install("-c", locked_constraints(session), str(PACKAGES / "limn-core"), str(PLUGIN), "pytest")
+    session.run("python", "-c", "import limn; print('limn.devices():', limn.devices())")
+    session.run("pytest", str(PLUGIN / "tests"), *session.posargs)
