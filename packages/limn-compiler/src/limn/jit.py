@@ -124,8 +124,7 @@ class CompiledDevice:
             return plan, leaves
         sched = schedule(sinks)
         program = lower_schedule(sched)
-        compiled = [self._program(k) for k in program.kernels]
-        plan = Plan(program, compiled, _index_checks(sched))
+        plan = Plan(program, self._programs(program.kernels), _index_checks(sched))
         self.plans[key] = plan
         self.stats.plans_built += 1
         if debug_level() >= 1:
@@ -134,20 +133,32 @@ class CompiledDevice:
             print(program, file=sys.stderr)
         return plan, leaves
 
-    def _program(self, kernel: KernelIR) -> Any:
-        if kernel.custom is not None:
-            return None
-        source = self.render(kernel)
-        digest = hashlib.sha256(source.encode()).hexdigest()
-        if digest in self.programs:
-            self.stats.program_hits += 1
-            return self.programs[digest]
-        if debug_level() >= 3:
-            print(source, file=sys.stderr)
-        compiled = self.compile(kernel, source)
-        self.programs[digest] = compiled
-        self.stats.programs_compiled += 1
-        return compiled
+    def _programs(self, kernels: Sequence[KernelIR]) -> list[Any]:
+        """A compiled program per kernel (None for CUSTOM): from the cache by source hash, the rest
+        compiled together in one compile_batch call."""
+        sources = [None if k.custom is not None else self.render(k) for k in kernels]
+        digests = [None if s is None else hashlib.sha256(s.encode()).hexdigest() for s in sources]
+        missing: dict[str, tuple[KernelIR, str]] = {}
+        for k, s, d in zip(kernels, sources, digests):
+            if d is None:
+                continue
+            if d in self.programs:
+                self.stats.program_hits += 1
+            elif d not in missing:
+                missing[d] = (k, s)
+        if missing:
+            if debug_level() >= 3:
+                for _, source in missing.values():
+                    print(source, file=sys.stderr)
+            compiled = self.compile_batch(list(missing.values()))
+            self.programs.update(zip(missing, compiled))
+            self.stats.programs_compiled += len(missing)
+        return [None if d is None else self.programs[d] for d in digests]
+
+    def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Any]:
+        """Compiles several kernels; a backend whose compiler is slow to start overrides this to
+        build them in one go. The default compiles each on its own."""
+        return [self.compile(kernel, source) for kernel, source in items]
 
     # ---- running ----
 

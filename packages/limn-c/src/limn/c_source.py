@@ -1,0 +1,480 @@
+"""The C rendering of the loop-nest IR: one KernelIR in, one readable C function out.
+
+Values keep the IR's names (in0, out, v3, acc0) and index arithmetic is printed as the IR prints it.
+Three things are added on the way, none of which changes a single bit of any result:
+ - threads: the leading non-reduce loops of a nest become one OpenMP `parallel for collapse(k)`, so each
+   output cell is still computed start to finish by one thread in the serial fold order;
+ - pad splitting: an innermost loop with range checks on its variable is cut at the mask's edges, so
+   every piece is wholly inside or outside the pad and the check folds to a literal;
+ - matmul tiling: a nest that reads as a matmul keeps a patch of output cells in local accumulators,
+   walking the reduce axis in the same order, so each cell's number is exactly the plain nest's.
+The C spellings of the ops live in one table (C_OPS) that a CUDA renderer can override entry by entry.
+Pipeline: tensor -> graph -> schedule -> IR -> **C source** -> cc -> ctypes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+from limn import dtypes
+from limn.codegen import Acc, Accum, Arith, ConstI, EndLoop, Index, Instr, KernelIR, LoadI, Loop, Range, Store
+from limn.dtypes import DType
+from limn.ops import Op
+
+# storage type of each dtype in memory
+C_STORAGE = {
+    dtypes.float64: "double",
+    dtypes.float32: "float",
+    dtypes.float16: "uint16_t",
+    dtypes.bfloat16: "uint16_t",
+    dtypes.int32: "int32_t",
+    dtypes.int16: "int16_t",
+    dtypes.int8: "int8_t",
+    dtypes.bool_: "uint8_t",
+}
+
+
+def c_value_type(dtype: DType) -> str:
+    """The C type a value of this dtype lives in while it is computed on (half widths: float)."""
+    return "float" if dtype.is_half else C_STORAGE[dtype]
+
+
+PRELUDE = r"""#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+/* float16 and bfloat16 are stored as 16-bit patterns and computed in float32; these convert with
+   round-to-nearest-even, bit for bit what ml_dtypes (the numpy device) does. */
+static inline float limn_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
+    if (exp == 0) {
+        float f = (float)man * 5.9604644775390625e-08f; /* subnormal: man * 2**-24, exact */
+        memcpy(&bits, &f, 4);
+        bits |= sign;
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else {
+        bits = sign | ((exp + 112u) << 23) | (man << 13);
+    }
+    float out;
+    memcpy(&out, &bits, 4);
+    return out;
+}
+
+static inline uint16_t limn_f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu)); /* nan */
+    if (ax >= 0x47800000u) return (uint16_t)(sign | 0x7c00u);                        /* inf */
+    if (ax < 0x38800000u) { /* below 2**-14: a float16 subnormal, counted in units of 2**-24 */
+        float a;
+        memcpy(&a, &ax, 4);
+        float units = a * 16777216.0f;
+        units = (units + 8388608.0f) - 8388608.0f; /* rounds to an integer, ties to even */
+        return (uint16_t)(sign | (uint32_t)units);
+    }
+    uint32_t h = (((ax >> 23) - 112u) << 10) | ((ax & 0x7fffffu) >> 13), rest = ax & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h += 1u; /* a carry rolls into the exponent */
+    return (uint16_t)(sign | h);
+}
+
+static inline float limn_bf16_to_f32(uint16_t h) {
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static inline uint16_t limn_f32_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* nan stays nan */
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+static inline float limn_round_f16(float f) { return limn_f16_to_f32(limn_f32_to_f16(f)); }
+static inline float limn_round_bf16(float f) { return limn_bf16_to_f32(limn_f32_to_bf16(f)); }
+"""
+
+# How each elementwise op is spelled for float values (a, b, c are the C operands). Integers and
+# bools have their own rows below, since C's signed overflow is undefined and limn's ints wrap.
+C_OPS: dict[Op, str] = {
+    Op.NEG: "(-{a})",
+    Op.EXP: "{exp}({a})",
+    Op.LOG: "{log}({a})",
+    Op.SQRT: "{sqrt}({a})",
+    Op.RECIP: "({one} / {a})",
+    Op.ADD: "({a} + {b})",
+    Op.MUL: "({a} * {b})",
+    Op.CMPLT: "(uint8_t)({a} < {b})",
+    Op.WHERE: "({a} ? {b} : {c})",
+    Op.MAX: "(({a} != {a} || {a} > {b}) ? {a} : {b})",  # keeps a nan, as numpy's max does
+}
+
+# ints wrap: compute in uint32_t (defined modulo 2**32) and narrow to the dtype (gcc narrows modulo)
+C_INT_OPS: dict[Op, str] = {
+    Op.NEG: "({t})(0u - (uint32_t){a})",
+    Op.ADD: "({t})((uint32_t){a} + (uint32_t){b})",
+    Op.MUL: "({t})((uint32_t){a} * (uint32_t){b})",
+    Op.CMPLT: "(uint8_t)({a} < {b})",
+    Op.WHERE: "({a} ? {b} : {c})",
+    Op.MAX: "({a} > {b} ? {a} : {b})",
+}
+
+C_BOOL_OPS: dict[Op, str] = {
+    Op.ADD: "(uint8_t)({a} | {b})",
+    Op.MUL: "(uint8_t)({a} & {b})",
+    Op.CMPLT: "(uint8_t)({a} < {b})",
+    Op.WHERE: "({a} ? {b} : {c})",
+    Op.MAX: "(uint8_t)({a} | {b})",
+}
+
+MATH_FUNCS = {
+    "double": {"exp": "exp", "log": "log", "sqrt": "sqrt", "one": "1.0"},
+    "float": {"exp": "expf", "log": "logf", "sqrt": "sqrtf", "one": "1.0f"},
+}
+
+
+def literal(value: bool | int | float, dtype: DType) -> str:
+    """A C literal of the value in the C type of dtype's values."""
+    if dtype.kind == "b":
+        return "1" if value else "0"
+    if dtype.is_int:
+        v = int(value)
+        return f"({v + 1}LL - 1)" if v == -(2**63) else f"{v}" if -(2**31) < v < 2**31 else f"{v}LL"
+    v = float(value)
+    suffix = "" if dtype == dtypes.float64 else "f"
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "INFINITY" if v > 0 else "(-INFINITY)"
+    text = repr(v)
+    return f"{text}{suffix}"
+
+
+def index_expr(index: Index) -> str:
+    parts = [f"(int64_t){var}" if coef == 1 else f"(int64_t){var}*{coef}" for var, coef in index.terms]
+    if index.const or not parts:
+        parts.append(str(index.const) if index.const >= 0 else f"({index.const})")
+    return " + ".join(parts)
+
+
+def load_expr(buf: str, index: Index, dtype: DType) -> str:
+    raw = f"{buf}[{index_expr(index)}]"
+    if dtype == dtypes.float16:
+        return f"limn_f16_to_f32({raw})"
+    if dtype == dtypes.bfloat16:
+        return f"limn_bf16_to_f32({raw})"
+    return raw
+
+
+def store_value(value: str, dtype: DType) -> str:
+    if dtype == dtypes.float16:
+        return f"limn_f32_to_f16({value})"
+    if dtype == dtypes.bfloat16:
+        return f"limn_f32_to_bf16({value})"
+    return value
+
+
+def round_value(value: str, dtype: DType) -> str:
+    """A half-width value is held as float but must be a number its dtype can store: round it."""
+    if dtype == dtypes.float16:
+        return f"limn_round_f16({value})"
+    if dtype == dtypes.bfloat16:
+        return f"limn_round_bf16({value})"
+    return value
+
+
+def cast_expr(a: str, src: DType, dst: DType) -> str:
+    """Converts value a from src to dst: floats to ints truncate toward zero through int64 (then wrap,
+    as numpy's astype does), anything to bool is != 0, halves round once."""
+    if dst.kind == "b":
+        return f"(uint8_t)({a} != 0)"
+    if dst.is_int and src.is_float:
+        return f"({C_STORAGE[dst]})(int64_t)({a})"
+    if dst.is_int:
+        return f"({C_STORAGE[dst]})({a})"
+    return round_value(f"({c_value_type(dst)})({a})", dst)
+
+
+@dataclass
+class Options:
+    threads: int = 1  # the OpenMP team size; 1 emits no pragmas
+    split_pads: bool = True
+    tile_matmuls: bool = True
+    parallel_work: int = 32768  # a nest with fewer loop iterations than this runs serially
+
+
+class CRenderer:
+    """Renders KernelIR as a C function `void NAME(const T* restrict in0, ..., T* restrict out)`."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+
+    def render(self, kernel: KernelIR) -> tuple[str, str]:
+        """(function name, full C source). The name is a hash of the body, so equal kernels share it."""
+        body = self._function_body(kernel)
+        params = ", ".join(self._param(b, kernel) for b in kernel.inputs + kernel.outputs)
+        digest = hashlib.sha256((params + body).encode()).hexdigest()[:16]
+        name = f"limn_{kernel.op.name.lower()}_{digest}"
+        header = f"/* {kernel.op.name} over loop{list(kernel.loop_shape)} */\n"
+        source = f"{header}void {name}({params}) {{\n{body}}}\n"
+        return name, source
+
+    def _param(self, b, kernel: KernelIR) -> str:
+        const = "const " if b in kernel.inputs else ""
+        return f"{const}{C_STORAGE[b.dtype]}* restrict {b.name}"
+
+    # ---- the body ----
+
+    def _function_body(self, kernel: KernelIR) -> str:
+        self.lines: list[str] = []
+        self.types: dict[str, DType] = {}
+        self.buf_types = {b.name: b.dtype for b in kernel.inputs + kernel.outputs}
+        self.kernel = kernel
+        self.fma_of = _FmaPairs(kernel.body)
+        body = list(kernel.body)
+        pos = 0
+        while pos < len(body):
+            if isinstance(body[pos], Loop):
+                end = _matching_end(body, pos)
+                self._nest(body[pos : end + 1], depth=1)
+                pos = end + 1
+            else:
+                self._straight(body[pos], depth=1, fixed={})
+                pos += 1
+        return "".join(line + "\n" for line in self.lines)
+
+    def _nest(self, nest: list[Instr], depth: int) -> None:
+        """A top-level loop nest: tiled if it reads as a matmul, else emitted with its pragma."""
+        if self.options.tile_matmuls:
+            from limn.c_matmul import match_matmul, render_tiled
+
+            m = match_matmul(nest, self.kernel)
+            if m is not None:
+                self.lines.extend(render_tiled(m, self, depth))
+                return
+        self._loop_block(nest, depth, fixed={}, pragma=self._pragma(nest), collapsing=0)
+
+    def _pragma(self, nest: list[Instr]) -> tuple[int, str] | None:
+        """(loops to collapse, pragma line) for a nest's leading non-reduce loops, or None (serial)."""
+        if self.options.threads <= 1:
+            return None
+        if any(isinstance(i, Accum) and i.index is not None and _has_value_var(i.index) for i in nest):
+            return None  # a scatter's colliding adds keep their serial order
+        leading = []
+        for ins in nest:
+            if not isinstance(ins, Loop) or ins.reduce:
+                break
+            leading.append(ins)
+        if not leading:
+            return None  # the outermost loop is a reduce axis: splitting it would regroup the sum
+        work = math.prod(ins.extent for ins in nest if isinstance(ins, Loop))
+        if work < self.options.parallel_work:
+            return None
+        collapse, cells = 0, 1
+        for loop in leading:  # fuse leading loops until every thread has several cells of work
+            collapse += 1
+            cells *= loop.extent
+            if cells >= 4 * self.options.threads:
+                break
+        clause = f" collapse({collapse})" if collapse > 1 else ""
+        return collapse, f"#pragma omp parallel for{clause} schedule(static) num_threads({self.options.threads})"
+
+    def _loop_block(self, block: list[Instr], depth: int, fixed: dict[str, bool],
+                    pragma: tuple[int, str] | None, collapsing: int) -> None:
+        """Emits block = [LOOP, ..., ENDLOOP]. `fixed` holds the range checks a pad split already
+        decided; `collapsing` counts the loops below an enclosing collapse clause still owes."""
+        loop: Loop = block[0]
+        inner = block[1:-1]
+        innermost = not any(isinstance(i, Loop) for i in inner)
+        collapse_here = pragma[0] if pragma is not None else collapsing
+        # a loop inside a collapse must keep plain bounds: only a loop that is alone may be split
+        may_split = innermost and self.options.split_pads and collapse_here <= 1 and collapsing == 0
+        pieces = _split_at_mask_edges(loop, inner) if may_split else [(0, loop.extent, {})]
+        for lo, hi, decided in pieces:
+            if lo >= hi:
+                continue
+            if pragma is not None:
+                self._emit(pragma[1], depth, raw=True)
+            self._emit(f"for (int64_t {loop.var} = {lo}; {loop.var} < {hi}; {loop.var}++) {{", depth)
+            self._emit_seq(inner, depth + 1, {**fixed, **decided}, max(collapse_here - 1, 0))
+            self._emit("}", depth)
+
+    def _emit_seq(self, seq: list[Instr], depth: int, fixed: dict[str, bool], collapsing: int) -> None:
+        pos = 0
+        while pos < len(seq):
+            ins = seq[pos]
+            if isinstance(ins, Loop):
+                end = _matching_end(seq, pos)
+                self._loop_block(seq[pos : end + 1], depth, fixed, None, collapsing)
+                pos = end + 1
+            else:
+                self._straight(ins, depth, fixed)
+                pos += 1
+
+    def _emit(self, text: str, depth: int, raw: bool = False) -> None:
+        self.lines.append(("" if raw else "    " * depth) + text)
+
+    def _guard(self, valid: tuple[Range, ...], fixed: dict[str, bool]) -> str | None:
+        """The C condition for a mask, with already-decided checks folded; None means always true,
+        'false' means never."""
+        conds = []
+        for r in valid:
+            key = str(r)
+            if key in fixed:
+                if not fixed[key]:
+                    return "false"
+                continue
+            var = "0" if r.var == "0" else f"(int64_t){r.var}"
+            conds.append(f"({r.lo} <= {var} && {var} < {r.hi})")
+        return " && ".join(conds) if conds else None
+
+    def _straight(self, ins: Instr, depth: int, fixed: dict[str, bool]) -> None:
+        """One non-loop instruction as C."""
+        if isinstance(ins, ConstI):
+            self.types[ins.dst] = ins.dtype
+            value = literal(ins.value, ins.dtype)
+            guard = self._guard(ins.valid, fixed)
+            zero = literal(0, ins.dtype)
+            expr = value if guard is None else zero if guard == "false" else f"(({guard}) ? {value} : {zero})"
+            self._emit(f"const {c_value_type(ins.dtype)} {ins.dst} = {expr};", depth)
+        elif isinstance(ins, LoadI):
+            self.types[ins.dst] = ins.dtype
+            load = load_expr(ins.buf, ins.index, ins.dtype)
+            guard = self._guard(ins.valid, fixed)
+            zero = literal(0, ins.dtype)
+            expr = load if guard is None else zero if guard == "false" else f"(({guard}) ? {load} : {zero})"
+            self._emit(f"const {c_value_type(ins.dtype)} {ins.dst} = {expr};", depth)
+        elif isinstance(ins, Arith):
+            self.types[ins.dst] = ins.dtype
+            if self._fused_into_accum(ins):
+                return  # rendered as part of the fma that consumes it
+            self._emit(f"const {c_value_type(ins.dtype)} {ins.dst} = {self.arith(ins)};", depth)
+        elif isinstance(ins, Acc):
+            self.types[ins.dst] = ins.dtype
+            self._emit(f"{c_value_type(ins.dtype)} {ins.dst} = {literal(ins.identity, ins.dtype)};", depth)
+        elif isinstance(ins, Accum):
+            self._emit(self.accum(ins) + ";", depth)
+        elif isinstance(ins, Store):
+            value = cast_expr(ins.src, self.types[ins.src], self.buf_types[ins.buf]) \
+                if self.types[ins.src] != self.buf_types[ins.buf] else ins.src
+            self._emit(f"{ins.buf}[{index_expr(ins.index)}] = {store_value(value, self.buf_types[ins.buf])};", depth)
+        elif isinstance(ins, EndLoop):
+            raise AssertionError("ENDLOOP outside a loop block")
+        else:
+            raise AssertionError(f"no C rendering for {ins!r}")
+
+    def arith(self, ins: Arith) -> str:
+        srcs = list(ins.srcs)
+        if ins.op is Op.CAST:
+            return cast_expr(srcs[0], self.types[srcs[0]], ins.dtype)
+        # a WHERE's dtype is its branches'; the condition is a bool
+        operand_dtype = self.types[srcs[-1]] if ins.op is Op.WHERE else self.types[srcs[0]]
+        return self.op_expr(ins.op, srcs, operand_dtype, ins.dtype)
+
+    def op_expr(self, op: Op, srcs: list[str], operand: DType, result: DType) -> str:
+        names = dict(zip("abc", srcs))
+        if operand.kind == "b" and op in C_BOOL_OPS:
+            return C_BOOL_OPS[op].format(**names)
+        if operand.is_int:
+            assert op in C_INT_OPS, f"integer {op.name} reached the C renderer; the frontend casts to float first"
+            return C_INT_OPS[op].format(t=C_STORAGE[result], **names)
+        text = C_OPS[op].format(**names, **MATH_FUNCS[c_value_type(operand)])
+        return text if op is Op.CMPLT else round_value(text, result)
+
+    def _fused_into_accum(self, ins: Arith) -> bool:
+        return ins.dst in self.fma_of.fused
+
+    def accum(self, ins: Accum) -> str:
+        if ins.index is None:  # a register accumulator: its dtype is already the compute dtype
+            acc_t = self.types[ins.target]
+            target = current = ins.target
+        else:
+            acc_t = self.buf_types[ins.target]
+            target = f"{ins.target}[{index_expr(ins.index)}]"
+            current = load_expr(ins.target, ins.index, acc_t)
+        compute = acc_t.compute
+        src = ins.src
+        if c_value_type(self.types[src]) != c_value_type(compute):
+            src = cast_expr(src, self.types[src], compute)
+        mul = self.fma_of.get(ins)
+        if mul is not None:
+            fma = "fma" if compute == dtypes.float64 else "fmaf"
+            value = f"{fma}({mul.srcs[0]}, {mul.srcs[1]}, {current})"
+        else:
+            value = self.op_expr(ins.op, [current, src], compute, compute)
+        if ins.index is not None:
+            value = store_value(value, acc_t)
+        return f"{target} = {value}"
+
+
+class _FmaPairs:
+    """Float MULs whose only reader is the ADD-ACCUM right after them: rendered as one fma there,
+    which is both faster and what the tiled matmul does, so the two agree bit for bit."""
+
+    def __init__(self, body: tuple[Instr, ...]) -> None:
+        reads: dict[str, int] = {}
+        for ins in body:
+            for r in _reads(ins):
+                reads[r] = reads.get(r, 0) + 1
+        self.by_accum: dict[int, Arith] = {}
+        self.fused: set[str] = set()
+        for prev, ins in zip(body, body[1:]):
+            if (isinstance(ins, Accum) and ins.op is Op.ADD and isinstance(prev, Arith) and prev.op is Op.MUL
+                    and prev.dst == ins.src and reads[prev.dst] == 1
+                    and prev.dtype in (dtypes.float32, dtypes.float64)):
+                self.by_accum[id(ins)] = prev
+                self.fused.add(prev.dst)
+
+    def get(self, accum: Accum) -> Arith | None:
+        return self.by_accum.get(id(accum))
+
+
+def _reads(ins: Instr) -> tuple[str, ...]:
+    if isinstance(ins, Arith):
+        return ins.srcs
+    if isinstance(ins, (Accum, Store)):
+        return (ins.src,)
+    return ()
+
+
+def _matching_end(seq, start: int) -> int:
+    depth = 0
+    for pos in range(start, len(seq)):
+        if isinstance(seq[pos], Loop):
+            depth += 1
+        elif isinstance(seq[pos], EndLoop):
+            depth -= 1
+            if depth == 0:
+                return pos
+    raise AssertionError("LOOP without ENDLOOP")
+
+
+def _has_value_var(index: Index) -> bool:
+    return any(var.startswith("v") for var, _ in index.terms)
+
+
+def _split_at_mask_edges(loop: Loop, inner: list[Instr]) -> list[tuple[int, int, dict[str, bool]]]:
+    """The pieces [lo, hi) of an innermost loop cut at every edge of a range check on its variable,
+    each with those checks decided (True inside the range, False outside)."""
+    ranges = {}
+    for ins in inner:
+        for r in getattr(ins, "valid", ()):
+            if r.var == loop.var:
+                ranges[str(r)] = r
+    if not ranges:
+        return [(0, loop.extent, {})]
+    cuts = {0, loop.extent}
+    for r in ranges.values():
+        cuts.update(min(max(edge, 0), loop.extent) for edge in (r.lo, r.hi))
+    edges = sorted(cuts)
+    pieces = []
+    for lo, hi in zip(edges, edges[1:]):
+        decided = {key: r.lo <= lo and hi <= r.hi for key, r in ranges.items()}
+        pieces.append((lo, hi, decided))
+    return pieces
