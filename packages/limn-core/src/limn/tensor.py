@@ -595,6 +595,8 @@ class Tensor:
 
     def chunk(self, chunks: int, axis: int = 0) -> list[Tensor]:
         axis = _normalize_axis(axis, self.ndim, "chunk")
+        if chunks <= 0:
+            raise ValueError(f"chunk: the number of chunks must be positive, got {chunks}")
         return self.split(math.ceil(self.shape[axis] / chunks), axis)
 
     # ---- indexing and iteration ----
@@ -711,7 +713,12 @@ class Tensor:
         return self.gt(0).where(self, 0)  # relu(x) = x if x > 0 else 0; gradient 0 at 0, as torch
 
     def sigmoid(self) -> Tensor:
-        return (1 + (-self._float()).exp()).reciprocal()  # sigmoid(x) = 1 / (1 + e**-x)
+        # sigmoid(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) below, with e = e**-|x| in (0, 1]: the plain
+        # 1 / (1 + e**-x) overflows to inf below x = -88 in float32, and inf * 0 makes its gradient NaN
+        x = self._float()
+        nonneg = x.ge(0)
+        e = nonneg.where(-x, x).exp()
+        return nonneg.where(1.0, e) / (1 + e)
 
     def tanh(self) -> Tensor:
         return 2 * (2 * self._float()).sigmoid() - 1  # tanh(x) = 2 sigmoid(2x) - 1
@@ -799,17 +806,20 @@ class Tensor:
         return self.var(axis, keepdim, correction).sqrt()
 
     def logsumexp(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        axes = self._axes(axis, "logsumexp")
         x = self._float()
-        m = x.max(axis, keepdim=True).detach()  # shifting by the max keeps exp in range; it cancels
-        out = m + (x - m).exp().sum(axis, keepdim=True).log()
-        return out if keepdim else out.reshape(tuple(s for d, s in enumerate(self.shape) if d not in self._axes(axis, "logsumexp")))
+        m = x.max(axes, keepdim=True).detach()  # shifting by the max keeps exp in range; it cancels
+        out = m + (x - m).exp().sum(axes, keepdim=True).log()
+        return out if keepdim else out.reshape(tuple(s for d, s in enumerate(self.shape) if d not in axes))
 
     def softmax(self, axis: int = -1) -> Tensor:
+        axis = _normalize_axis(axis, self.ndim, "softmax")
         x = self._float()
         e = (x - x.max(axis, keepdim=True).detach()).exp()  # softmax = exp(x - max) / sum
         return e / e.sum(axis, keepdim=True)
 
     def log_softmax(self, axis: int = -1) -> Tensor:
+        axis = _normalize_axis(axis, self.ndim, "log_softmax")
         return self._float() - self.logsumexp(axis, keepdim=True)  # log softmax = x - logsumexp(x)
 
     def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
@@ -826,7 +836,9 @@ class Tensor:
         return (n - score.max(axis, keepdim=keepdim)).cast(dtypes.int32)
 
     def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
-        return (-self).argmax(axis, keepdim)
+        # the first minimum of x is the first maximum of -x; for ints of ~x = -x - 1, since -x wraps at -128
+        flipped = -self - 1 if self.dtype.is_int else -self
+        return flipped.argmax(axis, keepdim)
 
     # ---- linear algebra ----
 
@@ -834,6 +846,7 @@ class Tensor:
         """(..., n, k) @ (..., k, m) -> (..., n, m) as a broadcast multiply and a sum over k, which the
         scheduler fuses into one kernel. 1-D operands act as a row or a column, as in numpy."""
         a, b = self, other if isinstance(other, Tensor) else Tensor(other)
+        b_shape = b.shape
         if a.ndim == 0 or b.ndim == 0:
             raise ValueError("matmul: both operands need at least one dim; use * for scalars")
         squeeze_a, squeeze_b = a.ndim == 1, b.ndim == 1
@@ -842,7 +855,9 @@ class Tensor:
         if squeeze_b:
             b = b.reshape(b.shape[0], 1)
         if a.shape[-1] != b.shape[-2]:
-            raise ValueError(f"matmul {self.shape} @ {other.shape}: inner sizes {a.shape[-1]} and {b.shape[-2]} differ")
+            raise ValueError(
+                f"matmul {self.shape} @ {b_shape}: inner sizes {a.shape[-1]} and {b.shape[-2]} differ"
+            )
         dtype = dtypes.promote(a.dtype, b.dtype)
         compute = dtype.compute  # half widths: multiply and sum in float32, round once at the end
         a, b = a.cast(compute), b.cast(compute)
@@ -868,10 +883,12 @@ class Tensor:
         return self.gather(flat, axis=0).reshape(idx.shape + (self.shape[1],))
 
     def one_hot(self, num_classes: int) -> Tensor:
-        """Int class ids of shape S -> (*S, num_classes) int32 with a 1 at each id."""
-        idx = _index_tensor(self, "one_hot")
-        classes = Tensor.arange(num_classes, device=self.device)
-        return idx.unsqueeze(-1).eq(classes).cast(dtypes.int32)
+        """Int class ids of shape S -> (*S, num_classes) int32 with a 1 at each id. It is a scatter, so an id
+        outside [0, num_classes) is an IndexError when the value is computed, not a silent row of zeros."""
+        idx = _index_tensor(self, "one_hot").unsqueeze(-1)  # S -> (*S, 1)
+        ones = Tensor.ones(idx.shape, dtypes.int32, device=self.device)
+        zeros = Tensor.zeros(idx.shape[:-1] + (num_classes,), dtypes.int32, device=self.device)
+        return zeros.scatter_add(idx, ones, axis=-1)  # (*S, num_classes)
 
     def cross_entropy(self, target: Tensor, ignore_index: int = -100, label_smoothing: float = 0.0,
                       reduction: str = "mean") -> Tensor:
@@ -1028,7 +1045,8 @@ def _substitute_realized(sinks: list[Node]) -> list[Node]:
 def realize(*tensors: Tensor) -> None:
     """Computes the tensors in one batch per device: one graph, one run, so every ASSIGN in the batch
     reads pre-step values. Each tensor then holds a buffer."""
-    pending = [t for t in tensors if t.node.op is not Op.BUFFER]
+    # a tensor asked for twice is updated once (its node changes under it below)
+    pending = list({id(t): t for t in tensors if t.node.op is not Op.BUFFER}.values())
     by_device: dict[str, list[Tensor]] = {}
     current = current_device()
     for t in pending:
