@@ -1,0 +1,713 @@
+"""The autograd fuzzer: 300 random DAGs run forward and backward in limn and in torch, agreeing to 1e-4.
+
+A case is a small program, a list of Steps generated from its seed. Each Step is one line of python spelled
+once for limn and once for torch (SPELLINGS, one row per op), and the test runs exactly those lines, so the
+reproducer a failure prints is the code that failed, standalone. The generator runs each step in torch as it
+builds the program and keeps only steps whose inputs sit clear of kinks and ties (relu and abs away from 0,
+max and min with one clear winner, log and sqrt on positive values), where a rounding difference between two
+correct frameworks could flip a gradient.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import limn
+import numpy as np
+import pytest
+import torch
+from limn import Tensor
+
+CASES = 300
+TOLERANCE = 1e-4  # relative and absolute, for every value and every gradient
+MARGIN = 1e-2  # how far a value must sit from a kink or a tie; rounding differences are near 1e-6
+BOUND = 30.0  # steps whose values grow past this are dropped, keeping float32 error near 1e-6 of them
+MAX_SIZE = 720  # elements per value, so a case stays a few milliseconds of numpy
+
+# op: (limn spelling, torch spelling). {0}, {1}, ... name the srcs; the other fields are the step's args.
+SPELLINGS: dict[str, tuple[str, str]] = {
+    # sources: x{out} is the numpy array the case holds for this step
+    "leaf": ("Tensor(x{out}, requires_grad=True)", "torch.tensor(x{out}, requires_grad=True)"),
+    "data": ("Tensor(x{out})", "torch.tensor(x{out})"),
+    "index": ("Tensor(x{out})", "torch.tensor(x{out}).long()"),
+    # movement
+    "reshape": ("{0}.reshape({shape})", "{0}.reshape({shape})"),
+    "permute": ("{0}.permute({order})", "{0}.permute({order})"),
+    "transpose": ("{0}.transpose({a}, {b})", "{0}.transpose({a}, {b})"),
+    "expand": ("{0}.expand({shape})", "{0}.expand({shape})"),
+    "pad": ("{0}.pad({widths}, {value})", "torch.nn.functional.pad({0}, {flat}, value={value})"),
+    "shrink": ("{0}.shrink({box})", "{0}[{slices}]"),
+    "index_with": ("{0}[{index}]", "{0}[{index}]"),
+    "flatten": ("{0}.flatten({start}, {end})", "{0}.flatten({start}, {end})"),
+    "squeeze": ("{0}.squeeze({axis})", "{0}.squeeze({axis})"),
+    "unsqueeze": ("{0}.unsqueeze({axis})", "{0}.unsqueeze({axis})"),
+    "cat": ("Tensor.cat([{0}, {1}], {axis})", "torch.cat([{0}, {1}], {axis})"),
+    "stack": ("Tensor.stack([{0}, {1}], {axis})", "torch.stack([{0}, {1}], {axis})"),
+    "split": ("{0}.split({sizes}, {axis})[{i}]", "{0}.split({sizes}, {axis})[{i}]"),
+    "chunk": ("{0}.chunk({n}, {axis})[{i}]", "{0}.chunk({n}, {axis})[{i}]"),
+    "contiguous": ("{0}.contiguous()", "{0}.contiguous()"),
+    # elementwise
+    "neg": ("-{0}", "-{0}"),
+    "exp": ("{0}.exp()", "{0}.exp()"),
+    "log": ("{0}.log()", "{0}.log()"),
+    "sqrt": ("{0}.sqrt()", "{0}.sqrt()"),
+    "relu": ("{0}.relu()", "{0}.relu()"),
+    "sigmoid": ("{0}.sigmoid()", "{0}.sigmoid()"),
+    "tanh": ("{0}.tanh()", "{0}.tanh()"),
+    "gelu": ("{0}.gelu()", "torch.nn.functional.gelu({0})"),
+    "abs": ("{0}.abs()", "{0}.abs()"),
+    "add": ("{0} + {1}", "{0} + {1}"),
+    "sub": ("{0} - {1}", "{0} - {1}"),
+    "mul": ("{0} * {1}", "{0} * {1}"),
+    "div": ("{0} / {1}", "{0} / {1}"),
+    "maximum": ("{0}.maximum({1})", "torch.maximum({0}, {1})"),
+    "minimum": ("{0}.minimum({1})", "torch.minimum({0}, {1})"),
+    "scale": ("{0} * {c}", "{0} * {c}"),
+    "shift": ("{0} + {c}", "{0} + {c}"),
+    "rsub": ("{c} - {0}", "{c} - {0}"),
+    "rdiv": ("{c} / {0}", "{c} / {0}"),
+    "pow": ("{0} ** {p}", "{0} ** {p}"),
+    "where": ("({0} > {t}).where({1}, {2})", "torch.where({0} > {t}, {1}, {2})"),
+    "to_float64": ("{0}.cast('float64')", "{0}.to(torch.float64)"),
+    "to_float32": ("{0}.cast('float32')", "{0}.to(torch.float32)"),
+    # reductions
+    "sum": ("{0}.sum(axis={axis}, keepdim={keepdim})", "{0}.sum(dim={dim}, keepdim={keepdim})"),
+    "mean": ("{0}.mean(axis={axis}, keepdim={keepdim})", "{0}.mean(dim={dim}, keepdim={keepdim})"),
+    "max": ("{0}.max(axis={axis}, keepdim={keepdim})", "{0}.amax(dim={dim}, keepdim={keepdim})"),
+    "min": ("{0}.min(axis={axis}, keepdim={keepdim})", "{0}.amin(dim={dim}, keepdim={keepdim})"),
+    "var": (
+        "{0}.var(axis={axis}, keepdim={keepdim}, correction={correction})",
+        "{0}.var(dim={dim}, keepdim={keepdim}, correction={correction})",
+    ),
+    "logsumexp": (
+        "{0}.logsumexp(axis={axis}, keepdim={keepdim})",
+        "torch.logsumexp({0}, dim={dim}, keepdim={keepdim})",
+    ),
+    "softmax": ("{0}.softmax({axis})", "{0}.softmax({axis})"),
+    "log_softmax": ("{0}.log_softmax({axis})", "{0}.log_softmax({axis})"),
+    # matmul and the indexed ops
+    "matmul": ("{0} @ {1}", "{0} @ {1}"),
+    "gather": ("{0}.gather({1}, {axis})", "{0}.gather({axis}, {1})"),
+    "scatter_add": ("{0}.scatter_add({1}, {2}, {axis})", "{0}.scatter_add({axis}, {1}, {2})"),
+    # the loss: each value nothing else reads, weighted and summed
+    "weighted_sum": ("({0} * {1}).sum()", "({0} * {1}).sum()"),
+}
+SOURCES = ("leaf", "data", "index")
+PREFIX = {"limn": "a", "torch": "t"}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One line of a case: value `out` is op applied to the values `srcs`, with `args` filled in."""
+
+    out: int
+    op: str
+    srcs: tuple[int, ...] = ()
+    args: dict[str, Any] = field(default_factory=dict)
+
+    def line(self, framework: str) -> str:
+        prefix = PREFIX[framework]
+        template = SPELLINGS[self.op][framework == "torch"]
+        srcs = [f"{prefix}{s}" for s in self.srcs]
+        return f"{prefix}{self.out} = " + template.format(*srcs, out=self.out, **self.args)
+
+
+@dataclass(frozen=True)
+class Case:
+    seed: int
+    steps: tuple[Step, ...]
+    data: dict[int, np.ndarray]  # x{i}: the array behind source step i
+    loss: int
+
+    def lines(self, framework: str) -> list[str]:
+        prefix = PREFIX[framework]
+        return [s.line(framework) for s in self.steps] + [f"{prefix}{self.loss}.backward()"]
+
+    @property
+    def values(self) -> list[int]:
+        """The float values the program computes (every step but the data it reads)."""
+        return [s.out for s in self.steps if s.op not in ("data", "index")]
+
+    @property
+    def leaves(self) -> list[int]:
+        return [s.out for s in self.steps if s.op == "leaf"]
+
+    def reproducer(self) -> str:
+        """A standalone script that rebuilds this case in limn and torch and prints every difference."""
+        lines = [
+            f"# autograd fuzz case, seed {self.seed}",
+            "import numpy as np",
+            "import torch",
+            "import limn",
+            "from limn import Tensor",
+            "",
+            "def diff(a, t):",
+            "    if a is None or t is None:",
+            "        return f'limn {type(a).__name__}, torch {type(t).__name__}'",
+            "    return float(np.abs(a.numpy().astype(np.float64) - t.detach().numpy()).max())",
+            "",
+        ]
+        for i, arr in self.data.items():
+            lines.append(f"x{i} = np.array({arr.tolist()!r}, dtype=np.{arr.dtype}).reshape({arr.shape})")
+        lines += ["", "# limn", *self.lines("limn"), "", "# torch", *self.lines("torch"), ""]
+        lines += [f"print('v{i}', diff(a{i}, t{i}))" for i in self.values]
+        lines += [f"print('grad of v{i}', diff(a{i}.grad, t{i}.grad))" for i in self.leaves]
+        return "\n".join(lines)
+
+
+# ---- the generator ----
+
+
+def _ints(xs: Any) -> tuple[int, ...]:
+    return tuple(int(x) for x in xs)
+
+
+def _prime_factors(n: int) -> list[int]:
+    factors, p = [], 2
+    while n > 1:
+        while n % p == 0:
+            factors.append(p)
+            n //= p
+        p += 1
+    return factors
+
+
+def _broadcastable(*shapes: tuple[int, ...]) -> bool:
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        return False
+    return True
+
+
+class Generator:
+    """Builds one case step by step, running each step in torch to see the values it makes."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.dtype = np.float64 if self.rng.random() < 0.25 else np.float32
+        self.steps: list[Step] = []
+        self.data: dict[int, np.ndarray] = {}
+        self.ns: dict[str, Any] = {"torch": torch}
+        self.pool: list[int] = []  # float values later steps may read
+
+    # -- emitting steps --
+
+    def emit(self, op: str, *srcs: int, bound: float = BOUND, **args: Any) -> int | None:
+        """Appends op(srcs) when its value is finite, bounded and small; otherwise leaves no trace."""
+        out = len(self.steps)
+        step = Step(out, op, _ints(srcs), args)
+        exec(step.line("torch"), self.ns)
+        value = self.ns[f"t{out}"]
+        if value.numel() > MAX_SIZE or value.ndim > 5 or not torch.isfinite(value).all():
+            return None
+        if value.numel() and value.abs().max().item() > bound:
+            return None
+        self.steps.append(step)
+        self.pool.append(out)
+        return out
+
+    def source(self, op: str, arr: np.ndarray) -> int:
+        out = len(self.steps)
+        self.data[out] = arr
+        self.ns[f"x{out}"] = arr
+        step = Step(out, op)
+        exec(step.line("torch"), self.ns)
+        self.steps.append(step)
+        if op == "leaf":
+            self.pool.append(out)
+        return out
+
+    def leaf(self, shape: tuple[int, ...], dtype: Any = None, kind: str = "normal") -> int:
+        """A new input that requires grad: standard normal, or `away` from 0 (|x| in [0.5, 2]), or
+        `positive` (in [0.5, 2])."""
+        dtype = dtype or self.dtype
+        if kind == "normal":
+            arr = self.rng.standard_normal(shape)
+        else:
+            arr = self.rng.uniform(0.5, 2.0, shape)
+            if kind == "away":
+                arr *= self.rng.choice([-1.0, 1.0], shape)
+        return self.source("leaf", np.asarray(arr, dtype=dtype))
+
+    # -- reading the values built so far --
+
+    def value(self, i: int) -> np.ndarray:
+        return self.ns[f"t{i}"].detach().double().numpy()
+
+    def shape(self, i: int) -> tuple[int, ...]:
+        return tuple(self.ns[f"t{i}"].shape)
+
+    def is64(self, i: int) -> bool:
+        return self.ns[f"t{i}"].dtype == torch.float64
+
+    def pick(self, min_ndim: int = 0, max_ndim: int = 5, where: Any = None) -> int | None:
+        """A value from the pool that fits: mostly the newest (so chains grow deep), else any."""
+        fits = [i for i in self.pool if min_ndim <= len(self.shape(i)) <= max_ndim]
+        fits = [i for i in fits if where is None or where(i)]
+        if not fits:
+            return None
+        if self.rng.random() < 0.6:
+            return fits[-1]
+        return fits[int(self.rng.integers(len(fits)))]
+
+    def matching(self, x: int, dtype_of: int | None = None) -> int:
+        """x, cast to the dtype of value `dtype_of` if it differs (torch promotes 0-d tensors its own way)."""
+        if dtype_of is None or self.is64(x) == self.is64(dtype_of):
+            return x
+        cast = self.emit("to_float64" if self.is64(dtype_of) else "to_float32", x)
+        assert cast is not None, "a cast of a bounded value stays bounded"
+        return cast
+
+    def random_shape(self) -> tuple[int, ...]:
+        ndim = int(self.rng.choice(5, p=[0.05, 0.25, 0.35, 0.25, 0.1]))
+        return _ints(self.rng.integers(1, 6, ndim))
+
+    def broadcast_partner_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """A shape that broadcasts with `shape`: a suffix of it, some dims 1, maybe one more leading dim."""
+        keep = int(self.rng.integers(0, len(shape) + 1))
+        out = [1 if self.rng.random() < 0.3 else s for s in shape[len(shape) - keep :]]
+        if keep == len(shape) < 4 and self.rng.random() < 0.2:
+            out.insert(0, int(self.rng.integers(2, 4)))
+        return tuple(out)
+
+    def partner(self, x: int, kind: str = "normal") -> int:
+        """A second operand for x: a value already in the pool that broadcasts with it, or a new leaf."""
+        shape = self.shape(x)
+        near = [i for i in self.pool if _broadcastable(self.shape(i), shape)]
+        if kind == "normal" and near and self.rng.random() < 0.4:
+            other = near[int(self.rng.integers(len(near)))]
+        else:
+            other = self.leaf(self.broadcast_partner_shape(shape), kind=kind)
+        if not self.shape(other) or not shape:
+            other = self.matching(other, x)
+        return other
+
+    def axis_arg(self, ndim: int) -> tuple[Any, tuple[int, ...]]:
+        """A reduce's axis as limn takes it (None, an int, or a tuple) and the dims it names."""
+        r = self.rng.random()
+        if r < 0.2:
+            return None, tuple(range(ndim))
+        if r < 0.4 and ndim >= 2:
+            dims = _ints(sorted(self.rng.choice(ndim, 2, replace=False)))
+            return dims, dims
+        d = int(self.rng.integers(ndim))
+        return (d - ndim if self.rng.random() < 0.3 else d), (d,)
+
+
+def _clear_of_ties(values: np.ndarray, dims: tuple[int, ...], smallest: bool) -> bool:
+    """Whether the winner of a max (or min) over dims beats the runner-up by MARGIN in every slice."""
+    rest = [d for d in range(values.ndim) if d not in dims]
+    rows = values.transpose(rest + list(dims)).reshape(-1, math.prod(values.shape[d] for d in dims))
+    if rows.size == 0 or rows.shape[1] < 2:
+        return True
+    rows = np.sort(rows, axis=1)
+    gap = rows[:, 1] - rows[:, 0] if smallest else rows[:, -1] - rows[:, -2]
+    return bool(gap.min() > MARGIN)
+
+
+# -- one proposer per op family: each picks its sources, checks its preconditions, emits or gives up --
+
+
+def propose_reshape(g: Generator) -> int | None:
+    x = g.pick()
+    factors = _prime_factors(math.prod(g.shape(x)))
+    g.rng.shuffle(factors)
+    dims = [1] * int(g.rng.integers(1, 4))
+    for f in factors:
+        dims[int(g.rng.integers(len(dims)))] *= f
+    shape = [d for d in dims if d != 1 or g.rng.random() < 0.3]
+    if shape and g.rng.random() < 0.3:
+        shape[int(g.rng.integers(len(shape)))] = -1
+    return g.emit("reshape", x, shape=tuple(shape))
+
+
+def propose_permute(g: Generator) -> int | None:
+    x = g.pick(min_ndim=2)
+    if x is None:
+        return None
+    if g.rng.random() < 0.3:
+        a, b = g.rng.choice(len(g.shape(x)), 2, replace=False)
+        return g.emit("transpose", x, a=int(a), b=int(b) - len(g.shape(x)))
+    return g.emit("permute", x, order=_ints(g.rng.permutation(len(g.shape(x)))))
+
+
+def propose_expand(g: Generator) -> int | None:
+    x = g.pick(min_ndim=1, where=lambda i: 1 in g.shape(i))
+    if x is None:
+        return None
+    shape = tuple(
+        int(g.rng.integers(2, 5)) if s == 1 else (-1 if g.rng.random() < 0.2 else s) for s in g.shape(x)
+    )
+    return g.emit("expand", x, shape=shape)
+
+
+def propose_pad(g: Generator) -> int | None:
+    x = g.pick(min_ndim=1, max_ndim=4)
+    if x is None:
+        return None
+    ndim = len(g.shape(x))
+    widths = [(0, 0)] * ndim
+    for d in {int(d) for d in g.rng.integers(0, ndim, int(g.rng.integers(1, 3)))}:
+        widths[d] = _ints(g.rng.integers(0, 3, 2))
+    widths = tuple(widths)
+    flat = tuple(w for pair in reversed(widths) for w in pair)  # torch lists the last dim first
+    value = 1.5 if g.rng.random() < 0.2 else 0
+    return g.emit("pad", x, widths=widths, flat=flat, value=value)
+
+
+def propose_shrink(g: Generator) -> int | None:
+    x = g.pick(min_ndim=1)
+    if x is None:
+        return None
+    box = []
+    for s in g.shape(x):
+        start = int(g.rng.integers(0, s))
+        box.append((start, int(g.rng.integers(start + 1, s + 1))))
+    slices = ", ".join(f"{start}:{end}" for start, end in box)
+    return g.emit("shrink", x, box=tuple(box), slices=slices)
+
+
+def propose_index(g: Generator) -> int | None:
+    """Basic indexing written the same in both: ints (negative too), slices, `...` and None."""
+    x = g.pick(min_ndim=1)
+    if x is None:
+        return None
+    items = []
+    for s in g.shape(x):
+        r = g.rng.random()
+        if r < 0.3:
+            j = int(g.rng.integers(0, s))
+            items.append(str(j - s if g.rng.random() < 0.5 else j))
+        elif r < 0.7:
+            start = int(g.rng.integers(0, s))
+            stop = int(g.rng.integers(start + 1, s + 1))
+            lo = str(start - s) if g.rng.random() < 0.3 else ("" if start == 0 else str(start))
+            hi = (
+                ""
+                if stop == s and g.rng.random() < 0.5
+                else str(stop - s if stop < s and g.rng.random() < 0.3 else stop)
+            )
+            items.append(f"{lo}:{hi}")
+        else:
+            items.append(":")
+    if items[-1] == ":" and g.rng.random() < 0.5:
+        while items and items[-1] == ":":
+            items.pop()
+        items.append("...")
+    if g.rng.random() < 0.3:
+        items.insert(int(g.rng.integers(0, len(items) + 1)), "None")
+    return g.emit("index_with", x, index=", ".join(items))
+
+
+def propose_flatten(g: Generator) -> int | None:
+    x = g.pick(min_ndim=1)
+    if x is None:
+        return None
+    ndim = len(g.shape(x))
+    start = int(g.rng.integers(0, ndim))
+    end = int(g.rng.integers(start, ndim))
+    return g.emit("flatten", x, start=start, end=end - ndim if g.rng.random() < 0.5 else end)
+
+
+def propose_squeeze(g: Generator) -> int | None:
+    if g.rng.random() < 0.5:
+        x = g.pick(max_ndim=3)
+        if x is None:
+            return None
+        ndim = len(g.shape(x))
+        return g.emit("unsqueeze", x, axis=int(g.rng.integers(-ndim - 1, ndim + 1)))
+    x = g.pick(min_ndim=1)
+    if x is None:
+        return None
+    ndim = len(g.shape(x))
+    return g.emit("squeeze", x, axis=int(g.rng.integers(-ndim, ndim)))
+
+
+def propose_join(g: Generator) -> int | None:
+    """cat with a new leaf or with itself (a value read twice), or stack two of one shape."""
+    x = g.pick(min_ndim=1, max_ndim=3)
+    if x is None:
+        return None
+    shape = g.shape(x)
+    axis = int(g.rng.integers(0, len(shape)))
+    if g.rng.random() < 0.3:
+        other = x
+    else:
+        other_shape = tuple(int(g.rng.integers(1, 4)) if d == axis else s for d, s in enumerate(shape))
+        other = g.leaf(other_shape, dtype=np.float64 if g.is64(x) else np.float32)
+    first, second = (x, other) if g.rng.random() < 0.5 else (other, x)
+    if g.rng.random() < 0.3 and g.shape(first) == g.shape(second):
+        return g.emit("stack", first, second, axis=int(g.rng.integers(0, len(shape) + 1)))
+    return g.emit("cat", first, second, axis=axis)
+
+
+def propose_split(g: Generator) -> int | None:
+    x = g.pick(min_ndim=1, where=lambda i: max(g.shape(i)) >= 2)
+    if x is None:
+        return None
+    shape = g.shape(x)
+    axis = int(g.rng.choice([d for d, s in enumerate(shape) if s >= 2]))
+    n = shape[axis]
+    if g.rng.random() < 0.5:
+        chunks = int(g.rng.integers(2, n + 1))
+        pieces = math.ceil(n / math.ceil(n / chunks))  # torch may return fewer chunks than asked for
+        return g.emit("chunk", x, n=chunks, axis=axis, i=int(g.rng.integers(0, pieces)))
+    if g.rng.random() < 0.5:
+        size = int(g.rng.integers(1, n))
+        return g.emit("split", x, sizes=size, axis=axis, i=int(g.rng.integers(0, math.ceil(n / size))))
+    cut = int(g.rng.integers(1, n))
+    return g.emit("split", x, sizes=[cut, n - cut], axis=axis, i=int(g.rng.integers(0, 2)))
+
+
+UNARY_PRECONDITIONS = {
+    "exp": lambda v: v.size == 0 or v.max() < 3,
+    "log": lambda v: v.size == 0 or v.min() > 0.1,
+    "sqrt": lambda v: v.size == 0 or v.min() > 0.1,
+    "relu": lambda v: v.size == 0 or np.abs(v).min() > MARGIN,
+    "abs": lambda v: v.size == 0 or np.abs(v).min() > MARGIN,
+}
+
+
+def propose_unary(g: Generator) -> int | None:
+    op = str(
+        g.rng.choice(["neg", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "abs", "contiguous"])
+    )
+    ok = UNARY_PRECONDITIONS.get(op, lambda v: True)
+    x = g.pick(where=lambda i: ok(g.value(i)))
+    if x is None:
+        if op not in ("log", "sqrt"):
+            return None
+        x = g.leaf(g.random_shape(), kind="positive")
+    return g.emit(op, x)
+
+
+def propose_binary(g: Generator) -> int | None:
+    op = str(g.rng.choice(["add", "sub", "mul", "div", "maximum", "minimum"]))
+    x = g.pick()
+    other = g.partner(x, kind="away" if op == "div" else "normal")
+    a, b = (x, other) if g.rng.random() < 0.5 else (other, x)
+    if op == "div" and np.abs(g.value(b)).min(initial=1.0) < 0.2:
+        return None
+    if op in ("maximum", "minimum"):
+        va, vb = np.broadcast_arrays(g.value(a), g.value(b))
+        if np.abs(va - vb).min(initial=1.0) < MARGIN:
+            return None
+    return g.emit(op, a, b)
+
+
+def propose_scalar(g: Generator) -> int | None:
+    """A python scalar on one side: x * c, x + c, c - x, c / x, x ** p."""
+    op = str(g.rng.choice(["scale", "shift", "rsub", "rdiv", "pow"]))
+    c = float(np.round(g.rng.uniform(-2, 2), 2))
+    if op == "pow":
+        p = [2, 3, -1, -2, 0.5, 1.5][int(g.rng.integers(6))]
+        if p < 0:
+            need = lambda v: np.abs(v).min(initial=1.0) > 0.3  # away from the pole at 0
+        elif isinstance(p, float):
+            need = lambda v: v.min(initial=1.0) > 0.1  # a fractional power needs a positive base
+        else:
+            need = lambda v: True
+        x = g.pick(where=lambda i: need(g.value(i)))
+        return None if x is None else g.emit("pow", x, p=p)
+    if op == "rdiv":
+        x = g.pick(where=lambda i: np.abs(g.value(i)).min(initial=1.0) > 0.2)
+        return None if x is None else g.emit("rdiv", x, c=c)
+    return g.emit(op, g.pick(), c=c)
+
+
+def propose_where(g: Generator) -> int | None:
+    """(c > t).where(a, b) with no element of c within MARGIN of the threshold t."""
+    x = g.pick()
+    cond = g.pick(where=lambda i: _broadcastable(g.shape(i), g.shape(x)))
+    values = g.value(cond)
+    t = float(np.round(g.rng.normal(), 2))
+    if np.abs(values - t).min(initial=1.0) < MARGIN:
+        return None
+    other = g.matching(g.partner(x), x)
+    if not _broadcastable(g.shape(cond), g.shape(x), g.shape(other)):
+        return None
+    a, b = (x, other) if g.rng.random() < 0.5 else (other, x)
+    return g.emit("where", cond, a, b, t=t)
+
+
+def propose_cast(g: Generator) -> int | None:
+    x = g.pick()
+    return g.emit("to_float32" if g.is64(x) else "to_float64", x)
+
+
+def propose_reduce(g: Generator) -> int | None:
+    op = str(g.rng.choice(["sum", "mean", "max", "min", "var", "logsumexp", "softmax", "log_softmax"]))
+    x = g.pick(min_ndim=1)
+    if x is None:
+        return None
+    shape = g.shape(x)
+    ndim = len(shape)
+    if op in ("softmax", "log_softmax"):
+        d = int(g.rng.integers(0, ndim))
+        return g.emit(op, x, axis=d - ndim if g.rng.random() < 0.5 else d)
+    axis, dims = g.axis_arg(ndim)
+    args = {"axis": axis, "dim": dims, "keepdim": bool(g.rng.random() < 0.5)}
+    if op in ("max", "min") and not _clear_of_ties(g.value(x), dims, smallest=op == "min"):
+        return None
+    if op == "var":
+        n = math.prod(shape[d] for d in dims)
+        args["correction"] = int(g.rng.integers(0, 2)) if n >= 2 else 0
+    return g.emit(op, x, **args)
+
+
+def propose_matmul(g: Generator) -> int | None:
+    """x @ w or w @ x with a new leaf w: vectors, matrices, and batches that broadcast."""
+    x = g.pick(min_ndim=1, max_ndim=3)
+    if x is None:
+        return None
+    shape = g.shape(x)
+    dtype = np.float64 if g.is64(x) else np.float32
+    m = int(g.rng.integers(1, 5))
+    if len(shape) >= 2 and g.rng.random() < 0.3:  # x on the right: (m, n) @ (..., n, k)
+        w = g.leaf((m, shape[-2]) if g.rng.random() < 0.7 else (shape[-2],), dtype)
+        return g.emit("matmul", w, x)
+    k = shape[-1]
+    r = g.rng.random()
+    if r < 0.2:
+        w_shape: tuple[int, ...] = (k,)
+    elif r < 0.7 or len(shape) < 3:
+        w_shape = (k, m)
+    else:
+        w_shape = tuple(1 if g.rng.random() < 0.3 else s for s in shape[:-2]) + (k, m)
+    return g.emit("matmul", x, g.leaf(w_shape, dtype))
+
+
+def propose_indexed(g: Generator) -> int | None:
+    """gather from x, or scatter_add a new leaf into x, along an axis with random in-range indices."""
+    x = g.pick(min_ndim=1)
+    if x is None:
+        return None
+    shape = g.shape(x)
+    axis = int(g.rng.integers(0, len(shape)))
+    idx_shape = tuple(
+        int(g.rng.integers(1, 5)) if d == axis else int(g.rng.integers(1, s + 1)) for d, s in enumerate(shape)
+    )
+    idx = g.source("index", g.rng.integers(0, shape[axis], idx_shape).astype(np.int32))
+    if g.rng.random() < 0.6:
+        return g.emit("gather", x, idx, axis=axis)
+    upd = g.leaf(idx_shape, np.float64 if g.is64(x) else np.float32)
+    return g.emit("scatter_add", x, idx, upd, axis=axis)
+
+
+PROPOSERS = [
+    (propose_reshape, 2),
+    (propose_permute, 1),
+    (propose_expand, 1),
+    (propose_pad, 1),
+    (propose_shrink, 1),
+    (propose_index, 1),
+    (propose_flatten, 0.5),
+    (propose_squeeze, 1),
+    (propose_join, 1),
+    (propose_split, 1),
+    (propose_unary, 3),
+    (propose_binary, 3),
+    (propose_scalar, 1),
+    (propose_where, 1),
+    (propose_cast, 0.5),
+    (propose_reduce, 3),
+    (propose_matmul, 1.5),
+    (propose_indexed, 1),
+]
+
+
+@functools.cache
+def generate(seed: int) -> Case:
+    g = Generator(seed)
+    for _ in range(int(g.rng.integers(1, 3))):
+        g.leaf(g.random_shape())
+    target = int(g.rng.integers(5, 15))
+    weights = np.array([w for _, w in PROPOSERS]) / sum(w for _, w in PROPOSERS)
+    made = 0
+    for _ in range(target * 10):
+        if made == target:
+            break
+        propose = PROPOSERS[int(g.rng.choice(len(PROPOSERS), p=weights))][0]
+        if propose(g) is not None:
+            made += 1
+    # the loss: every value nothing else reads, each weighted by fixed random data and summed
+    read = {s for step in g.steps for s in step.srcs}
+    total = None
+    for i in [i for i in g.pool if i not in read]:
+        w = g.source(
+            "data", g.rng.standard_normal(g.shape(i)).astype(np.float64 if g.is64(i) else np.float32)
+        )
+        term = g.emit("weighted_sum", i, w, bound=math.inf)
+        total = term if total is None else g.emit("add", total, term, bound=math.inf)
+    return Case(seed, tuple(g.steps), dict(g.data), total)
+
+
+# ---- running a case both ways ----
+
+
+def run(case: Case, framework: str) -> dict[str, Any]:
+    ns: dict[str, Any] = {"torch": torch, "Tensor": Tensor, **{f"x{i}": a for i, a in case.data.items()}}
+    for line in case.lines(framework):
+        exec(line, ns)
+    return ns
+
+
+def first_mismatch(case: Case, ours: dict[str, Any], theirs: dict[str, Any]) -> str | None:
+    """The first value, then the first gradient, where limn and torch disagree, described."""
+    values = [(f"v{i}", ours[f"a{i}"], theirs[f"t{i}"]) for i in case.values]
+    grads = [(f"the gradient of v{i}", ours[f"a{i}"].grad, theirs[f"t{i}"].grad) for i in case.leaves]
+    limn.realize(*[t for _, t, _ in values + grads if t is not None])
+    for what, got, want in values + grads:
+        if got is None or want is None:
+            if got is not None or want is not None:
+                return f"{what}: limn gives {type(got).__name__}, torch {type(want).__name__}"
+            continue
+        got_np, want_np = got.numpy(), want.detach().numpy()
+        if got_np.shape != want_np.shape or got_np.dtype != want_np.dtype:
+            return f"{what}: limn gives {got_np.dtype}{got_np.shape}, torch {want_np.dtype}{want_np.shape}"
+        if not np.allclose(got_np, want_np, rtol=TOLERANCE, atol=TOLERANCE):
+            err = np.abs(got_np.astype(np.float64) - want_np).max()
+            return f"{what}: max |limn - torch| = {err:.3g}\nlimn:\n{got_np}\ntorch:\n{want_np}"
+    return None
+
+
+@pytest.mark.parametrize("seed", range(CASES))
+def test_forward_and_backward_match_torch(seed: int) -> None:
+    case = generate(seed)
+    theirs = run(case, "torch")
+    try:
+        ours = run(case, "limn")
+        problem = first_mismatch(case, ours, theirs)
+    except Exception as e:  # a crash in limn is a failure like any other, and gets the reproducer too
+        problem = f"limn raised {type(e).__name__}: {e}"
+    assert problem is None, f"seed {seed}: {problem}\n\n---- reproducer ----\n{case.reproducer()}"
+
+
+def test_reproducer_runs_standalone(capsys: pytest.CaptureFixture[str]) -> None:
+    case = generate(0)
+    exec(case.reproducer(), {"__name__": "__main__"})
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == len(case.values) + len(case.leaves)
+    diffs = [float(line.split()[-1]) for line in printed if "NoneType" not in line]
+    assert diffs and max(diffs) < TOLERANCE, printed
+
+
+def test_the_cases_cover_every_op() -> None:
+    used = Counter(step.op for seed in range(CASES) for step in generate(seed).steps)
+    missing = [op for op in SPELLINGS if used[op] == 0]
+    assert not missing, f"no case uses {missing}; op counts: {dict(used)}"
+
+
+def test_the_cases_are_dags_with_shared_values() -> None:
+    """Some values are read by more than one step: gradients must add up where paths meet."""
+    shared = 0
+    for seed in range(CASES):
+        reads = Counter(s for step in generate(seed).steps for s in step.srcs)
+        shared += any(n > 1 for n in reads.values())
+    assert shared > CASES // 3, f"only {shared} of {CASES} cases read a value twice"
