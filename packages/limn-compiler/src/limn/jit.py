@@ -49,6 +49,8 @@ def structure_key(sinks: Sequence[Node]) -> tuple[tuple, list[Buffer]]:
                 leaf_index[id(n.arg)] = len(leaves)
                 leaves.append(n.arg)
             arg: Any = ("leaf", leaf_index[id(n.arg)])
+        elif n.op is Op.CONST:
+            arg = (type(n.arg).__name__, repr(n.arg))  # by spelling: 0.0 == -0.0 and nan != nan as floats
         else:
             arg = n.arg
         rows.append((n.op, n.dtype.name, n.shape, arg, tuple(position[id(s)] for s in n.srcs)))
@@ -163,7 +165,11 @@ class CompiledDevice:
     # ---- running ----
 
     def run(self, sinks: Sequence[Node]) -> list[Buffer]:
-        plan, leaves = self.plan(sinks)
+        return self.run_plan(*self.plan(sinks))
+
+    def run_plan(self, plan: Plan, leaves: Sequence[Buffer]) -> list[Buffer]:
+        """Runs a plan on these leaf buffers (in structure_key's order): what run() does after the
+        cache lookup, and what limn.capture replays without building the graph again."""
         sched = plan.schedule
         handles: list[Any] = [None] * len(sched.slots)
         for slot, buf in zip(sched.inputs, leaves):
@@ -249,14 +255,22 @@ class CompiledDevice:
 
 
 def _index_checks(sched: Schedule) -> list[IndexCheck]:
+    """One check per gather and scatter, each placed before the first kernel that runs once its indices
+    exist: before any kernel at all when they are a leaf buffer, so a bad index stops the realize() before
+    an in-place ASSIGN has written anything."""
+    last_write: dict[int, int] = {}  # slot -> the last kernel writing it, up to the kernel being checked
     checks = []
     for i, k in enumerate(sched.kernels):
+        loads: list[tuple[Load, int, str]] = []
         if k.scatter is not None:
-            size = sched.slots[k.out].shape[k.scatter.axis]
-            checks.append(IndexCheck(i, k.scatter.idx, size, "scatter"))
+            loads.append((k.scatter.idx, sched.slots[k.out].shape[k.scatter.axis], "scatter"))
         if k.expr is not None:
             for e in walk_expr([k.expr]):
                 if isinstance(e, Gather):
-                    checks.append(IndexCheck(i, e.idx, e.src.view.shape[e.axis], "gather"))
+                    loads.append((e.idx, e.src.view.shape[e.axis], "gather"))
+        for load, size, what in loads:
+            checks.append(IndexCheck(last_write.get(load.slot, -1) + 1, load, size, what))
+        for s in k.outputs:
+            last_write[s] = i
     return checks
 

@@ -37,6 +37,11 @@ def manual_seed(seed: int) -> None:
 # A node once realized is never computed again: later graphs that still hold it read its buffer.
 _realized: weakref.WeakKeyDictionary[Node, Node] = weakref.WeakKeyDictionary()
 
+# Whoever needs to watch execution (limn.capture records a step this way) appends an object here with
+# three methods: realized(device, sinks, buffers) after each device run, created(buffer) when host data
+# becomes a buffer, and read_back(tensor) when a value is read into Python.
+observers: list[Any] = []
+
 
 def _normalize_axis(axis: int, ndim: int, what: str) -> int:
     if not -ndim <= axis < max(ndim, 1):
@@ -240,6 +245,8 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         """A numpy copy of the value (computing it first if needed)."""
         self.realize()
+        for observer in observers:
+            observer.read_back(self)
         buf: Buffer = self.node.arg
         return buf.numpy().reshape(self.shape)
 
@@ -992,7 +999,10 @@ def _buffer_node(device: str, arr: np.ndarray) -> Node:
     else:
         handle = dev.alloc(dtype, arr.shape)
         dev.copyin(handle, arr)
-    return Node(Op.BUFFER, (), dtype, arr.shape, Buffer(dev.name, dtype, arr.shape, handle))
+    buf = Buffer(dev.name, dtype, arr.shape, handle)
+    for observer in observers:
+        observer.created(buf)
+    return Node(Op.BUFFER, (), dtype, arr.shape, buf)
 
 
 def _index_tensor(idx: TensorLike, what: str) -> Tensor:
@@ -1062,6 +1072,8 @@ def realize(*tensors: Tensor) -> None:
         originals = list(unique.values())
         sinks = _substitute_realized(originals)
         buffers = get_device(name).run(sinks)
+        for observer in observers:
+            observer.realized(name, sinks, buffers)
         done = {}
         for original, buf in zip(originals, buffers):
             node = Node(Op.BUFFER, (), buf.dtype, buf.shape, buf)
