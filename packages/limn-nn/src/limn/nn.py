@@ -1,0 +1,453 @@
+"""Layers, activations and losses, and the walk that finds a model's parameters.
+
+A module is a plain class: it keeps its parameters as Tensor attributes and computes in __call__. There is
+no base class to inherit and nothing to register: parameters(obj) and named_parameters(obj) walk any
+object's attributes (modules, lists, tuples, dicts) and find every Tensor that requires grad, named by the
+path taken to it (`layers.0.attn.weight`) as torch names it. Weights use torch's layouts and inits, so a
+state_dict moves between the two untransposed.
+Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from limn import dtypes
+from limn.dtypes import DType
+from limn.ops import Op
+from limn.tensor import Tensor, realize
+
+__all__ = [
+    "Conv1d",
+    "Conv2d",
+    "Embedding",
+    "LayerNorm",
+    "Linear",
+    "conv",
+    "cross_entropy",
+    "gelu",
+    "load_state_dict",
+    "log_softmax",
+    "mse_loss",
+    "named_parameters",
+    "parameters",
+    "relu",
+    "softmax",
+    "state_dict",
+]
+
+IntOrPair = int | Sequence[int]
+
+
+# ---- initialization: torch's defaults, drawn from the generator limn.manual_seed seeds ----
+
+
+def _uniform(shape: tuple[int, ...], bound: float, dtype: DType) -> Tensor:
+    """A trainable tensor uniform in [-bound, bound), as torch's kaiming_uniform_(a=sqrt(5)) gives a weight
+    with fan_in inputs when bound = 1/sqrt(fan_in)."""
+    u = Tensor.rand(shape, dtypes.float64).numpy()  # [0, 1); drawn on the host, so init compiles nothing
+    return Tensor((2 * u - 1) * bound, dtype=dtype, requires_grad=True)
+
+
+def _filled(shape: tuple[int, ...], value: float, dtype: DType) -> Tensor:
+    return Tensor(np.full(shape, value), dtype=dtype, requires_grad=True)
+
+
+# ---- layers ----
+
+
+class Linear:
+    """y = x @ weight.T + bias, with weight (out_features, in_features) as torch stores it.
+
+    >>> layer = Linear(3, 2)
+    >>> layer(Tensor.ones((4, 3))).shape
+    (4, 2)
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype: DType = dtypes.float32):
+        bound = 1 / math.sqrt(in_features) if in_features else 0.0
+        self.weight = _uniform((out_features, in_features), bound, dtype)
+        self.bias = _uniform((out_features,), bound, dtype) if bias else None
+
+    def __call__(self, x: Tensor) -> Tensor:
+        y = x @ self.weight.T  # (..., in) @ (in, out) -> (..., out)
+        return y if self.bias is None else y + self.bias
+
+
+class LayerNorm:
+    """(x - mean) / sqrt(var + eps) * weight + bias over the trailing `normalized_shape` dims, with the
+    biased variance (divided by n, not n - 1) as torch uses."""
+
+    def __init__(
+        self,
+        normalized_shape: IntOrPair,
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        dtype: DType = dtypes.float32,
+    ):
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape = shape
+        self.eps = eps
+        self.weight = _filled(shape, 1.0, dtype) if elementwise_affine else None
+        self.bias = _filled(shape, 0.0, dtype) if elementwise_affine and bias else None
+
+    def __call__(self, x: Tensor) -> Tensor:
+        n = len(self.normalized_shape)
+        trailing = x.shape[x.ndim - n :]
+        if trailing != self.normalized_shape:
+            raise ValueError(
+                f"LayerNorm over {self.normalized_shape}: the input's trailing dims are {trailing} "
+                f"(input shape {x.shape})"
+            )
+        axes = tuple(range(x.ndim - n, x.ndim))
+        mean = x.mean(axes, keepdim=True)
+        var = x.var(axes, keepdim=True, correction=0)
+        y = (x - mean) * (var + self.eps).rsqrt()
+        if self.weight is not None:
+            y = y * self.weight
+        if self.bias is not None:
+            y = y + self.bias
+        return y
+
+
+class Embedding:
+    """Rows of a (num_embeddings, embedding_dim) table picked by int ids: ids of shape S -> (*S, dim).
+    The table starts N(0, 1), as torch's does."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, dtype: DType = dtypes.float32):
+        self.weight = Tensor.randn((num_embeddings, embedding_dim), dtype, requires_grad=True)
+
+    def __call__(self, idx: Tensor) -> Tensor:
+        return self.weight.embedding(idx)
+
+
+def _tuple(value: IntOrPair, n: int, what: str) -> tuple[int, ...]:
+    out = (value,) * n if isinstance(value, int) else tuple(value)
+    if len(out) != n or not all(isinstance(v, int) for v in out):
+        raise ValueError(f"{what} must be an int or {n} ints, got {value!r}")
+    return out
+
+
+class _ConvNd:
+    """Conv1d and Conv2d share this: torch's layouts and init, and the computation in _conv."""
+
+    dims = 0  # spatial dims: 1 or 2
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: IntOrPair,
+        stride: IntOrPair = 1,
+        padding: IntOrPair = 0,
+        dilation: IntOrPair = 1,
+        groups: int = 1,
+        bias: bool = True,
+        dtype: DType = dtypes.float32,
+    ):
+        name = type(self).__name__
+        if groups < 1 or in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must both divide "
+                f"by groups ({groups})"
+            )
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = _tuple(kernel_size, self.dims, f"{name} kernel_size")
+        self.stride = _tuple(stride, self.dims, f"{name} stride")
+        self.padding = _tuple(padding, self.dims, f"{name} padding")
+        self.dilation = _tuple(dilation, self.dims, f"{name} dilation")
+        if min(self.kernel_size + self.stride + self.dilation) < 1 or min(self.padding) < 0:
+            raise ValueError(f"{name}: kernel_size, stride and dilation must be >= 1 and padding >= 0")
+        fan_in = in_channels // groups * math.prod(self.kernel_size)
+        bound = 1 / math.sqrt(fan_in)
+        self.weight = _uniform((out_channels, in_channels // groups, *self.kernel_size), bound, dtype)
+        self.bias = _uniform((out_channels,), bound, dtype) if bias else None
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return conv(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution (cross-correlation, as torch): (B, C_in, L) -> (B, C_out, L_out), weight
+    (C_out, C_in / groups, k). L_out = (L + 2 padding - dilation (k - 1) - 1) // stride + 1."""
+
+    dims = 1
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution (cross-correlation, as torch): (B, C_in, H, W) -> (B, C_out, H_out, W_out), weight
+    (C_out, C_in / groups, kH, kW); each spatial dim sized as in Conv1d.
+
+    >>> conv = Conv2d(4, 8, kernel_size=3, padding=1, groups=2)
+    >>> conv(Tensor.ones((1, 4, 5, 5))).shape
+    (1, 8, 5, 5)
+    """
+
+    dims = 2
+
+
+def conv(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+) -> Tensor:
+    """N-d convolution as torch computes it: (B, C, *in) and weight (O, C / groups, *k) -> (B, O, *out).
+
+    The windows every kernel tap reads are cut out of the padded input with views (_windows: at most one
+    copy), and then one broadcast multiply and sum over (C / groups, *k) makes the output, which the
+    scheduler fuses into a single reduce kernel: a conv forward is that copy, that reduce and the bias add.
+    """
+    n = weight.ndim - 2
+    if x.ndim != n + 2 or x.shape[1] != weight.shape[1] * groups:
+        raise ValueError(
+            f"conv: input {x.shape} does not fit weight {weight.shape} with groups={groups}: expected "
+            f"(batch, {weight.shape[1] * groups}, {n} spatial dims)"
+        )
+    kernel = weight.shape[2:]
+    x = x.pad(((0, 0), (0, 0), *((p, p) for p in padding)))
+    outs = tuple((i - d * (k - 1) - 1) // s + 1 for i, k, s, d in zip(x.shape[2:], kernel, stride, dilation))
+    if min(outs) < 1:
+        raise ValueError(
+            f"conv: input {x.shape[2:]} (padded) is smaller than the dilated kernel {kernel} "
+            f"(dilation {tuple(dilation)}); the output would be empty"
+        )
+    b, c, o, g = x.shape[0], x.shape[1], weight.shape[0], groups
+    cg, og = c // g, o // g
+    win = _windows(x, kernel, stride, dilation, outs)  # (B, C, k1, o1, ..., kn, on)
+    win = win.reshape((b, g, cg) + win.shape[2:])  # (B, G, Cg, k1, o1, ..., kn, on)
+    k_axes = tuple(3 + 2 * d for d in range(n))
+    o_axes = tuple(4 + 2 * d for d in range(n))
+    win = win.permute((0, 1) + o_axes + (2,) + k_axes).unsqueeze(2)  # (B, G, 1, *out, Cg, *k)
+    w = weight.reshape((1, g, og) + (1,) * n + (cg,) + kernel)  # (1, G, Og, 1.., Cg, *k)
+    reduce_axes = tuple(range(-(n + 1), 0))
+    y = (win * w).sum(reduce_axes)  # (B, G, Og, *out, Cg, *k) -> (B, G, Og, *out)
+    y = y.reshape((b, o) + outs)  # (B, O, *out)
+    if bias is not None:
+        y = y + bias.reshape((o,) + (1,) * n)
+    return y
+
+
+def _windows(
+    x: Tensor, kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int], outs: Sequence[int]
+) -> Tensor:
+    """(B, C, *i) -> (B, C, k1, o1, ..., kn, on): [b, c, .., kk, oo, ..] holds x[b, c, .., oo s + kk d, ..].
+
+    A dim whose windows do not overlap (k d <= s) is cut as rows of length s: (o, s) keeps its first k d
+    cells as (k, d), and each tap is column 0 of its d. Overlapping windows cannot be strides of x, so the
+    input is repeated e times along that dim (one copy, made by a reshape no View can say) and read as k
+    rows of length r = i + d: consecutive rows start d apart, and row kk read from oo s is x[oo s + kk d].
+    """
+    n = len(kernel)
+    dilation = [1 if k == 1 else d for k, d in zip(kernel, dilation)]  # one tap: its spacing is moot
+    overlap = [k * d > s for k, s, d in zip(kernel, stride, dilation)]
+    # rows of length r = i + d, so each row starts d later in x; they hold the o s cells a tap walks, since
+    # o s <= i - d (k - 1) - 1 + s, which is at most i + d when windows overlap (s < k d)
+    rows = [i + d for i, d in zip(x.shape[2:], dilation)]
+    # the non-overlapping dims need o s cells to cut rows from; the extra ones are never read
+    extra = [0 if ov else max(0, o * s - i) for ov, o, s, i in zip(overlap, outs, stride, x.shape[2:])]
+    if any(extra):
+        x = x.pad(((0, 0), (0, 0), *((0, e) for e in extra)))
+    if any(overlap):
+        lead, spatial = x.shape[:2], x.shape[2:]
+        reps = [math.ceil(k * r / i) if ov else 1 for k, r, i, ov in zip(kernel, rows, spatial, overlap)]
+        x = x.reshape(lead + _interleave([1] * n, spatial))  # (B, C, 1, i1, 1, i2, ...)
+        x = x.expand(lead + _interleave(reps, spatial))  # (B, C, e1, i1, e2, i2, ...)
+        x = x.reshape(lead + tuple(e * i for e, i in zip(reps, spatial)))  # (B, C, e1 i1, ...): the copy
+    for ax in reversed(range(n)):  # from the last dim, so the dims before `ax` keep their positions
+        p, k, s, d, o = 2 + ax, kernel[ax], stride[ax], dilation[ax], outs[ax]
+        if overlap[ax]:
+            x = _split(_take(x, p, k * rows[ax]), p, (k, rows[ax]))  # (.., k, r, ..)
+            x = _split(_take(x, p + 1, o * s), p + 1, (o, s))  # (.., k, o, s, ..)
+            x = _split(_take(x, p + 2, 1), p + 2, ())  # (.., k, o, ..): the cell at oo s
+        else:
+            x = _split(_take(x, p, o * s), p, (o, s))  # (.., o, s, ..)
+            x = _split(_take(x, p + 1, k * d), p + 1, (k, d))  # (.., o, k, d, ..)
+            x = _split(_take(x, p + 2, 1), p + 2, ())  # (.., o, k, ..): the cell at oo s + kk d
+            x = x.transpose(p, p + 1)  # (.., k, o, ..)
+    return x
+
+
+def _interleave(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    return tuple(v for pair in zip(a, b) for v in pair)
+
+
+def _take(x: Tensor, axis: int, length: int) -> Tensor:
+    """The first `length` cells of `axis`."""
+    return x.shrink(tuple((0, length) if d == axis else (0, s) for d, s in enumerate(x.shape)))
+
+
+def _split(x: Tensor, axis: int, sizes: tuple[int, ...]) -> Tensor:
+    """Reshapes dim `axis` into `sizes` (their product is its size; () drops a size-1 dim)."""
+    return x.reshape(x.shape[:axis] + sizes + x.shape[axis + 1 :])
+
+
+# ---- activations and losses, as functions ----
+
+
+def relu(x: Tensor) -> Tensor:
+    return x.relu()
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """x Phi(x) with erf ('none', torch's default) or torch's tanh approximation ('tanh')."""
+    return x.gelu(approximate)
+
+
+def softmax(x: Tensor, axis: int = -1) -> Tensor:
+    return x.softmax(axis)
+
+
+def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
+    return x.log_softmax(axis)
+
+
+def cross_entropy(
+    logits: Tensor,
+    target: Tensor,
+    ignore_index: int = -100,
+    label_smoothing: float = 0.0,
+    reduction: str = "mean",
+) -> Tensor:
+    """torch.nn.functional.cross_entropy: logits (N, C) or (N, C, ...) and int class targets (N, ...).
+    Targets equal to ignore_index add nothing, and the mean is over the others."""
+    return logits.cross_entropy(target, ignore_index, label_smoothing, reduction)
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """(input - target)**2, averaged ('mean'), summed ('sum') or kept ('none')."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"mse_loss: reduction must be 'mean', 'sum' or 'none', not {reduction!r}")
+    if input.shape != target.shape:
+        raise ValueError(f"mse_loss: input {input.shape} and target {target.shape} must have one shape")
+    err = (input - target).square()
+    if reduction == "none":
+        return err
+    return err.sum() if reduction == "sum" else err.mean()
+
+
+# ---- finding parameters ----
+
+
+def named_parameters(obj: Any) -> Iterator[tuple[str, Tensor]]:
+    """Every Tensor with requires_grad reachable from `obj`, with the dotted path that reaches it.
+
+    Attributes are walked in definition order, list and tuple items by index, dict values by key, so a
+    model built like its torch twin gets torch's names (`layers.0.attn.weight`). Each tensor comes once,
+    under the first path that meets it (tied weights keep the first name); a cycle is walked once. A tensor
+    without requires_grad (a mask, a rotary table) is not a parameter and is skipped.
+
+    >>> class MLP:
+    ...     def __init__(self):
+    ...         self.layers = [Linear(2, 4), Linear(4, 1)]
+    >>> [name for name, _ in named_parameters(MLP())]
+    ['layers.0.weight', 'layers.0.bias', 'layers.1.weight', 'layers.1.bias']
+    """
+    seen: set[int] = set()
+    stack: list[tuple[str, Any]] = [("", obj)]
+    while stack:
+        path, value = stack.pop()
+        if id(value) in seen:
+            continue
+        if isinstance(value, Tensor):
+            if value.requires_grad:
+                seen.add(id(value))
+                yield path, value
+            continue
+        children = _children(value)
+        if children is None:
+            continue
+        seen.add(id(value))
+        prefix = f"{path}." if path else ""
+        stack.extend((prefix + str(key), child) for key, child in reversed(children))
+
+
+# values the walk never descends into: numbers, strings, arrays, and functions, classes and modules, whose
+# attributes (globals, class variables) are not a model's parameters
+_LEAVES = (
+    str,
+    bytes,
+    int,
+    float,
+    bool,
+    type(None),
+    np.ndarray,
+    type,
+    types.FunctionType,
+    types.MethodType,
+    types.BuiltinFunctionType,
+    types.ModuleType,
+)
+
+
+def _children(value: Any) -> list[tuple[Any, Any]] | None:
+    """What the parameter walk descends into: containers' items and plain objects' attributes."""
+    if isinstance(value, (list, tuple)):
+        return list(enumerate(value))
+    if isinstance(value, dict):
+        return list(value.items())
+    if isinstance(value, _LEAVES):
+        return None
+    attrs = getattr(value, "__dict__", None)  # a module, or any object holding tensors
+    return None if attrs is None else list(attrs.items())
+
+
+def parameters(obj: Any) -> list[Tensor]:
+    """The tensors named_parameters(obj) finds, in the same order, without their names."""
+    return [t for _, t in named_parameters(obj)]
+
+
+def state_dict(obj: Any) -> dict[str, Tensor]:
+    """{path: tensor} for every parameter of obj: the tensors themselves (realized), not copies, so
+    limn.serialize.save writes them and load_into writes into them."""
+    named = dict(named_parameters(obj))
+    lazy = [t for t in named.values() if t.node.op is not Op.BUFFER]
+    if lazy:
+        realize(*lazy)
+    return named
+
+
+def load_state_dict(obj: Any, values: dict[str, Any], strict: bool = True) -> None:
+    """Writes `values` ({path: Tensor or array}) into obj's parameters' own buffers in one realize().
+
+    Everything is checked first: every parameter needs a value of its shape (dtype is converted), and with
+    strict=True no value may lack a parameter. On a mismatch a ValueError lists every problem and nothing
+    is written."""
+    named = dict(named_parameters(obj))
+    assign_values(named, values, strict, "load_state_dict")
+
+
+def assign_values(targets: dict[str, Tensor], values: dict[str, Any], strict: bool, what: str) -> None:
+    """Assigns values[name] into targets[name] for every name, in one realize, after checking them all
+    (load_state_dict here, and the optimizers' load_state_dict, share it). `what` opens the error."""
+    problems = [f"missing: {name} {list(t.shape)}" for name, t in targets.items() if name not in values]
+    for name, t in targets.items():
+        if name in values and _shape(values[name]) != t.shape:
+            problems.append(f"shape: {name} is {list(t.shape)}, the value is {list(_shape(values[name]))}")
+    if strict:
+        problems += [f"unexpected: {name}" for name in values if name not in targets]
+    if problems:
+        listed = "\n".join("  " + p for p in problems)
+        raise ValueError(f"{what}: the values do not match, nothing was written:\n{listed}")
+    lazy = [t for t in targets.values() if t.node.op is not Op.BUFFER]
+    if lazy:
+        realize(*lazy)
+    for name, t in targets.items():
+        value = values[name]
+        value = (
+            value if isinstance(value, Tensor) else Tensor(np.asarray(value), dtype=t.dtype, device=t.device)
+        )
+        t.assign(value.detach())
+    realize(*targets.values())
+
+
+def _shape(value: Any) -> tuple[int, ...]:
+    return value.shape if isinstance(value, Tensor) else tuple(np.shape(value))
