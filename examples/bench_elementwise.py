@@ -52,9 +52,16 @@ def main() -> None:
     }
     err = np.abs(chain(x).numpy() - chain_np(x_np)).max()
     moved = 2 * args.n * 4
-    rows.append(["chain, 16M", *(f"{moved / t / 1e9:.1f}" for t in times.values()),
-                 f"{times['numpy'] / times['limn c']:.2f}x", f"{times['torch'] / times['limn c']:.2f}x",
-                 f"{first * 1e3:.0f} ms", f"{err:.1e}"])
+    rows.append(
+        [
+            "chain, 16M",
+            *(f"{moved / t / 1e9:.1f}" for t in times.values()),
+            f"{times['numpy'] / times['limn c']:.2f}x",
+            f"{times['torch'] / times['limn c']:.2f}x",
+            f"{first * 1e3:.0f} ms",
+            f"{err:.1e}",
+        ]
+    )
 
     m_np = rng.standard_normal((4096, 4096)).astype(np.float32)
     m, m_t = limn.Tensor(m_np), torch.from_numpy(m_np)
@@ -66,12 +73,24 @@ def main() -> None:
     }
     err = np.abs(m.sum(1).numpy() - m_np.astype(np.float64).sum(1)).max()
     moved = m_np.nbytes
-    rows.append(["row sum, 4096^2", *(f"{moved / t / 1e9:.1f}" for t in times.values()),
-                 f"{times['numpy'] / times['limn c']:.2f}x", f"{times['torch'] / times['limn c']:.2f}x",
-                 f"{first * 1e3:.0f} ms", f"{err:.1e}"])
+    rows.append(
+        [
+            "row sum, 4096^2",
+            *(f"{moved / t / 1e9:.1f}" for t in times.values()),
+            f"{times['numpy'] / times['limn c']:.2f}x",
+            f"{times['torch'] / times['limn c']:.2f}x",
+            f"{first * 1e3:.0f} ms",
+            f"{err:.1e}",
+        ]
+    )
 
     print(f"GB/s (median of {args.repeats}); limn c device with {threads} threads")
-    print(table(["work", "limn c", "numpy", "torch", "vs numpy", "vs torch", "limn first call", "max abs diff"], rows))
+    print(
+        table(
+            ["work", "limn c", "numpy", "torch", "vs numpy", "vs torch", "limn first call", "max abs diff"],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -36,22 +36,27 @@ def main() -> None:
         a, b = limn.Tensor(a_np), limn.Tensor(b_np)
         a_t, b_t = torch.from_numpy(a_np), torch.from_numpy(b_np)
         flops = 2.0 * n**3
-        first = first_call_seconds(lambda: (a @ b).realize())
-        t_limn = median_seconds(lambda: (a @ b).realize(), args.repeats)
-        t_np = median_seconds(lambda: a_np @ b_np, args.repeats)
-        t_torch = median_seconds(lambda: a_t @ b_t, args.repeats)
+        limn_matmul = lambda a=a, b=b: (a @ b).realize()  # noqa: E731 (bound now, not at call time)
+        first = first_call_seconds(limn_matmul)
+        t_limn = median_seconds(limn_matmul, args.repeats)
+        t_np = median_seconds(lambda a=a_np, b=b_np: a @ b, args.repeats)
+        t_torch = median_seconds(lambda a=a_t, b=b_t: a @ b, args.repeats)
         check = np.abs((a @ b).numpy() - a_np @ b_np).max() / np.abs(a_np @ b_np).max()
-        rows.append([
-            str(n),
-            f"{flops / t_limn / 1e9:.1f}",
-            f"{flops / t_np / 1e9:.1f}",
-            f"{flops / t_torch / 1e9:.1f}",
-            f"{t_np / t_limn:.2f}x",
-            f"{first * 1e3:.0f} ms",
-            f"{check:.1e}",
-        ])
-    print(f"float32 matmul, GFLOP/s (median of {args.repeats}); limn c device with {threads} threads "
-          f"(OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')})")
+        rows.append(
+            [
+                str(n),
+                f"{flops / t_limn / 1e9:.1f}",
+                f"{flops / t_np / 1e9:.1f}",
+                f"{flops / t_torch / 1e9:.1f}",
+                f"{t_np / t_limn:.2f}x",
+                f"{first * 1e3:.0f} ms",
+                f"{check:.1e}",
+            ]
+        )
+    print(
+        f"float32 matmul, GFLOP/s (median of {args.repeats}); limn c device with {threads} threads "
+        f"(OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')})"
+    )
     print(table(["n", "limn c", "numpy", "torch", "limn/numpy", "limn first call", "max rel diff"], rows))
 
 

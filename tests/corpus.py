@@ -28,8 +28,13 @@ class Case:
         return self.name
 
 
-def data(rng: np.random.Generator, shape: tuple[int, ...], dtype: str = "float32", low: float = -2.0,
-         high: float = 2.0) -> Tensor:
+def data(
+    rng: np.random.Generator,
+    shape: tuple[int, ...],
+    dtype: str = "float32",
+    low: float = -2.0,
+    high: float = 2.0,
+) -> Tensor:
     """A tensor of the given dtype with values that suit it: small ints, or floats in [low, high)."""
     d = limn.dtypes.as_dtype(dtype)
     if d.is_int:
@@ -235,7 +240,11 @@ def scatter_add_collisions(rng, dt):
 def cross_entropy_and_one_hot(rng, dt):
     logits = data(rng, (6, 5), dt)
     target = Tensor(np.array([0, 4, 2, -100, 1, 3], dtype=np.int32))
-    return [logits.cross_entropy(target), target.clip(0, 4).one_hot(5), logits.cross_entropy(target, label_smoothing=0.1)]
+    return [
+        logits.cross_entropy(target),
+        target.clip(0, 4).one_hot(5),
+        logits.cross_entropy(target, label_smoothing=0.1),
+    ]
 
 
 # ---- barriers ----

@@ -1,16 +1,18 @@
 """Rules for the c device, each against an oracle:
- - the shared corpus on c matches the numpy device (1e-5 float32, 1e-12 float64, exact ints, and each
-   half width's own rounding);
- - threading changes which core computes a cell, not the cell: every nest threaded equals serial, bit for bit;
- - splitting a masked innermost loop at the mask's edges changes nothing: split equals unsplit, bit for bit;
- - the register-tiled matmul equals the plain nest, bit for bit."""
+- the shared corpus on c matches the numpy device (1e-5 float32, 1e-12 float64, exact ints, and each
+  half width's own rounding);
+- threading changes which core computes a cell, not the cell: every nest threaded equals serial, bit for bit;
+- splitting a masked innermost loop at the mask's edges changes nothing: split equals unsplit, bit for bit;
+- the register-tiled matmul equals the plain nest, bit for bit."""
 
 import numpy as np
 import pytest
 from corpus import CASES, Case, run_case, tolerance
 
 import limn
+from limn import Tensor
 from limn.backend_c import CDevice
+from limn.codegen import ir
 
 limn.register_device("c_threads", lambda: CDevice(parallel_work=0))  # every nest that can, threaded
 limn.register_device("c_serial", lambda: CDevice(threads=False))
@@ -32,7 +34,9 @@ def test_c_matches_numpy_device(case: Case):
     expected, got = on("numpy", case), on("c", case)
     rtol, atol = tolerance(case.dtypes[0])
     for i, (e, g) in enumerate(zip(expected, got)):
-        assert g.dtype == e.dtype and g.shape == e.shape, f"{case} output {i}: {g.dtype}{g.shape} vs {e.dtype}{e.shape}"
+        assert g.dtype == e.dtype and g.shape == e.shape, (
+            f"{case} output {i}: {g.dtype}{g.shape} vs {e.dtype}{e.shape}"
+        )
         if e.dtype.kind == "f" or e.dtype.name == "bfloat16":
             ok = np.allclose(g.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
         else:
@@ -54,20 +58,32 @@ def test_split_pads_equal_unsplit_bit_for_bit(case: Case):
         assert _same_bits(u, s), f"{case} output {i}: split differs from unsplit\n" + _reproducer(case)
 
 
+MATMULS = {
+    "a @ b": lambda a, b: a @ b,  # the memory form: loops i, r, j after a fill
+    "a @ b.T": lambda a, b: a @ b.T.contiguous().T,  # b read across rows: the register form, a gathered panel
+    "batched": lambda a, b: a.unsqueeze(0).expand(3, *a.shape) @ b,
+}
+
+
 @pytest.mark.parametrize("shape", [(8, 32, 32), (17, 13, 70), (64, 5, 33), (1, 40, 100), (9, 64, 31)])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_tiled_matmul_equals_plain_nest_bit_for_bit(shape, dtype):
+@pytest.mark.parametrize("form", list(MATMULS))
+def test_tiled_matmul_equals_plain_nest_bit_for_bit(shape, dtype, form):
     n, k, m = shape
     rng = np.random.default_rng(1)
     a_np, b_np = rng.standard_normal((n, k)), rng.standard_normal((k, m))
     results = {}
     for device in ("c_notile", "c_threads"):
         limn.set_device(device)
-        a, b = limn.Tensor(a_np, dtype=dtype), limn.Tensor(b_np, dtype=dtype)
-        results[device] = (a @ b).numpy()
-    assert _same_bits(results["c_notile"], results["c_threads"]), f"tiled matmul {shape} {dtype} differs"
+        a, b = Tensor(a_np, dtype=dtype), Tensor(b_np, dtype=dtype)
+        out = MATMULS[form](a, b)
+        if device == "c_threads" and n >= 8 and m >= 32:
+            source = "".join(limn.get_device().render(k) for k in ir(out).kernels)
+            assert "matmul tile" in source, f"{form} {shape} was not tiled"
+        results[device] = out.numpy()
+    assert _same_bits(results["c_notile"], results["c_threads"]), f"tiled matmul {form} {shape} {dtype} differs"
     limn.set_device("numpy")
-    expected = (limn.Tensor(a_np, dtype=dtype) @ limn.Tensor(b_np, dtype=dtype)).numpy()
+    expected = MATMULS[form](Tensor(a_np, dtype=dtype), Tensor(b_np, dtype=dtype)).numpy()
     rtol = 1e-5 if dtype == "float32" else 1e-12
     np.testing.assert_allclose(results["c_threads"], expected, rtol=rtol, atol=rtol)
 

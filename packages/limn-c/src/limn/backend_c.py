@@ -129,8 +129,14 @@ class CDevice(CompiledDevice):
     name = "c"
     host = True
 
-    def __init__(self, threads: bool = True, split_pads: bool = True, tile_matmuls: bool = True,
-                 cc: str | None = None, parallel_work: int = 32768) -> None:
+    def __init__(
+        self,
+        threads: bool = True,
+        split_pads: bool = True,
+        tile_matmuls: bool = True,
+        cc: str | None = None,
+        parallel_work: int = 32768,
+    ) -> None:
         super().__init__()
         self.toolchain = Toolchain(cc)
         team = team_size() if threads and self.toolchain.openmp else 1
@@ -162,7 +168,9 @@ class CDevice(CompiledDevice):
 
     def _library(self, source: str) -> ctypes.CDLL:
         """The shared library for this source, from the disk cache or freshly compiled into it."""
-        key = "\n".join([source, self.toolchain.identity, " ".join(self.toolchain.flags), self.toolchain.host_target()])
+        key = "\n".join(
+            [source, self.toolchain.identity, " ".join(self.toolchain.flags), self.toolchain.host_target()]
+        )
         digest = hashlib.sha256(key.encode()).hexdigest()
         folder = cache_dir()
         folder.mkdir(parents=True, exist_ok=True)

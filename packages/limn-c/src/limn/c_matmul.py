@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from limn import dtypes
-from limn.codegen import Accum, Arith, EndLoop, Index, Instr, KernelIR, LoadI, Loop
+from limn.codegen import Acc, Accum, Arith, EndLoop, Index, Instr, KernelIR, LoadI, Loop, Store
 from limn.ops import Op
 
 ROWS = 8  # output rows per tile
@@ -22,16 +22,18 @@ VECTORS = 2  # vectors of output columns per tile row
 
 @dataclass(frozen=True)
 class Matmul:
-    """The pieces of a matched nest: batch loops, the i / r / j loops, and each buffer's strides."""
+    """The pieces of a matched nest: batch loops, the i / r / j extents, and each buffer's strides."""
 
     batch: tuple[Loop, ...]
     i: Loop
     r: Loop
     j: Loop
     a: LoadI  # indexed by batch, i, r
-    b: LoadI  # indexed by batch, r, and j with stride 1
-    out: Accum  # indexed by batch, i, and j with stride 1
+    b: LoadI  # indexed by batch, r, j (any strides: the panel copy makes its columns contiguous)
+    out: str  # the output buffer's name
+    out_index: Index  # indexed by batch, i, and j with stride 1
     ctype: str
+    registers: bool  # the register form (no fill in front of it)
 
 
 def _coef(index: Index, var: str) -> int:
@@ -43,44 +45,76 @@ def _vars(index: Index) -> set[str]:
 
 
 def match_matmul(nest: list[Instr], kernel: KernelIR) -> Matmul | None:
-    """The Matmul a nest is, or None. It must be exactly: non-reduce batch loops, then LOOP i, LOOP r
-    (reduce), LOOP j, two unmasked float loads, their MUL, and an ADD into out[..] with j stride 1."""
+    """The Matmul a nest is, or None. Two nests fold out[i, j] = sum over r of a[i, r] * b[r, j] in r
+    order from 0, and both qualify: the memory form (loops ..., i, r, j; ACCUM into out after a fill)
+    and the register form (loops ..., i, j; ACC; loop r; ACCUM into the register; STORE). The body
+    must be exactly two unmasked float loads, their MUL and the ADD."""
     loops = [ins for ins in nest if isinstance(ins, Loop)]
-    if len(loops) < 3:
+    if len(loops) < 3 or len(nest) < 2 * len(loops) + 4:
         return None
-    *batch, i, r, j = loops
-    head = len(loops)
-    body, tail = nest[head:-head], nest[-head:]
-    if any(b.reduce for b in batch) or i.reduce or not r.reduce or j.reduce:
-        return None
-    if nest[:head] != loops or not all(isinstance(t, EndLoop) for t in tail) or len(body) != 4:
-        return None
-    la, lb, mul, acc = body
+    registers = isinstance(nest[len(loops) - 1], Acc)
+    if registers:  # LOOP.. ACC LOOP r body ENDLOOP r STORE ENDLOOP..
+        outer = loops[:-1]
+        if nest[: len(outer)] != outer or nest[len(outer) + 1] is not loops[-1]:
+            return None
+        acc_ins: Acc = nest[len(outer)]
+        body = nest[len(outer) + 2 : len(outer) + 6]
+        after = nest[len(outer) + 6 :]
+        if len(after) != len(outer) + 2 or not isinstance(after[1], Store):
+            return None
+        store: Store = after[1]
+        if not isinstance(after[0], EndLoop) or not all(isinstance(e, EndLoop) for e in after[2:]):
+            return None
+        if store.src != acc_ins.dst or acc_ins.identity != 0 or any(x.reduce for x in outer):
+            return None
+        r = loops[-1]
+        out, out_index = store.buf, store.index
+    else:  # LOOP.. i LOOP r LOOP j body ENDLOOP..
+        if nest[: len(loops)] != loops or not all(isinstance(e, EndLoop) for e in nest[len(loops) + 4 :]):
+            return None
+        body = nest[len(loops) : len(loops) + 4]
+        if len(nest) != 2 * len(loops) + 4 or not loops[-2].reduce or loops[-1].reduce:
+            return None
+        r = loops[-2]
+        outer = loops[:-2] + loops[-1:]
+        if any(x.reduce for x in outer):
+            return None
+    la, lb, mul, acc = body if len(body) == 4 else (None,) * 4
     if not (isinstance(la, LoadI) and isinstance(lb, LoadI) and isinstance(mul, Arith) and isinstance(acc, Accum)):
         return None
-    if mul.op is not Op.MUL or acc.op is not Op.ADD or acc.index is None or acc.src != mul.dst:
+    if mul.op is not Op.MUL or acc.op is not Op.ADD or acc.src != mul.dst:
         return None
-    if set(mul.srcs) != {la.dst, lb.dst} or la.valid or lb.valid:
+    if set(mul.srcs) != {la.dst, lb.dst} or la.valid or lb.valid or not r.reduce:
         return None
+    if registers:
+        if acc.index is not None or acc.target != acc_ins.dst:
+            return None
+    else:
+        if acc.index is None:
+            return None
+        out, out_index = acc.target, acc.index
     dtype = mul.dtype
-    if dtype not in (dtypes.float32, dtypes.float64) or la.dtype != dtype or lb.dtype != dtype:
+    out_dtype = {b.name: b.dtype for b in kernel.outputs}.get(out)
+    if dtype not in (dtypes.float32, dtypes.float64) or la.dtype != dtype or lb.dtype != dtype or out_dtype != dtype:
         return None
-    out_dtype = {b.name: b.dtype for b in kernel.outputs}.get(acc.target)
-    if out_dtype != dtype:
+    if la.buf == out or lb.buf == out:
+        return None  # an in-place write would let a tile read cells it already wrote
+    # j: the output loop that is stride-1 in out; i: the other one; the rest are batch loops
+    candidates = [x for x in outer[-2:] if _coef(out_index, x.var) == 1]
+    if not candidates:
         return None
+    j = candidates[-1]
+    i = next(x for x in outer[-2:] if x is not j)
+    batch = tuple(x for x in outer if x is not i and x is not j)
     if _coef(la.index, j.var) and not _coef(lb.index, j.var):
         la, lb = lb, la
-    batch_vars = {b.var for b in batch}
-    if _vars(la.index) - batch_vars - {i.var, r.var}:
+    batch_vars = {x.var for x in batch}
+    if _vars(la.index) - batch_vars - {i.var, r.var} or _vars(lb.index) - batch_vars - {r.var, j.var}:
         return None
-    if _vars(lb.index) - batch_vars - {r.var, j.var} or _coef(lb.index, j.var) != 1:
+    if _vars(out_index) - batch_vars - {i.var, j.var}:
         return None
-    if _vars(acc.index) - batch_vars - {i.var, j.var} or _coef(acc.index, j.var) != 1:
-        return None
-    if la.buf == acc.target or lb.buf == acc.target:
-        return None  # an in-place write would let a tile read cells it already wrote
     ctype = "double" if dtype == dtypes.float64 else "float"
-    return Matmul(tuple(batch), i, r, j, la, lb, acc, ctype)
+    return Matmul(batch, i, r, j, la, lb, out, out_index, ctype, registers)
 
 
 def _offset(index: Index, batch: tuple[Loop, ...]) -> str:
@@ -98,9 +132,9 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
     width = f"LIMN_VEC_{t.upper()}"
     ni, nr, nj = m.i.extent, m.r.extent, m.j.extent
     a_i, a_r = _coef(m.a.index, m.i.var), _coef(m.a.index, m.r.var)
-    b_r = _coef(m.b.index, m.r.var)
-    o_i = _coef(m.out.index, m.i.var)
-    a, b, out = m.a.buf, m.b.buf, m.out.target
+    b_r, b_j = _coef(m.b.index, m.r.var), _coef(m.b.index, m.j.var)
+    o_i = _coef(m.out_index, m.i.var)
+    a, b, out = m.a.buf, m.b.buf, m.out
     i, r, j = m.i.var, m.r.var, m.j.var
     tj = f"({VECTORS} * {width})"
     lines = [
@@ -125,32 +159,39 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
     for var, extent, step in loops:
         inc = f"{var}++" if step == 1 else f"{var} += {step}"
         lines.append(f"for (int64_t {var} = 0; {var} < {extent}; {inc}) {{")
-    a0, b0, o0 = _offset(m.a.index, m.batch), _offset(m.b.index, m.batch), _offset(m.out.index, m.batch)
+    a0, b0, o0 = _offset(m.a.index, m.batch), _offset(m.b.index, m.batch), _offset(m.out_index, m.batch)
+    if b_j == 1:  # b's columns are contiguous already: copy each panel row in one go
+        pack = f"memcpy(panel + {r} * {tj}, bb + (int64_t){r}*{b_r} + jt, sizeof({t}) * {tj});"
+    else:  # b is read across its rows (say a transposed weight): gather each panel row
+        pack = f"for (int64_t c = 0; c < {tj}; c++) panel[{r} * {tj} + c] = bb[(int64_t){r}*{b_r} + (jt + c)*{b_j}];"
     lines += [
         f"const {t}* bb = {b} + {b0};",
         f"const int full_cols = jt + {tj} <= {nj} && panel != 0;",
-        f"if (full_cols) for (int64_t {r} = 0; {r} < {nr}; {r}++)"
-        f" memcpy(panel + {r} * {tj}, bb + (int64_t){r}*{b_r} + jt, sizeof({t}) * {tj});",
+        f"if (full_cols) for (int64_t {r} = 0; {r} < {nr}; {r}++) {pack}",
         f"for (int64_t it = 0; it < {ni}; it += {ROWS}) {{",
         f"    if (full_cols && it + {ROWS} <= {ni}) {{",
         f"        {vec} acc[{ROWS}][{VECTORS}];",
-        f"        for (int ii = 0; ii < {ROWS}; ii++) for (int v = 0; v < {VECTORS}; v++) acc[ii][v] = ({vec}){{0}};",
+        f"        for (int ii = 0; ii < {ROWS}; ii++)",
+        f"            for (int v = 0; v < {VECTORS}; v++) acc[ii][v] = ({vec}){{0}};",
         f"        for (int64_t {r} = 0; {r} < {nr}; {r}++) {{",
         f"            {vec} row[{VECTORS}];",
-        f"            for (int v = 0; v < {VECTORS}; v++) memcpy(&row[v], panel + {r} * {tj} + v * {width}, sizeof row[v]);",
+        f"            for (int v = 0; v < {VECTORS}; v++)",
+        f"                memcpy(&row[v], panel + {r} * {tj} + v * {width}, sizeof row[v]);",
         f"            for (int ii = 0; ii < {ROWS}; ii++) {{",
         f"                const {t} x = {a}[{a0} + (it + ii) * (int64_t){a_i} + {r} * (int64_t){a_r}];",
         f"                for (int v = 0; v < {VECTORS}; v++) acc[ii][v] = LIMN_VEC_FMA(x, row[v], acc[ii][v]);",
         "            }",
         "        }",
         f"        for (int ii = 0; ii < {ROWS}; ii++) for (int v = 0; v < {VECTORS}; v++)",
-        f"            memcpy({out} + {o0} + (it + ii) * (int64_t){o_i} + jt + v * {width}, &acc[ii][v], sizeof acc[ii][v]);",
+        f"            memcpy({out} + {o0} + (it + ii) * (int64_t){o_i} + jt + v * {width},",
+        "                   &acc[ii][v], sizeof acc[ii][v]);",
         "    } else { /* an edge tile: the plain fold, cell by cell */",
         f"        for (int64_t {i} = it; {i} < it + {ROWS} && {i} < {ni}; {i}++)",
         f"        for (int64_t {j} = jt; {j} < jt + {tj} && {j} < {nj}; {j}++) {{",
         f"            {t} total = 0;",
         f"            for (int64_t {r} = 0; {r} < {nr}; {r}++)",
-        f"                total = {fma}({a}[{a0} + {i} * (int64_t){a_i} + {r} * (int64_t){a_r}], bb[(int64_t){r}*{b_r} + {j}], total);",
+        f"                total = {fma}({a}[{a0} + {i} * (int64_t){a_i} + {r} * (int64_t){a_r}],",
+        f"                              bb[(int64_t){r}*{b_r} + {j}*(int64_t){b_j}], total);",
         f"            {out}[{o0} + {i} * (int64_t){o_i} + {j}] = total;",
         "        }",
         "    }",

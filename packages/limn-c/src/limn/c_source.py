@@ -292,16 +292,39 @@ class CRenderer:
         self.kernel = kernel
         self.fma_of = _FmaPairs(kernel.body)
         body = list(kernel.body)
+        nests: list[list[Instr]] = []
         pos = 0
         while pos < len(body):
-            if isinstance(body[pos], Loop):
-                end = _matching_end(body, pos)
-                self._nest(body[pos : end + 1], depth=1)
-                pos = end + 1
+            end = _matching_end(body, pos) if isinstance(body[pos], Loop) else pos
+            nests.append(body[pos : end + 1])
+            pos = end + 1
+        for k, nest in enumerate(nests):
+            if k + 1 < len(nests) and self._fill_overwritten_by_tile(nest, nests[k + 1]):
+                continue  # the tiled matmul after it writes every cell this fill would
+            if isinstance(nest[0], Loop):
+                self._nest(nest, depth=1)
             else:
-                self._straight(body[pos], depth=1, fixed={})
-                pos += 1
+                self._straight(nest[0], depth=1, fixed={})
         return "".join(line + "\n" for line in self.lines)
+
+    def _fill_overwritten_by_tile(self, nest: list[Instr], following: list[Instr]) -> bool:
+        """True for the identity fill in front of a nest that renders as a tiled matmul, which stores
+        every output cell itself (full tiles and edges alike) rather than adding to it."""
+        if not self.options.tile_matmuls or not isinstance(following[0], Loop):
+            return False
+        from limn.c_matmul import match_matmul
+
+        m = match_matmul(following, self.kernel)
+        if m is None or m.registers:
+            return False
+        fills = [i for i in nest if not isinstance(i, (Loop, EndLoop))]
+        return (
+            len(fills) == 2
+            and isinstance(fills[0], ConstI)
+            and isinstance(fills[1], Store)
+            and fills[1].buf == m.out
+            and fills[0].value == 0
+        )
 
     def _nest(self, nest: list[Instr], depth: int) -> None:
         """A top-level loop nest: tiled if it reads as a matmul, else emitted with its pragma."""
@@ -337,10 +360,19 @@ class CRenderer:
             if cells >= 4 * self.options.threads:
                 break
         clause = f" collapse({collapse})" if collapse > 1 else ""
-        return collapse, f"#pragma omp parallel for{clause} schedule(static) num_threads({self.options.threads})"
+        return (
+            collapse,
+            f"#pragma omp parallel for{clause} schedule(static) num_threads({self.options.threads})",
+        )
 
-    def _loop_block(self, block: list[Instr], depth: int, fixed: dict[str, bool],
-                    pragma: tuple[int, str] | None, collapsing: int) -> None:
+    def _loop_block(
+        self,
+        block: list[Instr],
+        depth: int,
+        fixed: dict[str, bool],
+        pragma: tuple[int, str] | None,
+        collapsing: int,
+    ) -> None:
         """Emits block = [LOOP, ..., ENDLOOP]. `fixed` holds the range checks a pad split already
         decided; `collapsing` counts the loops below an enclosing collapse clause still owes."""
         loop: Loop = block[0]
@@ -415,9 +447,14 @@ class CRenderer:
         elif isinstance(ins, Accum):
             self._emit(self.accum(ins) + ";", depth)
         elif isinstance(ins, Store):
-            value = cast_expr(ins.src, self.types[ins.src], self.buf_types[ins.buf]) \
-                if self.types[ins.src] != self.buf_types[ins.buf] else ins.src
-            self._emit(f"{ins.buf}[{index_expr(ins.index)}] = {store_value(value, self.buf_types[ins.buf])};", depth)
+            value = (
+                cast_expr(ins.src, self.types[ins.src], self.buf_types[ins.buf])
+                if self.types[ins.src] != self.buf_types[ins.buf]
+                else ins.src
+            )
+            self._emit(
+                f"{ins.buf}[{index_expr(ins.index)}] = {store_value(value, self.buf_types[ins.buf])};", depth
+            )
         elif isinstance(ins, EndLoop):
             raise AssertionError("ENDLOOP outside a loop block")
         else:
@@ -436,7 +473,9 @@ class CRenderer:
         if operand.kind == "b" and op in C_BOOL_OPS:
             return C_BOOL_OPS[op].format(**names)
         if operand.is_int:
-            assert op in C_INT_OPS, f"integer {op.name} reached the C renderer; the frontend casts to float first"
+            assert op in C_INT_OPS, (
+                f"integer {op.name} reached the C renderer; the frontend casts to float first"
+            )
             return C_INT_OPS[op].format(t=C_STORAGE[result], **names)
         text = C_OPS[op].format(**names, **MATH_FUNCS[c_value_type(operand)])
         return text if op is Op.CMPLT else round_value(text, result)
@@ -479,9 +518,15 @@ class _FmaPairs:
         self.by_accum: dict[int, Arith] = {}
         self.fused: set[str] = set()
         for prev, ins in zip(body, body[1:]):
-            if (isinstance(ins, Accum) and ins.op is Op.ADD and isinstance(prev, Arith) and prev.op is Op.MUL
-                    and prev.dst == ins.src and reads[prev.dst] == 1
-                    and prev.dtype in (dtypes.float32, dtypes.float64)):
+            if (
+                isinstance(ins, Accum)
+                and ins.op is Op.ADD
+                and isinstance(prev, Arith)
+                and prev.op is Op.MUL
+                and prev.dst == ins.src
+                and reads[prev.dst] == 1
+                and prev.dtype in (dtypes.float32, dtypes.float64)
+            ):
                 self.by_accum[id(ins)] = prev
                 self.fused.add(prev.dst)
 

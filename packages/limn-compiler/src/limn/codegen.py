@@ -209,8 +209,9 @@ def loop_var(dim: int, reduce: bool) -> str:
     return f"r{dim}" if reduce else f"i{dim}"
 
 
-def loop_order(shape: Shape, views: Sequence[View], reduce_axes: tuple[int, ...] = (),
-               registers: bool = False) -> list[int]:
+def loop_order(
+    shape: Shape, views: Sequence[View], reduce_axes: tuple[int, ...] = (), registers: bool = False
+) -> list[int]:
     """Dims in loop order, outermost first, size-1 dims left out. The dim that is stride-1 in the most
     views moves innermost (ties go to the later dim); the rest keep their order. With registers=True the
     reduce dims go innermost instead, so each total can live in a register."""
@@ -390,10 +391,14 @@ class _Lowerer:
 
     def _custom(self) -> KernelIR:
         k = self.kernel
-        ins = tuple(BufferArg(f"in{i}", s, self.sched.slots[s].dtype, self.sched.slots[s].shape)
-                    for i, s in enumerate(k.custom_inputs))
-        outs = tuple(BufferArg(f"out{i}", s, self.sched.slots[s].dtype, self.sched.slots[s].shape)
-                     for i, s in enumerate(k.custom_outputs))
+        ins = tuple(
+            BufferArg(f"in{i}", s, self.sched.slots[s].dtype, self.sched.slots[s].shape)
+            for i, s in enumerate(k.custom_inputs)
+        )
+        outs = tuple(
+            BufferArg(f"out{i}", s, self.sched.slots[s].dtype, self.sched.slots[s].shape)
+            for i, s in enumerate(k.custom_outputs)
+        )
         return KernelIR(k.name, k.op, k.loop_shape, ins, outs, (), custom=k.custom.name)
 
 

@@ -193,8 +193,11 @@ class CompiledDevice:
             if timing:
                 self.synchronize()
                 ms = (time.perf_counter() - start) * 1e3
-                print(f"[limn {self.name}] {kernel.name} {kernel.op.name} loop{list(kernel.loop_shape)}: "
-                      f"{ms:.3f} ms", file=sys.stderr)
+                print(
+                    f"[limn {self.name}] {kernel.name} {kernel.op.name} loop{list(kernel.loop_shape)}: "
+                    f"{ms:.3f} ms",
+                    file=sys.stderr,
+                )
             self.stats.kernels_run += 1
         return self._results(sched, leaves, handles)
 
@@ -273,4 +276,3 @@ def _index_checks(sched: Schedule) -> list[IndexCheck]:
         for s in k.outputs:
             last_write[s] = i
     return checks
-

@@ -177,14 +177,18 @@ class Tensor:
     # ---- creation ----
 
     @staticmethod
-    def full(shape: Sequence[int] | int, value: Scalar, dtype: DType | str | None = None, **kw: Any) -> Tensor:
+    def full(
+        shape: Sequence[int] | int, value: Scalar, dtype: DType | str | None = None, **kw: Any
+    ) -> Tensor:
         """A tensor of one repeated value. It is a CONST node: nothing is allocated until realized."""
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         if any(not isinstance(s, int) or s < 0 for s in shape):
             raise ValueError(f"full(): shape {shape} must be non-negative ints")
         if dtype is None:
-            dtype = dtypes.bool_ if isinstance(value, bool) else (
-                dtypes.int32 if isinstance(value, int) else dtypes.float32
+            dtype = (
+                dtypes.bool_
+                if isinstance(value, bool)
+                else (dtypes.int32 if isinstance(value, int) else dtypes.float32)
             )
         dtype = dtypes.as_dtype(dtype)
         node = Node(Op.CONST, (), dtype, shape, _const_value(value, dtype))
@@ -209,8 +213,9 @@ class Tensor:
         return Tensor.ones(self.shape, self.dtype, device=self.device)
 
     @staticmethod
-    def arange(start: int | float, stop: int | float | None = None, step: int | float = 1, dtype=None,
-               **kw: Any) -> Tensor:
+    def arange(
+        start: int | float, stop: int | float | None = None, step: int | float = 1, dtype=None, **kw: Any
+    ) -> Tensor:
         """Evenly spaced values in [start, stop); int32 for int arguments, float32 otherwise."""
         if stop is None:
             start, stop = 0, start
@@ -274,10 +279,15 @@ class Tensor:
         """Overwrites this tensor's buffer with `value` at the next realize. Every assign realized in
         one realize() reads the values from before any of them, so their order cannot matter."""
         if not isinstance(value, Tensor):
-            value = Tensor.full(self.shape, value, self.dtype, device=self.device) if isinstance(
-                value, (bool, int, float)) else Tensor(value, dtype=self.dtype, device=self.device)
+            value = (
+                Tensor.full(self.shape, value, self.dtype, device=self.device)
+                if isinstance(value, (bool, int, float))
+                else Tensor(value, dtype=self.dtype, device=self.device)
+            )
         if value.shape != self.shape:
-            raise ValueError(f"assign: value of shape {value.shape} cannot be written into shape {self.shape}")
+            raise ValueError(
+                f"assign: value of shape {value.shape} cannot be written into shape {self.shape}"
+            )
         if value.dtype != self.dtype:
             value = value.cast(self.dtype)
         if self.node.op is not Op.BUFFER:
@@ -400,7 +410,9 @@ class Tensor:
                 f"gather: index of shape {idx.shape} does not fit a source of shape {self.shape} "
                 f"along axis {axis} (same rank, and no larger than the source off that axis)"
             )
-        src = self.shrink(tuple((0, i) if d != axis else (0, s) for d, (i, s) in enumerate(zip(idx.shape, self.shape))))
+        src = self.shrink(
+            tuple((0, i) if d != axis else (0, s) for d, (i, s) in enumerate(zip(idx.shape, self.shape)))
+        )
         node = Node(Op.GATHER, (src.node, idx.node), self.dtype, idx.shape, axis)
         return src._result(node, Op.GATHER, (src, idx), axis)
 
@@ -411,8 +423,10 @@ class Tensor:
         idx = _index_tensor(idx, "scatter_add")
         src = src if isinstance(src, Tensor) else Tensor(src, dtype=self.dtype)
         src = src.cast(self.dtype)
-        if idx.shape != src.shape or idx.ndim != self.ndim or any(
-            i > s for d, (i, s) in enumerate(zip(idx.shape, self.shape)) if d != axis
+        if (
+            idx.shape != src.shape
+            or idx.ndim != self.ndim
+            or any(i > s for d, (i, s) in enumerate(zip(idx.shape, self.shape)) if d != axis)
         ):
             raise ValueError(
                 f"scatter_add: index {idx.shape} and source {src.shape} must have one shape, of the "
@@ -456,14 +470,14 @@ class Tensor:
         if -1 in new:
             rest = prod([s for s in new if s != -1])
             if rest == 0 or self.size % rest:
-                raise ValueError(f"reshape {self.shape} -> {new}: {self.size} elements do not divide into {new}")
+                raise ValueError(
+                    f"reshape {self.shape} -> {new}: {self.size} elements do not divide into {new}"
+                )
             new = tuple(self.size // rest if s == -1 else s for s in new)
         if any(s < 0 for s in new):
             raise ValueError(f"reshape {self.shape} -> {new}: sizes must be non-negative")
         if prod(new) != self.size:
-            raise ValueError(
-                f"reshape {self.shape} -> {new}: {self.size} elements cannot become {prod(new)}"
-            )
+            raise ValueError(f"reshape {self.shape} -> {new}: {self.size} elements cannot become {prod(new)}")
         if new == self.shape:
             return self
         return self._movement("reshape", new, lambda v: v.reshape(new))
@@ -494,7 +508,9 @@ class Tensor:
         """Adds (before, after) cells around each dim, filled with `value`."""
         widths = tuple((int(b), int(a)) for b, a in widths)
         if len(widths) != self.ndim or any(b < 0 or a < 0 for b, a in widths):
-            raise ValueError(f"pad {widths}: needs one non-negative (before, after) pair per dim of {self.shape}")
+            raise ValueError(
+                f"pad {widths}: needs one non-negative (before, after) pair per dim of {self.shape}"
+            )
         if all(w == (0, 0) for w in widths):
             return self
         out = self._movement("pad", widths, lambda v: v.pad(widths))
@@ -507,7 +523,9 @@ class Tensor:
         """Keeps [start, end) of each dim."""
         box = tuple((int(s), int(e)) for s, e in box)
         if len(box) != self.ndim or any(not 0 <= s <= e <= n for (s, e), n in zip(box, self.shape)):
-            raise ValueError(f"shrink {box}: each (start, end) must satisfy 0 <= start <= end <= size of {self.shape}")
+            raise ValueError(
+                f"shrink {box}: each (start, end) must satisfy 0 <= start <= end <= size of {self.shape}"
+            )
         if all((s, e) == (0, n) for (s, e), n in zip(box, self.shape)):
             return self
         return self._movement("shrink", box, lambda v: v.shrink(box))
@@ -563,7 +581,9 @@ class Tensor:
             if t.ndim != first.ndim or any(
                 a != b for d, (a, b) in enumerate(zip(t.shape, first.shape)) if d != axis
             ):
-                raise ValueError(f"cat along axis {axis}: shapes {first.shape} and {t.shape} differ off that axis")
+                raise ValueError(
+                    f"cat along axis {axis}: shapes {first.shape} and {t.shape} differ off that axis"
+                )
         total = sum(t.shape[axis] for t in tensors)
         out, start = None, 0
         for t in tensors:
@@ -735,7 +755,9 @@ class Tensor:
         x = self._float()
         a = x.abs()
         t = (1 + 0.3275911 * a).reciprocal()
-        poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+        poly = t * (
+            0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
+        )
         y = 1 - poly * (-(a * a)).exp()
         return x.sign() * y
 
@@ -802,14 +824,20 @@ class Tensor:
         n = prod([self.shape[d] for d in self._axes(axis, "mean")])
         return x.sum(axis, keepdim) * (1.0 / n if n else float("nan"))
 
-    def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    def var(
+        self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1
+    ) -> Tensor:
         """sum((x - mean)**2) / (n - correction); correction=1 is torch's default, 0 the biased form."""
         x = self._float()
         n = prod([self.shape[d] for d in self._axes(axis, "var")])
         centered = x - x.mean(axis, keepdim=True)
-        return (centered * centered).sum(axis, keepdim) * (1.0 / max(n - correction, 0) if n > correction else float("nan"))
+        return (centered * centered).sum(axis, keepdim) * (
+            1.0 / max(n - correction, 0) if n > correction else float("nan")
+        )
 
-    def std(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    def std(
+        self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1
+    ) -> Tensor:
         return self.var(axis, keepdim, correction).sqrt()
 
     def logsumexp(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
@@ -897,8 +925,9 @@ class Tensor:
         zeros = Tensor.zeros(idx.shape[:-1] + (num_classes,), dtypes.int32, device=self.device)
         return zeros.scatter_add(idx, ones, axis=-1)  # (*S, num_classes)
 
-    def cross_entropy(self, target: Tensor, ignore_index: int = -100, label_smoothing: float = 0.0,
-                      reduction: str = "mean") -> Tensor:
+    def cross_entropy(
+        self, target: Tensor, ignore_index: int = -100, label_smoothing: float = 0.0, reduction: str = "mean"
+    ) -> Tensor:
         """torch.nn.functional.cross_entropy for logits (N, C) or (N, C, ...) and int class targets.
         loss = (1 - s) * -log p[target] + s * mean_c(-log p[c]); targets equal to ignore_index count nothing."""
         if reduction not in ("mean", "sum", "none"):
@@ -907,13 +936,17 @@ class Tensor:
         target = _index_tensor(target, "cross_entropy")
         target = target if self.ndim > 1 else target.reshape(1)
         if target.shape != logits.shape[:1] + logits.shape[2:]:
-            raise ValueError(f"cross_entropy: logits {self.shape} need targets of shape "
-                             f"{logits.shape[:1] + logits.shape[2:]}, got {target.shape}")
+            raise ValueError(
+                f"cross_entropy: logits {self.shape} need targets of shape "
+                f"{logits.shape[:1] + logits.shape[2:]}, got {target.shape}"
+            )
         logp = logits.log_softmax(axis=1)  # (N, C, ...)
         valid = target.ne(ignore_index)
         safe = valid.where(target, 0).cast(target.dtype).unsqueeze(1)  # ignored rows read class 0
         nll = -logp.gather(safe, axis=1).squeeze(1)  # (N, ...)
-        loss = nll if label_smoothing == 0 else (1 - label_smoothing) * nll - label_smoothing * logp.mean(axis=1)
+        loss = (
+            nll if label_smoothing == 0 else (1 - label_smoothing) * nll - label_smoothing * logp.mean(axis=1)
+        )
         loss = valid.where(loss, 0.0)
         if reduction == "none":
             return loss if self.ndim > 1 else loss.reshape(())
@@ -972,7 +1005,9 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self.size != 1:
-            raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any()/.all()")
+            raise ValueError(
+                f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any()/.all()"
+            )
         return bool(self.item())
 
     def __float__(self) -> float:
@@ -1048,7 +1083,9 @@ def _substitute_realized(sinks: list[Node]) -> list[Node]:
             new[id(n)] = _realized[n]
             continue
         srcs = tuple(new[id(s)] for s in n.srcs)
-        new[id(n)] = n if all(a is b for a, b in zip(srcs, n.srcs)) else Node(n.op, srcs, n.dtype, n.shape, n.arg)
+        new[id(n)] = (
+            n if all(a is b for a, b in zip(srcs, n.srcs)) else Node(n.op, srcs, n.dtype, n.shape, n.arg)
+        )
     return [new[id(s)] for s in sinks]
 
 
