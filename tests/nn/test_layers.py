@@ -165,12 +165,13 @@ def test_conv_weight_layout_and_init_are_torchs():
     assert np.abs(conv.weight.numpy()).max() <= bound
 
 
-def test_conv2d_forward_is_a_copy_a_reduce_and_a_bias_add():
+def test_conv2d_forward_is_the_window_copies_a_matmul_and_a_bias_add():
     x = limn.Tensor(_randn(2, 4, 8, 8))
-    assert kernel_count([nn.Conv2d(4, 8, 3, padding=1)(x).node]) == 3  # overlapping windows: one copy
-    assert kernel_count([nn.Conv2d(4, 8, 3, padding=1, bias=False)(x).node]) == 2
-    assert kernel_count([nn.Conv2d(4, 8, 2, stride=2)(x).node]) == 2  # disjoint windows are views of x
-    assert kernel_count([nn.Conv2d(4, 8, 1)(x).node]) == 2
+    # overlapping windows: the repeat that makes them views, the im2col rows, the matmul, the bias add
+    assert kernel_count([nn.Conv2d(4, 8, 3, padding=1)(x).node]) == 4
+    assert kernel_count([nn.Conv2d(4, 8, 3, padding=1, bias=False)(x).node]) == 3
+    assert kernel_count([nn.Conv2d(4, 8, 2, stride=2)(x).node]) == 3  # disjoint windows are views of x
+    assert kernel_count([nn.Conv2d(4, 8, 1, bias=False)(x).node]) == 1  # 1x1: the matmul reads x as it is
 
 
 def test_conv_rejects_mismatched_channels_and_empty_outputs():

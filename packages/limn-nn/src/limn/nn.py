@@ -203,8 +203,9 @@ def conv(
     """N-d convolution as torch computes it: (B, C, *in) and weight (O, C / groups, *k) -> (B, O, *out).
 
     The windows every kernel tap reads are cut out of the padded input with views (_windows: at most one
-    copy), and then one broadcast multiply and sum over (C / groups, *k) makes the output, which the
-    scheduler fuses into a single reduce kernel: a conv forward is that copy, that reduce and the bias add.
+    copy), laid out as rows of an im2col matrix (one more copy), and one matmul with the weight makes the
+    output (B, G, Og, *out) directly, which the c device runs as a register-tiled nest: a conv forward is
+    those copies, the matmul and the bias add.
     """
     n = weight.ndim - 2
     if x.ndim != n + 2 or x.shape[1] != weight.shape[1] * groups:
@@ -226,11 +227,11 @@ def conv(
     win = win.reshape((b, g, cg) + win.shape[2:])  # (B, G, Cg, k1, o1, ..., kn, on)
     k_axes = tuple(3 + 2 * d for d in range(n))
     o_axes = tuple(4 + 2 * d for d in range(n))
-    win = win.permute((0, 1) + o_axes + (2,) + k_axes).unsqueeze(2)  # (B, G, 1, *out, Cg, *k)
-    w = weight.reshape((1, g, og) + (1,) * n + (cg,) + kernel)  # (1, G, Og, 1.., Cg, *k)
-    reduce_axes = tuple(range(-(n + 1), 0))
-    y = (win * w).sum(reduce_axes)  # (B, G, Og, *out, Cg, *k) -> (B, G, Og, *out)
-    y = y.reshape((b, o) + outs)  # (B, O, *out)
+    taps, cells = cg * math.prod(kernel), math.prod(outs)
+    # im2col: every window as one row, so the product is a plain matmul, which the c device tiles
+    cols = win.permute((0, 1) + o_axes + (2,) + k_axes).reshape(b, g, cells, taps)  # (B, G, P, Cg k): a copy
+    y = weight.reshape(g, og, taps) @ cols.transpose(-1, -2)  # (G, Og, Cg k) @ (B, G, Cg k, P) -> (B, G, Og, P)
+    y = y.reshape((b, o) + outs)  # (B, O, *out): a view, no copy
     if bias is not None:
         y = y + bias.reshape((o,) + (1,) * n)
     return y

@@ -1,0 +1,215 @@
+"""One training step of a small GPT, in limn (c device, captured) and in torch (CPU), side by side.
+
+    uv run python examples/bench_step.py [--steps 20]
+
+The model: byte vocabulary 256, d_model 128, 4 layers of 4 heads, context 128, batch 16, AdamW. Each
+framework runs in its own child process (so peak memory is its own), trains on the same TinyStories
+bytes, and reports the median ms per step after the first, the time to the first step (limn: tracing,
+scheduling, compiling and capturing), the loss after the last step and the peak resident memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+VOCAB, D_MODEL, LAYERS, HEADS, CONTEXT, BATCH = 256, 128, 4, 4, 128, 16
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tinystories-sample.txt"
+
+
+def batches(steps: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(inputs, next-byte targets), each (BATCH, CONTEXT) int32, cut at random from the sample text."""
+    if DATA.exists():
+        text = np.frombuffer(DATA.read_bytes(), dtype=np.uint8)
+    else:  # a checkout without ../shared: random bytes train just as long
+        text = np.random.default_rng(seed).integers(0, VOCAB, size=40_000).astype(np.uint8)
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(steps):
+        starts = rng.integers(0, len(text) - CONTEXT - 1, size=BATCH)
+        rows = np.stack([text[s : s + CONTEXT + 1] for s in starts]).astype(np.int32)
+        out.append((rows[:, :-1], rows[:, 1:]))
+    return out
+
+
+# ---- limn ----
+
+
+def limn_gpt():
+    import limn
+    from limn import Tensor, nn
+
+    class Block:
+        def __init__(self) -> None:
+            self.ln_1, self.ln_2 = nn.LayerNorm(D_MODEL), nn.LayerNorm(D_MODEL)
+            self.attn = nn.Linear(D_MODEL, 3 * D_MODEL)
+            self.proj = nn.Linear(D_MODEL, D_MODEL)
+            self.fc = nn.Linear(D_MODEL, 4 * D_MODEL)
+            self.fc_proj = nn.Linear(4 * D_MODEL, D_MODEL)
+
+        def __call__(self, x: Tensor, causal: Tensor) -> Tensor:
+            b, t, c = x.shape
+            hs = c // HEADS
+            qkv = self.attn(self.ln_1(x))  # (B, T, 3C)
+            q, k, v = qkv.reshape(b, t, 3, HEADS, hs).permute(2, 0, 3, 1, 4)  # each (B, nh, T, hs)
+            scores = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T)
+            att = causal.where(scores, float("-inf")).softmax(-1)
+            y = (att @ v).permute(0, 2, 1, 3).reshape(b, t, c)  # (B, nh, T, hs) -> (B, T, C)
+            x = x + self.proj(y)
+            return x + self.fc_proj(self.fc(self.ln_2(x)).gelu())
+
+    class GPT:
+        def __init__(self) -> None:
+            self.wte, self.wpe = nn.Embedding(VOCAB, D_MODEL), nn.Embedding(CONTEXT, D_MODEL)
+            self.blocks = [Block() for _ in range(LAYERS)]
+            self.ln_f = nn.LayerNorm(D_MODEL)
+            self.head = nn.Linear(D_MODEL, VOCAB, bias=False)
+            self.positions = Tensor(np.arange(CONTEXT, dtype=np.int32))
+            self.causal = Tensor(np.tril(np.ones((CONTEXT, CONTEXT), dtype=bool)))
+
+        def __call__(self, idx: Tensor) -> Tensor:
+            x = self.wte(idx) + self.wpe(self.positions)  # (B, T, C)
+            for block in self.blocks:
+                x = block(x, self.causal)
+            return self.head(self.ln_f(x))  # (B, T, vocab)
+
+    return limn, GPT
+
+
+def run_limn(steps: int, device: str) -> dict:
+    limn, GPT = limn_gpt()
+    from limn import Tensor, nn, optim
+    from limn.capture import capture
+
+    limn.set_device(device)
+    limn.manual_seed(0)
+    model = GPT()
+    opt = optim.AdamW(nn.named_parameters(model), lr=3e-3, weight_decay=0.0)
+
+    def step(x: Tensor, y: Tensor) -> Tensor:
+        opt.zero_grad()
+        logits = model(x)
+        loss = logits.reshape(BATCH * CONTEXT, VOCAB).cross_entropy(y.reshape(BATCH * CONTEXT))
+        loss.backward()
+        opt.step(loss)
+        return loss
+
+    step = capture(step)
+    data = batches(steps)
+    times = []
+    start = time.perf_counter()
+    for i, (x, y) in enumerate(data):
+        t0 = time.perf_counter()
+        loss = step(Tensor(x), Tensor(y)).item()
+        times.append(time.perf_counter() - t0)
+        if i == 0:
+            first = time.perf_counter() - start
+    return {"first": first, "median": statistics.median(times[1:]), "loss": loss}
+
+
+# ---- torch ----
+
+
+def run_torch(steps: int, threads: int) -> dict:
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln_1, self.ln_2 = nn.LayerNorm(D_MODEL), nn.LayerNorm(D_MODEL)
+            self.attn = nn.Linear(D_MODEL, 3 * D_MODEL)
+            self.proj = nn.Linear(D_MODEL, D_MODEL)
+            self.fc = nn.Linear(D_MODEL, 4 * D_MODEL)
+            self.fc_proj = nn.Linear(4 * D_MODEL, D_MODEL)
+
+        def forward(self, x):
+            b, t, c = x.shape
+            q, k, v = self.attn(self.ln_1(x)).view(b, t, 3, HEADS, c // HEADS).permute(2, 0, 3, 1, 4)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
+            return x + self.fc_proj(F.gelu(self.fc(self.ln_2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(VOCAB, D_MODEL), nn.Embedding(CONTEXT, D_MODEL)
+            self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
+            self.ln_f = nn.LayerNorm(D_MODEL)
+            self.head = nn.Linear(D_MODEL, VOCAB, bias=False)
+
+        def forward(self, idx):
+            x = self.wte(idx) + self.wpe(torch.arange(CONTEXT))
+            for block in self.blocks:
+                x = block(x)
+            return self.head(self.ln_f(x))
+
+    model = GPT()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
+    times = []
+    start = time.perf_counter()
+    for i, (x, y) in enumerate(batches(steps)):
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        logits = model(torch.from_numpy(x).long())
+        loss = F.cross_entropy(logits.reshape(-1, VOCAB), torch.from_numpy(y).long().reshape(-1))
+        loss.backward()
+        opt.step()
+        value = loss.item()
+        times.append(time.perf_counter() - t0)
+        if i == 0:
+            first = time.perf_counter() - start
+    return {"first": first, "median": statistics.median(times[1:]), "loss": value}
+
+
+def child(framework: str, steps: int, device: str, threads: int) -> None:
+    result = run_limn(steps, device) if framework == "limn" else run_torch(steps, threads)
+    result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(result))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--device", default="c")
+    parser.add_argument("--child", choices=["limn", "torch"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    from limn.backend_c import team_size
+
+    threads = team_size()
+    if args.child:
+        child(args.child, args.steps, args.device, threads)
+        return
+    results = {}
+    for framework in ("limn", "torch"):
+        cmd = [sys.executable, __file__, "--child", framework, "--steps", str(args.steps), "--device", args.device]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        results[framework] = json.loads(done.stdout.strip().splitlines()[-1])
+    limn_r, torch_r = results["limn"], results["torch"]
+    print(
+        f"GPT training step: vocab {VOCAB}, d_model {D_MODEL}, {LAYERS} layers x {HEADS} heads, context {CONTEXT}, "
+        f"batch {BATCH}, AdamW; {args.steps} steps, {threads} threads"
+    )
+    print(f"{'':22}{'limn ' + args.device + ' (captured)':>22}{'torch CPU':>14}")
+    print(f"{'ms per step (median)':22}{limn_r['median'] * 1e3:>22.1f}{torch_r['median'] * 1e3:>14.1f}")
+    print(f"{'first step (s)':22}{limn_r['first']:>22.2f}{torch_r['first']:>14.2f}")
+    print(f"{'peak memory (MB)':22}{limn_r['peak_mb']:>22.0f}{torch_r['peak_mb']:>14.0f}")
+    print(f"{'loss after last step':22}{limn_r['loss']:>22.3f}{torch_r['loss']:>14.3f}")
+    print(f"limn / torch step time: {limn_r['median'] / torch_r['median']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
