@@ -11,6 +11,7 @@ Pipeline: tensor -> graph -> **schedule** -> IR (codegen.py) -> renderer -> devi
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -179,11 +180,15 @@ class _NeedsBuffer(Exception):
         self.nodes = nodes
 
 
-def _cheap(node: Node) -> bool:
-    """Values a kernel may recompute freely instead of reading them from memory."""
+def _cheap(node: Node, buffered: set[int]) -> bool:
+    """Values a kernel may recompute freely instead of reading them from memory: sources, and views of
+    values that already live in memory (a view is only index arithmetic on the load)."""
     if node.op in (Op.CONST, Op.BUFFER):
         return True
-    return node.op is Op.VIEW and node.srcs[0].op in (Op.BUFFER, Op.CONST)
+    if node.op is not Op.VIEW:
+        return False
+    src = node.srcs[0]
+    return src.op in (Op.BUFFER, Op.CONST) or id(src) in buffered
 
 
 class _Builder:
@@ -238,7 +243,7 @@ class _Builder:
                 stack.extend(reversed(missing))
                 continue
             stack.pop()
-            if not (node is root and expand_root) and not _cheap(node):
+            if not (node is root and expand_root) and not _cheap(node, self.buffered):
                 self.users.setdefault(id(node), set()).add(kernel)
                 self.inlined.setdefault(kernel, set()).add(id(node))
             built = tuple(memo[(id(s), sv)] for s, sv in sources)
@@ -280,6 +285,7 @@ def schedule(sinks: Sequence[Node]) -> Schedule:
 
     temp_assigns: set[int] = set()
     while True:
+        _buffer_shared(order, buffered)
         try:
             return _build(order, sinks, buffered, temp_assigns)
         except _NeedsBuffer as need:
@@ -305,13 +311,38 @@ def _buffer_index_source(node: Node, buffered: set[int]) -> None:
 
 
 def _aliases(sink: Node, buffered: set[int]) -> bool:
-    """A sink that is a plain reshape of a buffered node reads that node's buffer as it is."""
-    return (
-        sink.op is Op.VIEW
-        and sink.arg.is_contiguous
-        and (id(sink.srcs[0]) in buffered or sink.srcs[0].op is Op.BUFFER)
-        and sink.srcs[0].size == sink.size
-    )
+    """A sink that is a plain reshape of a value this schedule computes reads that value's buffer as it
+    is. Leaf buffers and ASSIGN targets belong to the caller and change later, so their reshapes copy."""
+    if sink.op is not Op.VIEW:
+        return False
+    src = sink.srcs[0]
+    owned = id(src) in buffered and src.op not in (Op.BUFFER, Op.ASSIGN)
+    return owned and sink.arg.is_contiguous and src.size == sink.size
+
+
+_SHARED = -1  # _buffer_shared's owner for a value two kernels reach
+
+
+def _buffer_shared(order: list[Node], buffered: set[int]) -> None:
+    """Buffers every elementwise value that two kernels would otherwise both compute, in one pass from
+    the sinks down: a value inlined into one kernel belongs to it, and one that two kernels reach becomes
+    a kernel of its own, which its sources then belong to. It is the same rule _build checks, applied
+    outermost first, so graphs with thousands of shared values need no rebuild per value."""
+    owner: dict[int, int] = {}  # node id -> the kernel (its root's id) inlining it, or _SHARED
+    for node in reversed(order):  # every consumer before the values it reads
+        if node.op in (Op.BUFFER, Op.CONST):
+            continue
+        if id(node) in buffered:
+            kernel = id(node)  # a kernel root: its sources are inlined into it
+        elif id(node) not in owner or _cheap(node, buffered):
+            continue  # an aliasing sink, or a view of memory: nothing to compute twice
+        elif owner[id(node)] == _SHARED:
+            buffered.add(id(node))
+            kernel = id(node)
+        else:
+            kernel = owner[id(node)]
+        for s in node.srcs:
+            owner[id(s)] = kernel if owner.get(id(s), kernel) == kernel else _SHARED
 
 
 def _build(order: list[Node], sinks: list[Node], buffered: set[int], temp_assigns: set[int]) -> Schedule:
@@ -349,8 +380,9 @@ def _build(order: list[Node], sinks: list[Node], buffered: set[int], temp_assign
                 slot_of[id(node)] = custom_done[key][arg.output]
                 continue
             outs = [-1] * arg.n_outputs
+            same_call = (arg.name, arg.params, node.srcs)
             for sib in order:
-                if sib.op is Op.CUSTOM and (sib.arg.name, sib.arg.params, sib.srcs) == (arg.name, arg.params, node.srcs):
+                if sib.op is Op.CUSTOM and (sib.arg.name, sib.arg.params, sib.srcs) == same_call:
                     outs[sib.arg.output] = slot_of[id(sib)] = new_slot(sib, "temp")
             if -1 in outs:
                 raise ScheduleError(
@@ -394,8 +426,7 @@ def _build(order: list[Node], sinks: list[Node], buffered: set[int], temp_assign
             kernels.append(Kernel(name, node.op, out, node.shape, builder.expr(node, kid, expand_root=True)))
 
     shared = [nid for nid, users in builder.users.items() if len(users) > 1]
-    if shared:
-        raise _NeedsBuffer(*_outermost(shared, order, builder))
+    assert not shared, f"_buffer_shared left {len(shared)} values that several kernels compute"
 
     kernels = _order_kernels(kernels, slots, builder, assign_nodes)
     for temp, target in copies:  # assigns that could not write in place land last, all together
@@ -405,26 +436,10 @@ def _build(order: list[Node], sinks: list[Node], buffered: set[int], temp_assign
     sink_slots = []
     for s in sinks:
         base = s if id(s) in slot_of else s.srcs[0]  # an alias reads its source's buffer
+        if s.op is Op.ASSIGN:
+            base = s.srcs[0]  # the target itself, also when the value went through a temp first
         sink_slots.append((slot_of[id(base)], s.shape))
     return Schedule(kernels, slots, inputs, sink_slots)
-
-
-def _outermost(shared: list[int], order: list[Node], builder: _Builder) -> list[Node]:
-    """Of the nodes several kernels inline, those not inlined beneath another of them: buffering the
-    outer one may leave the inner one used by a single kernel again."""
-    shared_set = set(shared)
-    by_id = {id(n): n for n in order}
-    below: set[int] = set()
-    for nid in shared:
-        stack = list(by_id[nid].srcs)
-        while stack:
-            n = stack.pop()
-            if id(n) in below or id(n) in builder.buffered or n.op is Op.BUFFER:
-                continue
-            if id(n) in shared_set:
-                below.add(id(n))
-            stack.extend(n.srcs)
-    return [by_id[nid] for nid in shared if nid not in below]
 
 
 def _order_kernels(kernels: list[Kernel], slots: list[Slot], builder: _Builder,
@@ -445,19 +460,32 @@ def _order_kernels(kernels: list[Kernel], slots: list[Slot], builder: _Builder,
         for s in builder.new_reads.get(i, ()):
             if s in in_place and in_place[s] != i:
                 deps[i].add(in_place[s])
-    for target, a in in_place.items():
-        for i in range(len(kernels)):
-            if i != a and target in builder.old_reads.get(i, ()):
-                deps[a].add(i)  # the old value is read before the assign overwrites it
+    for i, reads in builder.old_reads.items():
+        for target in reads:
+            if target in in_place and in_place[target] != i:
+                deps[in_place[target]].add(i)  # the old value is read before the assign overwrites it
+    # Kahn's algorithm, taking the lowest ready kernel so kernels keep graph order where they can, and
+    # in-place ASSIGNs only when nothing else is ready: a realize() that fails (a bad gather index) has
+    # then most likely not written into any caller's buffer yet
+    waiting = [len(d) for d in deps]
+    unblocks: list[list[int]] = [[] for _ in kernels]
+    for i, d in enumerate(deps):
+        for j in d:
+            unblocks[j].append(i)
+    ready = [(i in assign_nodes, i) for i, n in enumerate(waiting) if n == 0]
+    heapq.heapify(ready)
     done: list[int] = []
-    placed: set[int] = set()
-    while len(done) < len(kernels):
-        ready = [i for i in range(len(kernels)) if i not in placed and deps[i] <= placed]
-        if not ready:
-            stuck = next(i for i in range(len(kernels)) if i not in placed and i in assign_nodes)
-            raise _NeedsTemp(assign_nodes[stuck])
-        done.append(ready[0])
-        placed.add(ready[0])
+    while ready:
+        _, i = heapq.heappop(ready)
+        done.append(i)
+        for j in unblocks[i]:
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                heapq.heappush(ready, (j in assign_nodes, j))
+    if len(done) < len(kernels):  # a cycle, which only in-place ASSIGNs can close
+        placed = set(done)
+        stuck = next(i for i in range(len(kernels)) if i not in placed and i in assign_nodes)
+        raise _NeedsTemp(assign_nodes[stuck])
     return [_renamed(kernels[i], f"k{n}") for n, i in enumerate(done)]
 
 
