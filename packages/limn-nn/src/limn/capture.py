@@ -55,9 +55,13 @@ class _Recorder:
         self.results: dict[int, tuple[int, int]] = {}  # id(Buffer) -> (run, result index)
         self.fresh: set[int] = set()  # buffers made from host data during the call
         self.problem: str | None = None
+        # every buffer whose id is a key above, held until the recording ends: a buffer freed mid-call
+        # would let a new one take its id and be classified as the old one (a fresh tensor as a result)
+        self.alive: list[Buffer] = []
 
     def created(self, buffer: Buffer) -> None:
         self.fresh.add(id(buffer))
+        self.alive.append(buffer)
 
     def read_back(self, t: Tensor) -> None:
         self.problem = self.problem or (
@@ -79,6 +83,7 @@ class _Recorder:
         self.runs.append(_Run(device, plan, sinks_kept, leaves, list(leaf_buffers)))
         for i, b in enumerate(buffers):
             self.results.setdefault(id(b), (run, i))
+        self.alive += buffers
 
     def _classify(self, b: Buffer) -> _Leaf:
         if id(b) in self.arg_buffers:
@@ -114,6 +119,13 @@ def _signature(args: tuple) -> tuple:
     return tuple(sig)
 
 
+def _sharing(args: tuple) -> tuple:
+    """For each argument, the index of the first argument holding the same buffer (None for a value). A
+    recording made with one tensor passed twice reads it through one leaf; a replay must pass one twice too."""
+    first: dict[int, int] = {}
+    return tuple(first.setdefault(id(a.node.arg), i) if isinstance(a, Tensor) else None for i, a in enumerate(args))
+
+
 def _flatten(out: Any) -> tuple[list[Tensor], Callable[[list[Tensor]], Any]]:
     """The tensors in a step's return value (a tensor, or a tuple/list/dict of them) and a rebuilder."""
     if isinstance(out, Tensor):
@@ -144,6 +156,7 @@ class Captured:
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
         self.signature: tuple | None = None
+        self.sharing: tuple | None = None
         self.runs: list[_Run] = []
         self.outputs: list[tuple[int, int]] = []
         self.rebuild: Callable[[list[Tensor]], Any] | None = None
@@ -157,6 +170,14 @@ class Captured:
             raise CaptureError(
                 f"captured step called with arguments {_describe(sig)}, recorded with {_describe(self.signature)}: "
                 "a replay runs the recorded shapes, dtypes and values only; capture a new step for these"
+            )
+        realize(*[a for a in args if isinstance(a, Tensor)])
+        sharing = _sharing(args)
+        if sharing != self.sharing:
+            raise CaptureError(
+                f"captured step called with arguments sharing buffers as {sharing}, recorded as {self.sharing} "
+                "(each entry: the first argument holding the same buffer): a recording binds each buffer it "
+                "read once, so pass one tensor twice exactly where the recording did, or capture a new step"
             )
         return self._replay(args)
 
@@ -183,7 +204,7 @@ class Captured:
                     "return only values computed inside the step"
                 )
             positions.append(recorder.results[id(buf)])
-        self.signature = _signature(args)
+        self.signature, self.sharing = _signature(args), _sharing(args)
         self.runs, self.outputs, self.rebuild = recorder.runs, positions, rebuild
         return out
 
@@ -231,7 +252,7 @@ def _describe(sig: tuple) -> str:
     parts = []
     for item in sig:
         if item[0] == "tensor":
-            parts.append(f"{item[2]}{list(item[1])}")
+            parts.append(f"{item[2]}{list(item[1])} on {item[3]}")
         else:
             parts.append(f"{item[1]} {item[2]}")
     return "(" + ", ".join(parts) + ")"
