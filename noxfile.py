@@ -1,7 +1,8 @@
 """The checks that need more than the workspace environment: each session builds its own venv with uv.
 
-  tests(<backend>) limn-core, limn-compiler and one backend's package, then the shared suite with
-                   LIMN_TEST_DEVICE=<backend> (numpy, c or cuda; cuda skips what needs a GPU)
+  tests(<backend>) limn-core, limn-compiler and one backend's package, then that backend's tests with
+                   LIMN_TEST_DEVICE=<backend>: numpy runs the reference's own suite, c and cuda diff the
+                   shared corpus and the autograd fuzzer's graphs against it (cuda skips without a GPU)
   lint             ruff check and ruff format --check over the repository
   wheels           every package built with `uv build --all-packages`, installed from dist/ as a user
                    would: limn-core with limn-c, then limn-core alone
@@ -33,6 +34,12 @@ SMOKE = ROOT / "tests" / "smoke_wheels.py"
 
 # The package that provides each backend; numpy is limn-core's own.
 BACKEND_PACKAGES = {"numpy": [], "c": ["limn-c"], "cuda": ["limn-cuda"]}
+# What each backend's session runs: the numpy reference's own suite, or the diffs against it.
+BACKEND_TESTS = {
+    "numpy": ["tests/core", "tests/test_devices.py"],
+    "c": ["tests/test_backend_corpus.py", "tests/c", "tests/compiler"],
+    "cuda": ["tests/test_backend_corpus.py"],
+}
 TOOLS = {"ruff", "nox"}  # dev-group members the tests do not import
 
 
@@ -80,7 +87,7 @@ def tests(session: nox.Session, backend: str) -> None:
         "-c", locked_constraints(session), *(str(PACKAGES / name) for name in packages), *test_requirements()
     )
     # pytest exits 5 when it collects nothing, which fails the session: an empty suite is no pass
-    session.run("pytest", "tests", *session.posargs, env={"LIMN_TEST_DEVICE": backend})
+    session.run("pytest", *BACKEND_TESTS[backend], *session.posargs, env={"LIMN_TEST_DEVICE": backend})
 
 
 @nox.session

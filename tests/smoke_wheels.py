@@ -17,8 +17,9 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-import limn
 import numpy as np
+
+import limn
 from limn import DeviceError, Tensor
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,9 +9,10 @@ import sys
 import textwrap
 from importlib.metadata import EntryPoint
 
-import limn
 import numpy as np
 import pytest
+
+import limn
 from limn import DeviceError, Tensor
 from limn import device as registry
 from limn.numpy_device import NumpyDevice

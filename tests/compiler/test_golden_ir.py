@@ -86,8 +86,9 @@ k0  GATHER  loop[6, 4]
 sink 0 = buf2  float32[2, 3, 4]
 """
 
-# softmax = exp(x - max) / sum over a (2, 3): max in a register (k0); exp(x - max) (k1), stored once
-# because both the sum (k2) and the divide (k3) read it; the divide is a MUL by RECIP of the sum.
+# softmax = exp(x - max) / sum over a (2, 3): max in a register (k0); the sum (k1) and the divide (k2)
+# each recompute exp(x - max), which is cheaper than storing it and reading it back (RECOMPUTE_LIMIT);
+# the divide is a MUL by RECIP of the sum.
 SOFTMAX = """\
 k0  MAX  loop[2, 3]
     in0 = buf0  float32[2, 3]
@@ -101,10 +102,28 @@ k0  MAX  loop[2, 3]
     STORE   out[i0] = acc0
   ENDLOOP i0
 
-k1  EXP  loop[2, 3]
+k1  SUM  loop[2, 3]
     in0 = buf0  float32[2, 3]
     in1 = buf1  float32[2, 1]
-    out = buf2  float32[2, 3]
+    out = buf2  float32[2, 1]
+  LOOP    i0 < 2
+    ACC     acc0 = 0.0 : float32
+    LOOP    r1 < 3
+      LOAD    v1 = in0[i0*3 + r1] : float32
+      LOAD    v2 = in1[i0] : float32
+      ARITH   v3 = NEG v2 : float32
+      ARITH   v4 = ADD v1, v3 : float32
+      ARITH   v5 = EXP v4 : float32
+      ACCUM   acc0 = ADD acc0, v5
+    ENDLOOP r1
+    STORE   out[i0] = acc0
+  ENDLOOP i0
+
+k2  MUL  loop[2, 3]
+    in0 = buf0  float32[2, 3]
+    in1 = buf1  float32[2, 1]
+    in2 = buf2  float32[2, 1]
+    out = buf3  float32[2, 3]
   LOOP    i0 < 2
     LOOP    i1 < 3
       LOAD    v0 = in0[i0*3 + i1] : float32
@@ -112,37 +131,14 @@ k1  EXP  loop[2, 3]
       ARITH   v2 = NEG v1 : float32
       ARITH   v3 = ADD v0, v2 : float32
       ARITH   v4 = EXP v3 : float32
-      STORE   out[i0*3 + i1] = v4
+      LOAD    v5 = in2[i0] : float32
+      ARITH   v6 = RECIP v5 : float32
+      ARITH   v7 = MUL v4, v6 : float32
+      STORE   out[i0*3 + i1] = v7
     ENDLOOP i1
   ENDLOOP i0
 
-k2  SUM  loop[2, 3]
-    in0 = buf2  float32[2, 3]
-    out = buf3  float32[2, 1]
-  LOOP    i0 < 2
-    ACC     acc0 = 0.0 : float32
-    LOOP    r1 < 3
-      LOAD    v1 = in0[i0*3 + r1] : float32
-      ACCUM   acc0 = ADD acc0, v1
-    ENDLOOP r1
-    STORE   out[i0] = acc0
-  ENDLOOP i0
-
-k3  MUL  loop[2, 3]
-    in0 = buf2  float32[2, 3]
-    in1 = buf3  float32[2, 1]
-    out = buf4  float32[2, 3]
-  LOOP    i0 < 2
-    LOOP    i1 < 3
-      LOAD    v0 = in0[i0*3 + i1] : float32
-      LOAD    v1 = in1[i0] : float32
-      ARITH   v2 = RECIP v1 : float32
-      ARITH   v3 = MUL v0, v2 : float32
-      STORE   out[i0*3 + i1] = v3
-    ENDLOOP i1
-  ENDLOOP i0
-
-sink 0 = buf4  float32[2, 3]
+sink 0 = buf3  float32[2, 3]
 """
 
 

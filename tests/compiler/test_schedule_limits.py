@@ -42,8 +42,10 @@ def test_2000_reduce_broadcast_pairs_run_without_recursion_error(ir_device):
     for _ in range(2_000):
         y = y - y.max(keepdim=True) + 1  # [1, 2] -> [0, 1], then stays
     got = y.numpy()
-    # per pair one MAX kernel, and one for y, which both the next max and the next y read
-    assert ir_device.stats.kernels_run == 4_000, f"expected 4000 kernels, ran {ir_device.stats.kernels_run}"
+    # per pair one MAX kernel; y, which the next max and the next y both read, is recomputed while the
+    # chain behind it is cheap (RECOMPUTE_LIMIT) and stored once it is not
+    runs = ir_device.stats.kernels_run
+    assert 2_000 < runs <= 4_000, f"expected between 2000 and 4000 kernels, ran {runs}"
     np.testing.assert_array_equal(got, [0.0, 1.0])
 
 

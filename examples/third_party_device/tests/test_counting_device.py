@@ -6,9 +6,10 @@ Run with limn-core and this distribution installed (nox -s plugin does both).
 import subprocess
 import sys
 
-import limn
 import numpy as np
 import pytest
+
+import limn
 from limn import Tensor
 
 

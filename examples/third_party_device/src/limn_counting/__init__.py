@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
 from limn.device import Buffer
 from limn.dtypes import DType
 from limn.numpy_device import NumpyDevice

@@ -46,45 +46,39 @@ def _vars(index: Index) -> set[str]:
 
 def match_matmul(nest: list[Instr], kernel: KernelIR) -> Matmul | None:
     """The Matmul a nest is, or None. Two nests fold out[i, j] = sum over r of a[i, r] * b[r, j] in r
-    order from 0, and both qualify: the memory form (loops ..., i, r, j; ACCUM into out after a fill)
-    and the register form (loops ..., i, j; ACC; loop r; ACCUM into the register; STORE). The body
-    must be exactly two unmasked float loads, their MUL and the ADD."""
+    order from 0, and both qualify: the memory form (all loops opened at once, in any order, then an
+    ACCUM into out after a fill) and the register form (the output loops, ACC, the r loop, an ACCUM into
+    the register, STORE). The body must be exactly two unmasked float loads, their MUL and the ADD."""
     loops = [ins for ins in nest if isinstance(ins, Loop)]
     if len(loops) < 3 or len(nest) < 2 * len(loops) + 4:
         return None
     registers = isinstance(nest[len(loops) - 1], Acc)
     if registers:  # LOOP.. ACC LOOP r body ENDLOOP r STORE ENDLOOP..
-        outer = loops[:-1]
-        if nest[: len(outer)] != outer or nest[len(outer) + 1] is not loops[-1]:
+        head = len(loops) - 1
+        if nest[:head] != loops[:-1] or nest[head + 1] is not loops[-1]:
             return None
-        acc_ins: Acc = nest[len(outer)]
-        body = nest[len(outer) + 2 : len(outer) + 6]
-        after = nest[len(outer) + 6 :]
-        if len(after) != len(outer) + 2 or not isinstance(after[1], Store):
+        acc_ins: Acc = nest[head]
+        body, after = nest[head + 2 : head + 6], nest[head + 6 :]
+        if len(after) != head + 2 or not isinstance(after[1], Store) or acc_ins.identity != 0:
             return None
-        store: Store = after[1]
         if not isinstance(after[0], EndLoop) or not all(isinstance(e, EndLoop) for e in after[2:]):
             return None
-        if store.src != acc_ins.dst or acc_ins.identity != 0 or any(x.reduce for x in outer):
+        store: Store = after[1]
+        if store.src != acc_ins.dst:
             return None
-        r = loops[-1]
         out, out_index = store.buf, store.index
-    else:  # LOOP.. i LOOP r LOOP j body ENDLOOP..
-        if nest[: len(loops)] != loops or not all(isinstance(e, EndLoop) for e in nest[len(loops) + 4 :]):
+    else:  # LOOP.. body ENDLOOP..
+        if nest[: len(loops)] != loops or len(nest) != 2 * len(loops) + 4:
+            return None
+        if not all(isinstance(e, EndLoop) for e in nest[len(loops) + 4 :]):
             return None
         body = nest[len(loops) : len(loops) + 4]
-        if len(nest) != 2 * len(loops) + 4 or not loops[-2].reduce or loops[-1].reduce:
-            return None
-        r = loops[-2]
-        outer = loops[:-2] + loops[-1:]
-        if any(x.reduce for x in outer):
-            return None
-    la, lb, mul, acc = body if len(body) == 4 else (None,) * 4
+    la, lb, mul, acc = body
     if not (isinstance(la, LoadI) and isinstance(lb, LoadI) and isinstance(mul, Arith) and isinstance(acc, Accum)):
         return None
     if mul.op is not Op.MUL or acc.op is not Op.ADD or acc.src != mul.dst:
         return None
-    if set(mul.srcs) != {la.dst, lb.dst} or la.valid or lb.valid or not r.reduce:
+    if set(mul.srcs) != {la.dst, lb.dst} or la.valid or lb.valid:
         return None
     if registers:
         if acc.index is not None or acc.target != acc_ins.dst:
@@ -93,21 +87,29 @@ def match_matmul(nest: list[Instr], kernel: KernelIR) -> Matmul | None:
         if acc.index is None:
             return None
         out, out_index = acc.target, acc.index
+    reduces = [x for x in loops if x.reduce]
+    if len(reduces) != 1 or (registers and reduces[0] is not loops[-1]):
+        return None
+    r = reduces[0]
     dtype = mul.dtype
     out_dtype = {b.name: b.dtype for b in kernel.outputs}.get(out)
     if dtype not in (dtypes.float32, dtypes.float64) or la.dtype != dtype or lb.dtype != dtype or out_dtype != dtype:
         return None
     if la.buf == out or lb.buf == out:
         return None  # an in-place write would let a tile read cells it already wrote
-    # j: the output loop that is stride-1 in out; i: the other one; the rest are batch loops
-    candidates = [x for x in outer[-2:] if _coef(out_index, x.var) == 1]
-    if not candidates:
+    # roles: j is read by b and written stride-1 in out, i is read by a; the other output loops batch
+    outer = [x for x in loops if not x.reduce]
+    for first, second in ((la, lb), (lb, la)):
+        a_vars, b_vars = _vars(first.index), _vars(second.index)
+        js = [x for x in outer if x.var in b_vars and x.var not in a_vars and _coef(out_index, x.var) == 1]
+        is_ = [x for x in outer if x.var in a_vars and x.var not in b_vars]
+        if js and is_:
+            la, lb = first, second
+            break
+    else:
         return None
-    j = candidates[-1]
-    i = next(x for x in outer[-2:] if x is not j)
+    j, i = js[-1], is_[-1]
     batch = tuple(x for x in outer if x is not i and x is not j)
-    if _coef(la.index, j.var) and not _coef(lb.index, j.var):
-        la, lb = lb, la
     batch_vars = {x.var for x in batch}
     if _vars(la.index) - batch_vars - {i.var, r.var} or _vars(lb.index) - batch_vars - {r.var, j.var}:
         return None

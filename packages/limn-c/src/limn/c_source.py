@@ -37,13 +37,27 @@ C_STORAGE = {
 
 
 def c_value_type(dtype: DType) -> str:
-    """The C type a value of this dtype lives in while it is computed on (half widths: float)."""
+    """The C type a value of this dtype lives in while it is computed on: float for the half widths,
+    and int for bools (stored as one byte, but a 32-bit truth value vectorizes beside float32 math)."""
+    if dtype.kind == "b":
+        return "int"
     return "float" if dtype.is_half else C_STORAGE[dtype]
 
 
 PRELUDE = r"""#include <stdint.h>
 #include <string.h>
 #include <math.h>
+
+/* Innermost loops carry no dependence from one iteration to the next (each writes its own cell), but
+   inside an OpenMP region the compiler no longer sees the parameters' restrict and would guard or skip
+   vectorizing; this says what it cannot prove. Scatter nests, whose adds may collide, never get it. */
+#if defined(__clang__)
+#define LIMN_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define LIMN_IVDEP _Pragma("GCC ivdep")
+#else
+#define LIMN_IVDEP
+#endif
 
 /* float16 and bfloat16 are stored as 16-bit patterns and computed in float32; these convert with
    round-to-nearest-even, bit for bit what ml_dtypes (the numpy device) does. */
@@ -164,7 +178,7 @@ C_OPS: dict[Op, str] = {
     Op.RECIP: "({one} / {a})",
     Op.ADD: "({a} + {b})",
     Op.MUL: "({a} * {b})",
-    Op.CMPLT: "(uint8_t)({a} < {b})",
+    Op.CMPLT: "({a} < {b})",
     Op.WHERE: "({a} ? {b} : {c})",
     Op.MAX: "(({a} != {a} || {a} > {b}) ? {a} : {b})",  # keeps a nan, as numpy's max does
 }
@@ -174,17 +188,17 @@ C_INT_OPS: dict[Op, str] = {
     Op.NEG: "({t})(0u - (uint32_t){a})",
     Op.ADD: "({t})((uint32_t){a} + (uint32_t){b})",
     Op.MUL: "({t})((uint32_t){a} * (uint32_t){b})",
-    Op.CMPLT: "(uint8_t)({a} < {b})",
+    Op.CMPLT: "({a} < {b})",
     Op.WHERE: "({a} ? {b} : {c})",
     Op.MAX: "({a} > {b} ? {a} : {b})",
 }
 
 C_BOOL_OPS: dict[Op, str] = {
-    Op.ADD: "(uint8_t)({a} | {b})",
-    Op.MUL: "(uint8_t)({a} & {b})",
-    Op.CMPLT: "(uint8_t)({a} < {b})",
+    Op.ADD: "({a} | {b})",
+    Op.MUL: "({a} & {b})",
+    Op.CMPLT: "({a} < {b})",
     Op.WHERE: "({a} ? {b} : {c})",
-    Op.MAX: "(uint8_t)({a} | {b})",
+    Op.MAX: "({a} | {b})",
 }
 
 MATH_FUNCS = {
@@ -247,7 +261,7 @@ def cast_expr(a: str, src: DType, dst: DType) -> str:
     """Converts value a from src to dst: floats to ints truncate toward zero through int64 (then wrap,
     as numpy's astype does), anything to bool is != 0, halves round once."""
     if dst.kind == "b":
-        return f"(uint8_t)({a} != 0)"
+        return f"({a} != 0)"
     if dst.is_int and src.is_float:
         return f"({C_STORAGE[dst]})(int64_t)({a})"
     if dst.is_int:
@@ -273,9 +287,10 @@ class CRenderer:
         """(function name, full C source). The name is a hash of the body, so equal kernels share it."""
         body = self._function_body(kernel)
         params = ", ".join(self._param(b, kernel) for b in kernel.inputs + kernel.outputs)
-        digest = hashlib.sha256((params + body).encode()).hexdigest()[:16]
-        name = f"limn_{kernel.op.name.lower()}_{digest}"
         header = f"/* {kernel.op.name} over loop{list(kernel.loop_shape)} */\n"
+        # the name is a hash of everything else, so two sources never share a name and equal ones do
+        digest = hashlib.sha256((header + params + body).encode()).hexdigest()[:16]
+        name = f"limn_{kernel.op.name.lower()}_{digest}"
         source = f"{header}void {name}({params}) {{\n{body}}}\n"
         return name, source
 
@@ -382,11 +397,18 @@ class CRenderer:
         # a loop inside a collapse must keep plain bounds: only a loop that is alone may be split
         may_split = innermost and self.options.split_pads and collapse_here <= 1 and collapsing == 0
         pieces = _split_at_mask_edges(loop, inner) if may_split else [(0, loop.extent, {})]
+        independent = innermost and not any(
+            isinstance(i, Accum) and i.index is not None and _has_value_var(i.index) for i in inner
+        )
         for lo, hi, decided in pieces:
             if lo >= hi:
                 continue
             if pragma is not None:
-                self._emit(pragma[1], depth, raw=True)
+                # the team's loop is also the innermost one: let OpenMP vectorize it too
+                simd = " simd" if independent and collapse_here == 1 else ""
+                self._emit(pragma[1].replace("parallel for", "parallel for" + simd, 1), depth, raw=True)
+            elif independent and collapsing == 0:
+                self._emit("LIMN_IVDEP", depth)
             self._emit(f"for (int64_t {loop.var} = {lo}; {loop.var} < {hi}; {loop.var}++) {{", depth)
             self._emit_seq(inner, depth + 1, {**fixed, **decided}, max(collapse_here - 1, 0))
             self._emit("}", depth)

@@ -213,8 +213,9 @@ def loop_order(
     shape: Shape, views: Sequence[View], reduce_axes: tuple[int, ...] = (), registers: bool = False
 ) -> list[int]:
     """Dims in loop order, outermost first, size-1 dims left out. The dim that is stride-1 in the most
-    views moves innermost (ties go to the later dim); the rest keep their order. With registers=True the
-    reduce dims go innermost instead, so each total can live in a register."""
+    views moves innermost (a view that broadcasts counts half; ties go to the later dim); the rest keep
+    their order. With registers=True the reduce dims go innermost instead, so each total can live in a
+    register."""
     dims = [d for d, s in enumerate(shape) if s != 1]
     if registers:
         keep = [d for d in dims if d not in reduce_axes]
@@ -225,7 +226,14 @@ def loop_order(
 def loop_order_plain(dims: list[int], views: Sequence[View]) -> list[int]:
     if not dims:
         return dims
-    score = {d: sum(1 for v in views if v.strides[d] == 1) for d in dims}
+
+    def weight(v: View) -> float:
+        # a buffer the nest reads whole counts 1; one it broadcasts (stride 0 along some loop) reads
+        # fewer elements than the loop has, so it counts 1/2: a row's max, stretched over the row,
+        # must not pull the loop across rows away from the row it sums
+        return 0.5 if any(v.strides[d] == 0 for d in dims) else 1.0
+
+    score = {d: sum(weight(v) for v in views if v.strides[d] == 1) for d in dims}
     best = max(dims, key=lambda d: (score[d], d))
     if score[best] == 0:
         return dims
@@ -336,10 +344,10 @@ class _Lowerer:
 
     def _reduce(self) -> None:
         k = self.kernel
-        shape, axes = k.loop_shape, k.reduce_axes
-        out_shape = self.out.shape
-        out_view = View(shape, row_major_strides(out_shape))  # reduce dims have size 1 there: stride 0
-        views = _views(k.expr) + [out_view]
+        out_strides = row_major_strides(self.out.shape)  # reduce dims have size 1 there: stride 0
+        shape, axes, expr, out_strides = coalesce_reduce_dims(k.loop_shape, k.reduce_axes, k.expr, out_strides)
+        out_view = View(shape, out_strides)
+        views = _views(expr) + [out_view]
         registers = self.out.dtype.is_half  # a half total stays float32 in a register, rounded once
         dims = loop_order(shape, views, axes, registers)
         reduce_dims = [d for d in dims if d in axes]
@@ -355,7 +363,7 @@ class _Lowerer:
             self.counter += 1
             self.body.append(Acc(acc, start, acc_dtype))
             self.open_loops(reduce_dims, shape, axes)
-            v = self.emit_expr(k.expr, names)
+            v = self.emit_expr(expr, names)
             self.body.append(Accum(acc, None, FOLD[k.op], v))
             self.close_loops(reduce_dims, axes)
             self.body.append(Store("out", out_index, acc))
@@ -369,7 +377,7 @@ class _Lowerer:
         self.body.append(Store("out", out_index, c))
         self.close_loops(fill_dims, axes)
         self.open_loops(dims, shape, axes)
-        v = self.emit_expr(k.expr, names)
+        v = self.emit_expr(expr, names)
         self.body.append(Accum("out", out_index, FOLD[k.op], v))
         self.close_loops(dims, axes)
 
@@ -416,6 +424,51 @@ def _views(expr: Expr | None) -> list[View]:
 
 def _zero(dtype: DType) -> bool | int | float:
     return False if dtype.kind == "b" else 0.0 if dtype.is_float else 0
+
+
+def coalesce_reduce_dims(
+    shape: Shape, axes: tuple[int, ...], expr: Expr, out_strides: tuple[int, ...]
+) -> tuple[Shape, tuple[int, ...], Expr, tuple[int, ...]]:
+    """Merges neighbouring reduce dims into one loop where every buffer walks them as one strided line
+    (stride of the outer = stride of the inner * its size, no mask on either). The fold visits the same
+    elements in the same order, so nothing changes but the nest's depth: a weight gradient that sums
+    over (batch, time) becomes one reduce loop that the backends can treat as a matmul's."""
+    views = [e.view for e in walk_expr([expr]) if isinstance(e, Load)]
+    views += [e.mask_view for e in walk_expr([expr]) if isinstance(e, Const) and e.mask_view is not None]
+    all_strides = [v.strides for v in views] + [out_strides]
+
+    def mergeable(d: int) -> bool:  # may dim d fold into dim d - 1?
+        if d - 1 not in axes or d not in axes:
+            return False
+        if any(v.mask is not None for v in views):
+            return False
+        return all(st[d - 1] == st[d] * shape[d] for st in all_strides)
+
+    groups: list[list[int]] = []
+    for d in range(len(shape)):
+        if groups and mergeable(d) and groups[-1][-1] == d - 1:
+            groups[-1].append(d)
+        else:
+            groups.append([d])
+    if len(groups) == len(shape):
+        return shape, axes, expr, out_strides
+
+    def merged(view_shape: Shape, strides: tuple[int, ...]) -> tuple[Shape, tuple[int, ...]]:
+        new_shape = tuple(int(np.prod([view_shape[d] for d in g])) for g in groups)
+        return new_shape, tuple(strides[g[-1]] for g in groups)
+
+    new_shape, _ = merged(shape, shape)
+    new_axes = tuple(i for i, g in enumerate(groups) if g[0] in axes)
+    rebuilt: dict[int, Expr] = {}
+    for e in walk_expr([expr]):
+        if isinstance(e, Load):
+            vs, st = merged(e.view.shape, e.view.strides)
+            rebuilt[id(e)] = Load(e.slot, View(vs, st, e.view.offset), e.dtype)
+        elif isinstance(e, Alu):
+            rebuilt[id(e)] = Alu(e.op, tuple(rebuilt[id(x)] for x in e.srcs), e.dtype)
+        else:
+            rebuilt[id(e)] = e
+    return new_shape, new_axes, rebuilt[id(expr)], merged(shape, out_strides)[1]
 
 
 def lower(kernel: Kernel, sched: Schedule) -> KernelIR:

@@ -72,11 +72,15 @@ class IndexCheck:
 @dataclass
 class Plan:
     """What one graph structure compiles to: its program (schedule and IR), a compiled program per
-    kernel, and the index checks to run on the way."""
+    kernel, and the index checks to run on the way. `scratch` keeps the buffers of intermediate values
+    between runs: a training step reuses the same memory every step instead of asking the allocator
+    (and the kernel, page by page) for fresh memory. Sinks get fresh buffers each run, since callers
+    keep them."""
 
     program: Program
     compiled: list[Any]
     checks: list[IndexCheck]
+    scratch: dict[int, Any] = field(default_factory=dict)
 
     @property
     def schedule(self) -> Schedule:
@@ -174,9 +178,16 @@ class CompiledDevice:
         handles: list[Any] = [None] * len(sched.slots)
         for slot, buf in zip(sched.inputs, leaves):
             handles[slot] = self._bind(buf)
+        kept = {slot for slot, _ in sched.sinks}
         for slot in sched.slots:
-            if slot.kind != "input":
+            if slot.kind == "input":
+                continue
+            if slot.number in kept:
                 handles[slot.number] = self._alloc_checked(slot.dtype, slot.shape)
+            else:
+                if slot.number not in plan.scratch:
+                    plan.scratch[slot.number] = self._alloc_checked(slot.dtype, slot.shape)
+                handles[slot.number] = plan.scratch[slot.number]
         checks: dict[int, list[IndexCheck]] = {}
         for c in plan.checks:
             checks.setdefault(c.kernel, []).append(c)

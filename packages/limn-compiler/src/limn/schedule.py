@@ -285,9 +285,9 @@ def schedule(sinks: Sequence[Node]) -> Schedule:
 
     temp_assigns: set[int] = set()
     while True:
-        _buffer_shared(order, buffered)
+        recomputed = _buffer_shared(order, buffered)
         try:
-            return _build(order, sinks, buffered, temp_assigns)
+            return _build(order, sinks, buffered, temp_assigns, recomputed)
         except _NeedsBuffer as need:
             for n in need.nodes:
                 assert id(n) not in buffered, f"{n} is buffered but still asked for"
@@ -322,30 +322,76 @@ def _aliases(sink: Node, buffered: set[int]) -> bool:
 
 _SHARED = -1  # _buffer_shared's owner for a value two kernels reach
 
+# A value two kernels reach is computed again in each when its own work, down to values in memory, is
+# at most this many elementwise ops (exp, log, sqrt and recip count 4): reading it back would cost a
+# write and a read of memory per element, more than redoing a few flops. Past it, it gets a buffer.
+RECOMPUTE_LIMIT = 24
+_COSTLY = frozenset({Op.EXP, Op.LOG, Op.SQRT, Op.RECIP})
 
-def _buffer_shared(order: list[Node], buffered: set[int]) -> None:
-    """Buffers every elementwise value that two kernels would otherwise both compute, in one pass from
-    the sinks down: a value inlined into one kernel belongs to it, and one that two kernels reach becomes
-    a kernel of its own, which its sources then belong to. It is the same rule _build checks, applied
-    outermost first, so graphs with thousands of shared values need no rebuild per value."""
+
+def _recompute_cost(node: Node, buffered: set[int]) -> int | None:
+    """The elementwise work below `node` down to values in memory, or None past RECOMPUTE_LIMIT."""
+    cost, seen, stack = 0, set(), [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen or id(n) in buffered or n.op in (Op.BUFFER, Op.CONST):
+            continue
+        seen.add(id(n))
+        if n.op is Op.VIEW:
+            if n.arg.mask is not None:
+                return None  # a pad over a computed value is buffered anyway
+            stack.append(n.srcs[0])
+            continue
+        if n.op not in ELEMENTWISE:
+            return None
+        cost += 4 if n.op in _COSTLY else 1
+        if cost > RECOMPUTE_LIMIT:
+            return None
+        stack.extend(n.srcs)
+    return cost
+
+
+def _buffer_shared(order: list[Node], buffered: set[int]) -> set[int]:
+    """Decides, for every elementwise value that two kernels reach, whether each recomputes it (when it
+    is cheap, see RECOMPUTE_LIMIT) or it becomes a kernel of its own, and returns the recomputed ones.
+    A computed value that a view stretches is stored rather than recomputed once per copy, when it feeds
+    a reduce or costs more than the limit: a matmul's operands are then plain loads, and nothing is
+    evaluated (m, n, k) times. One pass from the sinks down: a value inlined into one kernel belongs to
+    it, one that two kernels reach is shared, and so are the sources of a shared value recomputed. It is
+    the rule _build checks, applied outermost first, so thousands of shared values need no rebuild each."""
+    by_id = {id(n): n for n in order}
     owner: dict[int, int] = {}  # node id -> the kernel (its root's id) inlining it, or _SHARED
+    recomputed: set[int] = set()
     for node in reversed(order):  # every consumer before the values it reads
         if node.op in (Op.BUFFER, Op.CONST):
             continue
         if id(node) in buffered:
             kernel = id(node)  # a kernel root: its sources are inlined into it
-        elif id(node) not in owner or _cheap(node, buffered):
-            continue  # an aliasing sink, or a view of memory: nothing to compute twice
-        elif owner[id(node)] == _SHARED:
-            buffered.add(id(node))
-            kernel = id(node)
+        elif id(node) not in owner:
+            continue  # an aliasing sink: nothing to compute
         else:
             kernel = owner[id(node)]
+            src = node.srcs[0] if node.op is Op.VIEW else None
+            if src is not None and node.size > src.size and src.op not in (Op.BUFFER, Op.CONST):
+                root = by_id.get(kernel)
+                into_reduce = kernel == _SHARED or (root is not None and root.op in REDUCE)
+                if id(src) not in buffered and (into_reduce or _recompute_cost(src, buffered) is None):
+                    buffered.add(id(src))  # stretched: stored once, read as often as the view asks
+                    continue
+            if kernel == _SHARED and not _cheap(node, buffered):
+                if _recompute_cost(node, buffered) is not None:
+                    recomputed.add(id(node))  # every kernel that reaches it reaches its sources too
+                else:
+                    buffered.add(id(node))
+                    kernel = id(node)
         for s in node.srcs:
             owner[id(s)] = kernel if owner.get(id(s), kernel) == kernel else _SHARED
+    return recomputed
 
 
-def _build(order: list[Node], sinks: list[Node], buffered: set[int], temp_assigns: set[int]) -> Schedule:
+def _build(
+    order: list[Node], sinks: list[Node], buffered: set[int], temp_assigns: set[int], recomputed: set[int]
+) -> Schedule:
     slots: list[Slot] = []
     slot_of: dict[int, int] = {}
     inputs: list[int] = []
@@ -425,7 +471,7 @@ def _build(order: list[Node], sinks: list[Node], buffered: set[int], temp_assign
         else:  # an elementwise sink, or an elementwise value that is shared or viewed
             kernels.append(Kernel(name, node.op, out, node.shape, builder.expr(node, kid, expand_root=True)))
 
-    shared = [nid for nid, users in builder.users.items() if len(users) > 1]
+    shared = [nid for nid, users in builder.users.items() if len(users) > 1 and nid not in recomputed]
     assert not shared, f"_buffer_shared left {len(shared)} values that several kernels compute"
 
     kernels = _order_kernels(kernels, slots, builder, assign_nodes)
