@@ -118,9 +118,7 @@ def wheels(session: nox.Session) -> None:
     shutil.rmtree(core_only, ignore_errors=True)
     session.run(uv(), "venv", "--quiet", "--python", sys.executable, str(core_only), external=True)
     python = str(venv_python(core_only))
-    session.run(
-        uv(), "pip", "install", "--python", python, "--find-links", str(DIST), "limn-core", external=True
-    )
+    session.run(uv(), "pip", "install", "--python", python, "--find-links", str(DIST), "limn-core", external=True)
     session.run(python, str(SMOKE), "core-only", external=True)
 
 

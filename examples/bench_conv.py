@@ -66,8 +66,10 @@ def main() -> None:
         rows.append([name, *(f"{flops / v / 1e9:.1f}" for v in t), f"{t[1] / t[0]:.2f}x", f"{first * 1e3:.0f} ms"])
     got = nn.conv(x, w, None, (1, 1), (1, 1), (1, 1), 1).numpy()
     err = np.abs(got - numpy_conv(x_padded_np, w_np)).max()
-    print(f"conv2d 3x3, ({b}, {c}, {s}, {s}) -> ({b}, {c}, {s}, {s}); GFLOP/s (median of {args.repeats}); "
-          f"limn c device with {threads} threads; max abs diff vs numpy {err:.1e}")
+    print(
+        f"conv2d 3x3, ({b}, {c}, {s}, {s}) -> ({b}, {c}, {s}, {s}); GFLOP/s (median of {args.repeats}); "
+        f"limn c device with {threads} threads; max abs diff vs numpy {err:.1e}"
+    )
     print(table(["conv", "limn c", "numpy", "torch", "limn/numpy", "limn first call"], rows))
     ratio = seconds["padded conv (padding=1)"] / seconds["unpadded twin"]
     print(f"padded / unpadded time: {ratio:.2f}x")

@@ -53,9 +53,7 @@ def check_namespace() -> None:
     for distribution in sorted(installed_limn_packages()):
         files = metadata.files(distribution) or []
         owns_init = any(f.as_posix() == "limn/__init__.py" for f in files)
-        assert owns_init == (distribution == "limn-core"), (
-            f"{distribution}: ships limn/__init__.py is {owns_init}"
-        )
+        assert owns_init == (distribution == "limn-core"), f"{distribution}: ships limn/__init__.py is {owns_init}"
         for module in shipped_modules(distribution):
             found = importlib.util.find_spec(module)
             assert found is not None, f"{module}, shipped by {distribution}, is not importable"

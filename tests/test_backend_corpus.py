@@ -44,7 +44,9 @@ def close(got: np.ndarray, want: np.ndarray, dtype_name: str) -> bool:
     return np.array_equal(got, want)
 
 
-DEVICES = backend_devices() or [pytest.param("none", marks=pytest.mark.skip(reason="only the numpy device is selected"))]
+DEVICES = backend_devices() or [
+    pytest.param("none", marks=pytest.mark.skip(reason="only the numpy device is selected"))
+]
 
 
 @pytest.mark.parametrize("device", DEVICES)

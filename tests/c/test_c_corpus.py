@@ -34,9 +34,7 @@ def test_c_matches_numpy_device(case: Case):
     expected, got = on("numpy", case), on("c", case)
     rtol, atol = tolerance(case.dtypes[0])
     for i, (e, g) in enumerate(zip(expected, got)):
-        assert g.dtype == e.dtype and g.shape == e.shape, (
-            f"{case} output {i}: {g.dtype}{g.shape} vs {e.dtype}{e.shape}"
-        )
+        assert g.dtype == e.dtype and g.shape == e.shape, f"{case} output {i}: {g.dtype}{g.shape} vs {e.dtype}{e.shape}"
         if e.dtype.kind == "f" or e.dtype.name == "bfloat16":
             ok = np.allclose(g.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
         else:

@@ -36,9 +36,7 @@ def _matmul_on(device: CDevice) -> np.ndarray:
     return ((a @ b) * 2 + 1).numpy()
 
 
-EXPECTED = (
-    np.arange(12, dtype=np.float32).reshape(3, 4) @ np.arange(8, dtype=np.float32).reshape(4, 2)
-) * 2 + 1
+EXPECTED = (np.arange(12, dtype=np.float32).reshape(3, 4) @ np.arange(8, dtype=np.float32).reshape(4, 2)) * 2 + 1
 
 
 def test_compiled_kernels_land_in_the_cache_folder_and_are_reused(fresh_cache):
@@ -47,9 +45,7 @@ def test_compiled_kernels_land_in_the_cache_folder_and_are_reused(fresh_cache):
     assert libs and cache_dir() == fresh_cache
     before = {p: p.stat().st_mtime_ns for p in libs}
     np.testing.assert_array_equal(_matmul_on(CDevice()), EXPECTED)  # a new process-like device: disk hit
-    assert {p: p.stat().st_mtime_ns for p in fresh_cache.glob("*.so")} == before, (
-        "a cached library was rebuilt"
-    )
+    assert {p: p.stat().st_mtime_ns for p in fresh_cache.glob("*.so")} == before, "a cached library was rebuilt"
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "checksum"])
@@ -81,9 +77,7 @@ def test_processes_compiling_the_same_kernel_at_once_all_succeed(fresh_cache):
         """
     )
     procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
+        subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(4)
     ]
     outs = [p.communicate(timeout=300) for p in procs]
@@ -136,9 +130,7 @@ def test_out_of_range_gather_indices_raise_before_any_kernel_runs():
     with pytest.raises(IndexError, match="index 7 is out of range for an axis of size 5"):
         table.embedding(Tensor(np.array([1, 7], dtype=np.int32))).numpy()
     with pytest.raises(IndexError, match="index -1 is out of range"):
-        Tensor.zeros((5, 4)).scatter_add(
-            Tensor(np.array([[-1, 0, 0, 0]], np.int32)), Tensor.ones((1, 4)), 0
-        ).numpy()
+        Tensor.zeros((5, 4)).scatter_add(Tensor(np.array([[-1, 0, 0, 0]], np.int32)), Tensor.ones((1, 4)), 0).numpy()
     assert dev.stats.kernels_run == before, "a kernel ran with out-of-range indices"
 
 

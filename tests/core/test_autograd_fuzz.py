@@ -16,10 +16,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import limn
 import numpy as np
 import pytest
 import torch
+
+import limn
 from limn import Tensor
 
 CASES = 300
@@ -341,9 +342,7 @@ def propose_expand(g: Generator) -> int | None:
     x = g.pick(min_ndim=1, where=lambda i: 1 in g.shape(i))
     if x is None:
         return None
-    shape = tuple(
-        int(g.rng.integers(2, 5)) if s == 1 else (-1 if g.rng.random() < 0.2 else s) for s in g.shape(x)
-    )
+    shape = tuple(int(g.rng.integers(2, 5)) if s == 1 else (-1 if g.rng.random() < 0.2 else s) for s in g.shape(x))
     return g.emit("expand", x, shape=shape)
 
 
@@ -475,9 +474,7 @@ UNARY_PRECONDITIONS = {
 
 
 def propose_unary(g: Generator) -> int | None:
-    op = str(
-        g.rng.choice(["neg", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "abs", "contiguous"])
-    )
+    op = str(g.rng.choice(["neg", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "abs", "contiguous"]))
     ok = UNARY_PRECONDITIONS.get(op, lambda v: True)
     x = g.pick(where=lambda i: ok(g.value(i)))
     if x is None:
@@ -640,9 +637,7 @@ def generate(seed: int) -> Case:
     read = {s for step in g.steps for s in step.srcs}
     total = None
     for i in [i for i in g.pool if i not in read]:
-        w = g.source(
-            "data", g.rng.standard_normal(g.shape(i)).astype(np.float64 if g.is64(i) else np.float32)
-        )
+        w = g.source("data", g.rng.standard_normal(g.shape(i)).astype(np.float64 if g.is64(i) else np.float32))
         term = g.emit("weighted_sum", i, w, bound=math.inf)
         total = term if total is None else g.emit("add", total, term, bound=math.inf)
     return Case(seed, tuple(g.steps), dict(g.data), total)

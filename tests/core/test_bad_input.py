@@ -10,9 +10,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import limn
 import numpy as np
 import pytest
+
+import limn
 from limn import Tensor
 from limn.device import Buffer
 from limn.ops import Node
@@ -225,9 +226,7 @@ def test_mixing_tensors_of_two_non_host_devices_raises_device_error(
     a = Tensor([1.0, 2.0], device=a_name)
     b = Tensor([3.0, 4.0], device=b_name)
     assert (a.device, b.device) == (a_name, b_name)
-    with pytest.raises(
-        limn.DeviceError, match=f"mixes tensors on devices {a_name}, {b_name}; move them"
-    ) as excinfo:
+    with pytest.raises(limn.DeviceError, match=f"mixes tensors on devices {a_name}, {b_name}; move them") as excinfo:
         a + b
     assert raised_by_limn(excinfo)
 

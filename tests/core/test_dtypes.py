@@ -5,11 +5,12 @@ gradients, and unsupported dtypes refused with a message that says what to do in
 
 from __future__ import annotations
 
-import limn
 import ml_dtypes
 import numpy as np
 import pytest
 import torch
+
+import limn
 from limn import Tensor
 from limn.dtypes import ALL, PROMOTION, promote, promotion_table
 
@@ -193,9 +194,7 @@ def test_narrow_int_max_min_and_argmin_see_the_extremes(name: str, bits: int) ->
 )
 def test_narrowing_int_casts_wrap(source: str, target: str, bits: int) -> None:
     values = np.array([0, 127, 128, 255, 256, -129, 40000, -40000, 2**31 - 1], np.int64)
-    values = values[
-        (values >= np.iinfo(BY_NAME[source].np).min) & (values <= np.iinfo(BY_NAME[source].np).max)
-    ]
+    values = values[(values >= np.iinfo(BY_NAME[source].np).min) & (values <= np.iinfo(BY_NAME[source].np).max)]
     got = Tensor(values.astype(BY_NAME[source].np)).cast(target)
     assert got.dtype.name == target
     np.testing.assert_array_equal(got.numpy(), wrap(values, bits))

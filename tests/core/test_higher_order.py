@@ -7,20 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import limn
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+
+import limn
 from limn import Tensor
 
 TOLERANCE = 1e-4
 
 
 def close(got: Tensor, want: torch.Tensor, what: str) -> None:
-    np.testing.assert_allclose(
-        got.numpy(), want.detach().numpy(), rtol=TOLERANCE, atol=TOLERANCE, err_msg=what
-    )
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=TOLERANCE, atol=TOLERANCE, err_msg=what)
 
 
 def hvp_limn(fn: Callable, inputs: list[np.ndarray], v: list[np.ndarray]) -> list[Tensor | None]:
@@ -43,18 +42,14 @@ def hvp_torch(fn: Callable, inputs: list[np.ndarray], v: list[np.ndarray]) -> li
     return list(torch.autograd.grad(dot, ts, allow_unused=True))
 
 
-def check_hvp(
-    ours: Callable, theirs: Callable, shapes: list[tuple[int, ...]], positive: bool = False
-) -> None:
+def check_hvp(ours: Callable, theirs: Callable, shapes: list[tuple[int, ...]], positive: bool = False) -> None:
     rng = np.random.default_rng(0)
     inputs = [rng.uniform(0.5, 2.0, s) if positive else rng.standard_normal(s) for s in shapes]
     inputs = [a.astype(np.float32) for a in inputs]
     v = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     for i, (got, want) in enumerate(zip(hvp_limn(ours, inputs, v), hvp_torch(theirs, inputs, v))):
         if want is None:  # torch: this input's second derivative is identically zero
-            assert got is None or not got.numpy().any(), (
-                f"input {i}: limn has a second derivative, torch none"
-            )
+            assert got is None or not got.numpy().any(), f"input {i}: limn has a second derivative, torch none"
         else:
             assert got is not None, f"input {i}: torch has a second derivative, limn none"
             close(got, want, f"Hessian-vector product, input {i}")

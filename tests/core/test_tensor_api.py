@@ -4,19 +4,18 @@ lookups and losses composed from gather and scatter, realization and assignment,
 
 from __future__ import annotations
 
-import limn
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+
+import limn
 from limn import Tensor
 
 TOLERANCE = 1e-5
 
 
-def close(
-    got: Tensor | None, want: torch.Tensor | np.ndarray, what: str = "", tol: float = TOLERANCE
-) -> None:
+def close(got: Tensor | None, want: torch.Tensor | np.ndarray, what: str = "", tol: float = TOLERANCE) -> None:
     assert got is not None, f"{what}: limn has no value"
     want_np = want.detach().numpy() if isinstance(want, torch.Tensor) else want
     assert got.shape == want_np.shape, f"{what}: shape {got.shape} != {want_np.shape}"
@@ -463,9 +462,7 @@ CROSS_ENTROPY = [
 
 
 @pytest.mark.parametrize(("smoothing", "reduction"), CROSS_ENTROPY)
-def test_cross_entropy_with_ignore_index_and_label_smoothing_matches_torch(
-    smoothing: float, reduction: str
-) -> None:
+def test_cross_entropy_with_ignore_index_and_label_smoothing_matches_torch(smoothing: float, reduction: str) -> None:
     logits_np = RNG.standard_normal((5, 4)).astype(np.float32)
     target = np.array([0, 3, -100, 2, 1], np.int32)  # -100: torch's default ignore_index
     x, t = both(logits_np)

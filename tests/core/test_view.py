@@ -8,11 +8,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import limn
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import limn
 from limn import Tensor
 from limn.numpy_device import view_array
 from limn.ops import Op, toposort
@@ -264,9 +265,7 @@ def test_shrinking_a_pad_away_drops_the_mask() -> None:
 def test_expand_reads_one_element_with_stride_zero() -> None:
     view = View.contiguous((3, 1)).expand((3, 4))
     assert view.strides == (1, 0)
-    np.testing.assert_array_equal(
-        view_array(np.array([7.0, 8.0, 9.0]), view), np.repeat([[7.0], [8.0], [9.0]], 4, 1)
-    )
+    np.testing.assert_array_equal(view_array(np.array([7.0, 8.0, 9.0]), view), np.repeat([[7.0], [8.0], [9.0]], 4, 1))
 
 
 def test_a_masked_view_keeps_a_view_only_when_reshape_adds_or_drops_unit_dims() -> None:

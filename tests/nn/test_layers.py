@@ -6,11 +6,12 @@ Tolerance: 1e-4 relative and 1e-5 absolute in float32. Sums here run over at mos
 whose rounding differs between frameworks by a few float32 ulps (~1e-7 relative each).
 """
 
-import limn
-import limn.nn as nn
 import numpy as np
 import pytest
 import torch
+
+import limn
+import limn.nn as nn
 from limn.schedule import kernel_count
 
 DEVICES = ["numpy", "c"]
@@ -238,14 +239,8 @@ def test_cross_entropy_over_a_sequence_dim_with_a_custom_ignore_index(device):
     logits = _randn(2, 4, 3)  # (N, C, T)
     target = np.array([[1, 3, 0], [3, 2, 2]])
     check_layer(
-        lambda x: nn.cross_entropy(
-            x, limn.Tensor(target.astype(np.int32)), ignore_index=3, label_smoothing=0.1
-        ),
-        _Fn(
-            lambda x: torch.nn.functional.cross_entropy(
-                x, torch.tensor(target), ignore_index=3, label_smoothing=0.1
-            )
-        ),
+        lambda x: nn.cross_entropy(x, limn.Tensor(target.astype(np.int32)), ignore_index=3, label_smoothing=0.1),
+        _Fn(lambda x: torch.nn.functional.cross_entropy(x, torch.tensor(target), ignore_index=3, label_smoothing=0.1)),
         logits,
     )
 

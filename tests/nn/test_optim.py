@@ -8,12 +8,13 @@ drifts from its float64 run. The absolute part covers entries near zero, where r
 nothing. Muon is compared with torch.optim.Muon itself, bfloat16 Newton-Schulz and all.
 """
 
-import limn
-import limn.nn as nn
-import limn.optim as optim
 import numpy as np
 import pytest
 import torch
+
+import limn
+import limn.nn as nn
+import limn.optim as optim
 
 DEVICES = ["numpy", "c"]
 STEPS = 20
@@ -67,9 +68,7 @@ def limn_step(model, opt, s, dtype=limn.float32):
 
 def torch_step(model, opts, s):
     dtype = next(model.parameters()).dtype
-    loss = torch.nn.functional.mse_loss(
-        model(torch.tensor(XS[s], dtype=dtype)), torch.tensor(YS[s], dtype=dtype)
-    )
+    loss = torch.nn.functional.mse_loss(model(torch.tensor(XS[s], dtype=dtype)), torch.tensor(YS[s], dtype=dtype))
     for opt in opts:
         opt.zero_grad()
     loss.backward()
@@ -107,9 +106,7 @@ SGD_CASES = {
 @pytest.mark.parametrize("case", SGD_CASES)
 def test_sgd_matches_torch(device, case):
     kw = SGD_CASES[case]
-    run_against_torch(
-        lambda m: optim.SGD(nn.parameters(m), **kw), lambda m: [torch.optim.SGD(m.parameters(), **kw)]
-    )
+    run_against_torch(lambda m: optim.SGD(nn.parameters(m), **kw), lambda m: [torch.optim.SGD(m.parameters(), **kw)])
 
 
 def test_adamw_matches_torch(device):
@@ -217,9 +214,7 @@ def test_newton_schulz_in_bfloat16_rounds_where_torchs_does():
         for _ in range(10):
             g = rng.standard_normal(shape).astype(np.float32)
             ours = optim.newton_schulz(limn.Tensor(g), optim.NS_COEFFICIENTS, 5, 1e-7, limn.bfloat16)
-            theirs = torch.optim._muon._zeropower_via_newtonschulz(
-                torch.from_numpy(g), optim.NS_COEFFICIENTS, 5, 1e-7
-            )
+            theirs = torch.optim._muon._zeropower_via_newtonschulz(torch.from_numpy(g), optim.NS_COEFFICIENTS, 5, 1e-7)
             a, b = ours.cast(limn.float32).numpy(), theirs.float().numpy()
             np.testing.assert_allclose(a, b, atol=2**-7)
             fractions.append((a != b).mean())
@@ -289,9 +284,7 @@ def test_lr_changes_take_effect_without_building_plans(device):
 
 
 def _snapshot(model, opt):
-    return {k: t.numpy() for k, t in nn.state_dict(model).items()}, {
-        k: t.numpy() for k, t in opt.state_dict().items()
-    }
+    return {k: t.numpy() for k, t in nn.state_dict(model).items()}, {k: t.numpy() for k, t in opt.state_dict().items()}
 
 
 def test_state_dict_round_trip_continues_the_trajectory_exactly(device):

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import limn
 import ml_dtypes
 import numpy as np
 import pytest
@@ -25,6 +24,8 @@ import safetensors
 import safetensors.numpy
 import safetensors.torch
 import torch
+
+import limn
 from limn import Tensor
 from limn.ops import Op
 from limn.serialize import SafetensorsError, load, load_into, load_numpy, read_metadata, save
@@ -633,9 +634,7 @@ def fuzz_seeds(tmp_path: Path) -> list[bytes]:
     """Valid files to mutate: limn's with every dtype and metadata, the library's, an empty one, and one
     of zero-size and scalar tensors."""
     save(tmp_path / "a", {f"t.{tag}": sample(tag)[:, :2] for tag in DTYPES}, {"step": "7", "lr": "3e-4"})
-    library = safetensors.torch.save(
-        {"w": torch.arange(6.0).reshape(2, 3), "b": torch.ones(3, dtype=torch.bfloat16)}
-    )
+    library = safetensors.torch.save({"w": torch.arange(6.0).reshape(2, 3), "b": torch.ones(3, dtype=torch.bfloat16)})
     save(tmp_path / "c", {})
     save(tmp_path / "d", {"empty": np.zeros((0, 5), np.float32), "s": np.int8(3), "e": np.zeros(0, np.bool_)})
     return [
@@ -715,9 +714,7 @@ def test_fuzzed_files_raise_only_safetensors_error(tmp_path):
         try:
             library = safetensors.torch.load(raw)
         except Exception as e:
-            raise AssertionError(
-                f"mutation {i}: limn loaded a file the library refuses ({e})\n{raw[:300]!r}"
-            ) from e
+            raise AssertionError(f"mutation {i}: limn loaded a file the library refuses ({e})\n{raw[:300]!r}") from e
         assert library.keys() == arrays.keys(), f"mutation {i}: {raw[:300]!r}"
         for name, t in library.items():
             assert same_bits(from_torch(t), arrays[name]), f"mutation {i}, tensor {name!r}: {raw[:300]!r}"

@@ -75,8 +75,7 @@ class Toolchain:
         path = shutil.which(name)
         if path is None:
             raise DeviceError(
-                f"the c device needs a C compiler: {name!r} is not on PATH "
-                "(install gcc or clang, or point CC at one)"
+                f"the c device needs a C compiler: {name!r} is not on PATH (install gcc or clang, or point CC at one)"
             )
         self.cc = path
         try:
@@ -168,9 +167,7 @@ class CDevice(CompiledDevice):
 
     def _library(self, source: str) -> ctypes.CDLL:
         """The shared library for this source, from the disk cache or freshly compiled into it."""
-        key = "\n".join(
-            [source, self.toolchain.identity, " ".join(self.toolchain.flags), self.toolchain.host_target()]
-        )
+        key = "\n".join([source, self.toolchain.identity, " ".join(self.toolchain.flags), self.toolchain.host_target()])
         digest = hashlib.sha256(key.encode()).hexdigest()
         folder = cache_dir()
         folder.mkdir(parents=True, exist_ok=True)

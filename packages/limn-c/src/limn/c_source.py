@@ -474,9 +474,7 @@ class CRenderer:
                 if self.types[ins.src] != self.buf_types[ins.buf]
                 else ins.src
             )
-            self._emit(
-                f"{ins.buf}[{index_expr(ins.index)}] = {store_value(value, self.buf_types[ins.buf])};", depth
-            )
+            self._emit(f"{ins.buf}[{index_expr(ins.index)}] = {store_value(value, self.buf_types[ins.buf])};", depth)
         elif isinstance(ins, EndLoop):
             raise AssertionError("ENDLOOP outside a loop block")
         else:
@@ -495,9 +493,7 @@ class CRenderer:
         if operand.kind == "b" and op in C_BOOL_OPS:
             return C_BOOL_OPS[op].format(**names)
         if operand.is_int:
-            assert op in C_INT_OPS, (
-                f"integer {op.name} reached the C renderer; the frontend casts to float first"
-            )
+            assert op in C_INT_OPS, f"integer {op.name} reached the C renderer; the frontend casts to float first"
             return C_INT_OPS[op].format(t=C_STORAGE[result], **names)
         text = C_OPS[op].format(**names, **MATH_FUNCS[c_value_type(operand)])
         return text if op is Op.CMPLT else round_value(text, result)

@@ -205,8 +205,7 @@ class CompiledDevice:
                 self.synchronize()
                 ms = (time.perf_counter() - start) * 1e3
                 print(
-                    f"[limn {self.name}] {kernel.name} {kernel.op.name} loop{list(kernel.loop_shape)}: "
-                    f"{ms:.3f} ms",
+                    f"[limn {self.name}] {kernel.name} {kernel.op.name} loop{list(kernel.loop_shape)}: {ms:.3f} ms",
                     file=sys.stderr,
                 )
             self.stats.kernels_run += 1

@@ -276,8 +276,7 @@ def schedule(sinks: Sequence[Node]) -> Schedule:
                 buffered.add(id(s))  # a device kernel reads whole row-major buffers
         if node.op is Op.ASSIGN and node.srcs[0].op is not Op.BUFFER:
             raise ScheduleError(
-                f"ASSIGN into a {node.srcs[0].op.name} node of shape {node.shape}: the target must be a "
-                "realized buffer"
+                f"ASSIGN into a {node.srcs[0].op.name} node of shape {node.shape}: the target must be a realized buffer"
             )
     for s in sinks:
         if s.op is not Op.BUFFER and not _aliases(s, buffered):
@@ -437,8 +436,18 @@ def _build(
                 )
             custom_done[key] = outs
             inputs_ = tuple(slot_of[id(s)] for s in node.srcs)
-            kernels.append(Kernel(name, Op.CUSTOM, outs[arg.output], node.shape, None, custom=arg,
-                                  custom_inputs=inputs_, custom_outputs=tuple(outs)))
+            kernels.append(
+                Kernel(
+                    name,
+                    Op.CUSTOM,
+                    outs[arg.output],
+                    node.shape,
+                    None,
+                    custom=arg,
+                    custom_inputs=inputs_,
+                    custom_outputs=tuple(outs),
+                )
+            )
             continue
         if node.op is Op.ASSIGN:
             target = slot_of[id(node.srcs[0])]
@@ -488,8 +497,9 @@ def _build(
     return Schedule(kernels, slots, inputs, sink_slots)
 
 
-def _order_kernels(kernels: list[Kernel], slots: list[Slot], builder: _Builder,
-                   assign_nodes: dict[int, Node]) -> list[Kernel]:
+def _order_kernels(
+    kernels: list[Kernel], slots: list[Slot], builder: _Builder, assign_nodes: dict[int, Node]
+) -> list[Kernel]:
     """Kernels in an order that respects data flow and lets in-place ASSIGNs run after every kernel that
     reads the value they overwrite. Renames kernels k0, k1, ... in that order."""
     producer: dict[int, int] = {}

@@ -98,8 +98,7 @@ def _check_indices(op: str, idx: np.ndarray, size: int, axis: int) -> None:
     if idx.size and (idx.min() < 0 or idx.max() >= size):
         bad = idx[(idx < 0) | (idx >= size)].reshape(-1)[0]
         raise IndexError(
-            f"{op}: index {int(bad)} is out of range for axis {axis} of size {size} "
-            f"(valid indices are 0..{size - 1})"
+            f"{op}: index {int(bad)} is out of range for axis {axis} of size {size} (valid indices are 0..{size - 1})"
         )
 
 

@@ -91,9 +91,7 @@ def _broadcast_shape(a: Shape, b: Shape, what: str) -> Shape:
     out = []
     for x, y in zip(pa, pb):
         if x != y and x != 1 and y != 1:
-            raise ValueError(
-                f"{what}: shapes {a} and {b} do not broadcast: sizes {x} and {y} differ and neither is 1"
-            )
+            raise ValueError(f"{what}: shapes {a} and {b} do not broadcast: sizes {x} and {y} differ and neither is 1")
         out.append(max(x, y) if x != 0 and y != 0 else 0)
     return tuple(out)
 
@@ -177,9 +175,7 @@ class Tensor:
     # ---- creation ----
 
     @staticmethod
-    def full(
-        shape: Sequence[int] | int, value: Scalar, dtype: DType | str | None = None, **kw: Any
-    ) -> Tensor:
+    def full(shape: Sequence[int] | int, value: Scalar, dtype: DType | str | None = None, **kw: Any) -> Tensor:
         """A tensor of one repeated value. It is a CONST node: nothing is allocated until realized."""
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         if any(not isinstance(s, int) or s < 0 for s in shape):
@@ -285,9 +281,7 @@ class Tensor:
                 else Tensor(value, dtype=self.dtype, device=self.device)
             )
         if value.shape != self.shape:
-            raise ValueError(
-                f"assign: value of shape {value.shape} cannot be written into shape {self.shape}"
-            )
+            raise ValueError(f"assign: value of shape {value.shape} cannot be written into shape {self.shape}")
         if value.dtype != self.dtype:
             value = value.cast(self.dtype)
         if self.node.op is not Op.BUFFER:
@@ -403,16 +397,12 @@ class Tensor:
         rank and is no larger in the other dims; out has idx's shape."""
         axis = _normalize_axis(axis, self.ndim, "gather")
         idx = _index_tensor(idx, "gather")
-        if idx.ndim != self.ndim or any(
-            i > s for d, (i, s) in enumerate(zip(idx.shape, self.shape)) if d != axis
-        ):
+        if idx.ndim != self.ndim or any(i > s for d, (i, s) in enumerate(zip(idx.shape, self.shape)) if d != axis):
             raise ValueError(
                 f"gather: index of shape {idx.shape} does not fit a source of shape {self.shape} "
                 f"along axis {axis} (same rank, and no larger than the source off that axis)"
             )
-        src = self.shrink(
-            tuple((0, i) if d != axis else (0, s) for d, (i, s) in enumerate(zip(idx.shape, self.shape)))
-        )
+        src = self.shrink(tuple((0, i) if d != axis else (0, s) for d, (i, s) in enumerate(zip(idx.shape, self.shape))))
         node = Node(Op.GATHER, (src.node, idx.node), self.dtype, idx.shape, axis)
         return src._result(node, Op.GATHER, (src, idx), axis)
 
@@ -470,9 +460,7 @@ class Tensor:
         if -1 in new:
             rest = prod([s for s in new if s != -1])
             if rest == 0 or self.size % rest:
-                raise ValueError(
-                    f"reshape {self.shape} -> {new}: {self.size} elements do not divide into {new}"
-                )
+                raise ValueError(f"reshape {self.shape} -> {new}: {self.size} elements do not divide into {new}")
             new = tuple(self.size // rest if s == -1 else s for s in new)
         if any(s < 0 for s in new):
             raise ValueError(f"reshape {self.shape} -> {new}: sizes must be non-negative")
@@ -508,9 +496,7 @@ class Tensor:
         """Adds (before, after) cells around each dim, filled with `value`."""
         widths = tuple((int(b), int(a)) for b, a in widths)
         if len(widths) != self.ndim or any(b < 0 or a < 0 for b, a in widths):
-            raise ValueError(
-                f"pad {widths}: needs one non-negative (before, after) pair per dim of {self.shape}"
-            )
+            raise ValueError(f"pad {widths}: needs one non-negative (before, after) pair per dim of {self.shape}")
         if all(w == (0, 0) for w in widths):
             return self
         out = self._movement("pad", widths, lambda v: v.pad(widths))
@@ -523,9 +509,7 @@ class Tensor:
         """Keeps [start, end) of each dim."""
         box = tuple((int(s), int(e)) for s, e in box)
         if len(box) != self.ndim or any(not 0 <= s <= e <= n for (s, e), n in zip(box, self.shape)):
-            raise ValueError(
-                f"shrink {box}: each (start, end) must satisfy 0 <= start <= end <= size of {self.shape}"
-            )
+            raise ValueError(f"shrink {box}: each (start, end) must satisfy 0 <= start <= end <= size of {self.shape}")
         if all((s, e) == (0, n) for (s, e), n in zip(box, self.shape)):
             return self
         return self._movement("shrink", box, lambda v: v.shrink(box))
@@ -578,12 +562,8 @@ class Tensor:
         first = tensors[0]
         axis = _normalize_axis(axis, first.ndim, "cat")
         for t in tensors[1:]:
-            if t.ndim != first.ndim or any(
-                a != b for d, (a, b) in enumerate(zip(t.shape, first.shape)) if d != axis
-            ):
-                raise ValueError(
-                    f"cat along axis {axis}: shapes {first.shape} and {t.shape} differ off that axis"
-                )
+            if t.ndim != first.ndim or any(a != b for d, (a, b) in enumerate(zip(t.shape, first.shape)) if d != axis):
+                raise ValueError(f"cat along axis {axis}: shapes {first.shape} and {t.shape} differ off that axis")
         total = sum(t.shape[axis] for t in tensors)
         out, start = None, 0
         for t in tensors:
@@ -755,9 +735,7 @@ class Tensor:
         x = self._float()
         a = x.abs()
         t = (1 + 0.3275911 * a).reciprocal()
-        poly = t * (
-            0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
-        )
+        poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
         y = 1 - poly * (-(a * a)).exp()
         return x.sign() * y
 
@@ -824,9 +802,7 @@ class Tensor:
         n = prod([self.shape[d] for d in self._axes(axis, "mean")])
         return x.sum(axis, keepdim) * (1.0 / n if n else float("nan"))
 
-    def var(
-        self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1
-    ) -> Tensor:
+    def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
         """sum((x - mean)**2) / (n - correction); correction=1 is torch's default, 0 the biased form."""
         x = self._float()
         n = prod([self.shape[d] for d in self._axes(axis, "var")])
@@ -835,9 +811,7 @@ class Tensor:
             1.0 / max(n - correction, 0) if n > correction else float("nan")
         )
 
-    def std(
-        self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1
-    ) -> Tensor:
+    def std(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
         return self.var(axis, keepdim, correction).sqrt()
 
     def logsumexp(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
@@ -890,9 +864,7 @@ class Tensor:
         if squeeze_b:
             b = b.reshape(b.shape[0], 1)
         if a.shape[-1] != b.shape[-2]:
-            raise ValueError(
-                f"matmul {self.shape} @ {b_shape}: inner sizes {a.shape[-1]} and {b.shape[-2]} differ"
-            )
+            raise ValueError(f"matmul {self.shape} @ {b_shape}: inner sizes {a.shape[-1]} and {b.shape[-2]} differ")
         dtype = dtypes.promote(a.dtype, b.dtype)
         compute = dtype.compute  # half widths: multiply and sum in float32, round once at the end
         a, b = a.cast(compute), b.cast(compute)
@@ -944,9 +916,7 @@ class Tensor:
         valid = target.ne(ignore_index)
         safe = valid.where(target, 0).cast(target.dtype).unsqueeze(1)  # ignored rows read class 0
         nll = -logp.gather(safe, axis=1).squeeze(1)  # (N, ...)
-        loss = (
-            nll if label_smoothing == 0 else (1 - label_smoothing) * nll - label_smoothing * logp.mean(axis=1)
-        )
+        loss = nll if label_smoothing == 0 else (1 - label_smoothing) * nll - label_smoothing * logp.mean(axis=1)
         loss = valid.where(loss, 0.0)
         if reduction == "none":
             return loss if self.ndim > 1 else loss.reshape(())
@@ -1005,9 +975,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self.size != 1:
-            raise ValueError(
-                f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any()/.all()"
-            )
+            raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any()/.all()")
         return bool(self.item())
 
     def __float__(self) -> float:
@@ -1055,9 +1023,7 @@ def _join_devices(tensors: Sequence[Tensor], what: str) -> str:
         return first
     non_host = sorted({t.device for t in tensors if not get_device(t.device).host})
     if len(non_host) > 1:
-        raise DeviceError(
-            f"{what}: mixes tensors on devices {', '.join(non_host)}; move them to one with .to(name)"
-        )
+        raise DeviceError(f"{what}: mixes tensors on devices {', '.join(non_host)}; move them to one with .to(name)")
     return non_host[0] if non_host else first
 
 
@@ -1083,9 +1049,7 @@ def _substitute_realized(sinks: list[Node]) -> list[Node]:
             new[id(n)] = _realized[n]
             continue
         srcs = tuple(new[id(s)] for s in n.srcs)
-        new[id(n)] = (
-            n if all(a is b for a, b in zip(srcs, n.srcs)) else Node(n.op, srcs, n.dtype, n.shape, n.arg)
-        )
+        new[id(n)] = n if all(a is b for a, b in zip(srcs, n.srcs)) else Node(n.op, srcs, n.dtype, n.shape, n.arg)
     return [new[id(s)] for s in sinks]
 
 

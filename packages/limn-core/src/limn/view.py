@@ -96,8 +96,7 @@ class View:
         mask = None
         if self.mask is not None:
             mask = tuple(
-                _clip_range(lo - start, hi - start, end - start)
-                for (lo, hi), (start, end) in zip(self.mask, box)
+                _clip_range(lo - start, hi - start, end - start) for (lo, hi), (start, end) in zip(self.mask, box)
             )
             if all(m == (0, s) for m, s in zip(mask, shape)):
                 mask = None

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+
 from limn import dtypes
 from limn.dtypes import DType
 from limn.ops import Op
@@ -443,9 +444,7 @@ def assign_values(targets: dict[str, Tensor], values: dict[str, Any], strict: bo
         realize(*lazy)
     for name, t in targets.items():
         value = values[name]
-        value = (
-            value if isinstance(value, Tensor) else Tensor(np.asarray(value), dtype=t.dtype, device=t.device)
-        )
+        value = value if isinstance(value, Tensor) else Tensor(np.asarray(value), dtype=t.dtype, device=t.device)
         t.assign(value.detach())
     realize(*targets.values())
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+
 from limn import dtypes
 from limn.autograd import no_grad
 from limn.device import get_device
@@ -222,9 +223,7 @@ class SGD(Optimizer):
         name: str | None = None,
     ) -> None:
         if lr < 0 or momentum < 0 or weight_decay < 0:
-            raise ValueError(
-                f"SGD: lr ({lr}), momentum ({momentum}) and weight_decay ({weight_decay}) must be >= 0"
-            )
+            raise ValueError(f"SGD: lr ({lr}), momentum ({momentum}) and weight_decay ({weight_decay}) must be >= 0")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("SGD: nesterov momentum needs momentum > 0 and dampening = 0 (as torch)")
         super().__init__(params, lr, weight_decay, name)
@@ -347,13 +346,10 @@ class Muon(Optimizer):
         name: str | None = None,
     ) -> None:
         if lr < 0 or momentum < 0 or weight_decay < 0:
-            raise ValueError(
-                f"Muon: lr ({lr}), momentum ({momentum}) and weight_decay ({weight_decay}) must be >= 0"
-            )
+            raise ValueError(f"Muon: lr ({lr}), momentum ({momentum}) and weight_decay ({weight_decay}) must be >= 0")
         if adjust_lr_fn not in (None, "original", "match_rms_adamw", "spectral_unclamped"):
             raise ValueError(
-                f"Muon: adjust_lr_fn {adjust_lr_fn!r} is not one of 'original', "
-                "'match_rms_adamw', 'spectral_unclamped'"
+                f"Muon: adjust_lr_fn {adjust_lr_fn!r} is not one of 'original', 'match_rms_adamw', 'spectral_unclamped'"
             )
         if len(ns_coefficients) != 3 or not 0 <= ns_steps < 100:
             raise ValueError("Muon: ns_coefficients must be three floats and ns_steps in [0, 100)")
@@ -448,23 +444,17 @@ def _named(params: Params, what: str) -> tuple[list[str], list[Tensor]]:
     if all(isinstance(i, Tensor) for i in items):
         items = [(str(k), t) for k, t in enumerate(items)]
     elif not all(isinstance(i, tuple) and len(i) == 2 and isinstance(i[1], Tensor) for i in items):
-        raise TypeError(
-            f"{what}: params must be Tensors or (name, Tensor) pairs, as nn.named_parameters gives"
-        )
+        raise TypeError(f"{what}: params must be Tensors or (name, Tensor) pairs, as nn.named_parameters gives")
     names, tensors = [n for n, _ in items], [t for _, t in items]
     seen: set[int] = set()
     for name, t in items:
         if not t.requires_grad or not t.dtype.is_float:
-            raise ValueError(
-                f"{what}: parameter {name!r} ({t.dtype.name}{list(t.shape)}) does not require grad"
-            )
+            raise ValueError(f"{what}: parameter {name!r} ({t.dtype.name}{list(t.shape)}) does not require grad")
         if id(t) in seen:
             raise ValueError(f"{what}: parameter {name!r} is listed twice")
         seen.add(id(t))
     if len(set(names)) != len(names):
-        raise ValueError(
-            f"{what}: parameter names repeat: {sorted(n for n in set(names) if names.count(n) > 1)}"
-        )
+        raise ValueError(f"{what}: parameter names repeat: {sorted(n for n in set(names) if names.count(n) > 1)}")
     lazy = [t for t in tensors if t.node.op is not Op.BUFFER]
     if lazy:
         realize(*lazy)

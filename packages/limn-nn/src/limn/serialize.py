@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import numpy as np
+
 from limn import dtypes
 from limn.dtypes import DType
 from limn.ops import Op
@@ -123,20 +124,14 @@ def save(
 def _host_arrays(tensors: dict[str, Tensor | np.ndarray]) -> dict[str, np.ndarray]:
     """Contiguous numpy arrays of every value, the Tensors realized together in one batch."""
     if not isinstance(tensors, dict):
-        raise TypeError(
-            f"save: tensors must be a dict of name -> Tensor or numpy array, got {type(tensors).__name__}"
-        )
+        raise TypeError(f"save: tensors must be a dict of name -> Tensor or numpy array, got {type(tensors).__name__}")
     for name, value in tensors.items():
         if not isinstance(name, str):
             raise TypeError(f"save: tensor names must be str, got {name!r} ({type(name).__name__})")
         if name == METADATA_KEY:
-            raise ValueError(
-                f"save: {METADATA_KEY!r} is reserved by the format for metadata; rename that tensor"
-            )
+            raise ValueError(f"save: {METADATA_KEY!r} is reserved by the format for metadata; rename that tensor")
         if not isinstance(value, (Tensor, np.ndarray, np.generic)):
-            raise TypeError(
-                f"save: {name!r} is a {type(value).__name__}; pass a limn Tensor or a numpy array"
-            )
+            raise TypeError(f"save: {name!r} is a {type(value).__name__}; pass a limn Tensor or a numpy array")
         if not isinstance(value, Tensor):
             try:
                 dtypes.from_numpy(value.dtype.newbyteorder("="))
@@ -257,22 +252,16 @@ def load_into(path: str | os.PathLike, tensors: dict[str, Tensor], strict: bool 
     [[1.0, 2.0]]
     """
     if not isinstance(tensors, dict):
-        raise TypeError(
-            f"load_into: tensors must be a dict of name -> limn Tensor, got {type(tensors).__name__}"
-        )
+        raise TypeError(f"load_into: tensors must be a dict of name -> limn Tensor, got {type(tensors).__name__}")
     for name, t in tensors.items():
         if not isinstance(t, Tensor):
-            raise TypeError(
-                f"load_into: {name!r} is a {type(t).__name__}; it needs a limn Tensor to write into"
-            )
+            raise TypeError(f"load_into: {name!r} is a {type(t).__name__}; it needs a limn Tensor to write into")
     path = os.fspath(path)
     arrays = _read(path)
     problems = _mismatches(arrays, tensors, strict)
     if problems:
         listed = "\n".join("  " + p for p in problems)
-        raise ValueError(
-            f"load_into {path!r}: the file does not match the tensors, nothing was loaded:\n{listed}"
-        )
+        raise ValueError(f"load_into {path!r}: the file does not match the tensors, nothing was loaded:\n{listed}")
     # one tensor under several names (tied weights) is written once; _mismatches checked the values agree
     targets = {id(t): (t, arrays[name]) for name, t in tensors.items()}
     lazy = [t for t, _ in targets.values() if t.node.op is not Op.BUFFER]
@@ -300,21 +289,12 @@ def _mismatches(arrays: dict[str, np.ndarray], tensors: dict[str, Tensor], stric
             )
     if strict:
         for name in sorted(arrays.keys() - tensors.keys()):
-            problems.append(
-                f"extra: {name!r} is in the file but not in tensors (pass strict=False to skip it)"
-            )
+            problems.append(f"extra: {name!r} is in the file but not in tensors (pass strict=False to skip it)")
     first_name: dict[int, str] = {}
     for name, t in tensors.items():
         other = first_name.setdefault(id(t), name)
-        if (
-            other != name
-            and name in arrays
-            and other in arrays
-            and not _same_bytes(arrays[name], arrays[other])
-        ):
-            problems.append(
-                f"tied: {other!r} and {name!r} are one tensor here but hold different values in the file"
-            )
+        if other != name and name in arrays and other in arrays and not _same_bytes(arrays[name], arrays[other]):
+            problems.append(f"tied: {other!r} and {name!r} are one tensor here but hold different values in the file")
     return problems
 
 
@@ -333,9 +313,7 @@ def _read(path: str | os.PathLike) -> dict[str, np.ndarray]:
         for entry in sorted(header.entries, key=lambda e: (e.begin, e.end)):
             raw = f.read(entry.end - entry.begin)
             if len(raw) != entry.end - entry.begin:
-                raise SafetensorsError(
-                    f"{path}: tensor {entry.name!r}: the file ended while reading it (truncated?)"
-                )
+                raise SafetensorsError(f"{path}: tensor {entry.name!r}: the file ended while reading it (truncated?)")
             if entry.dtype == dtypes.bool_ and not _all_zero_or_one(raw):
                 raise SafetensorsError(f"{path}: tensor {entry.name!r}: BOOL bytes must be 0 or 1")
             arrays[entry.name] = np.frombuffer(raw, entry.dtype.np).reshape(entry.shape)
@@ -351,9 +329,7 @@ def _read_header(f: BinaryIO, path: str) -> Header:
     tiling the data section exactly, from its first byte to the file's last, in some order."""
     size = os.fstat(f.fileno()).st_size
     if size < LENGTH_BYTES:
-        raise SafetensorsError(
-            f"{path}: the file is {size} bytes, too short to hold the 8-byte header length"
-        )
+        raise SafetensorsError(f"{path}: the file is {size} bytes, too short to hold the 8-byte header length")
     length = int.from_bytes(f.read(LENGTH_BYTES), "little")
     if length > MAX_HEADER_BYTES:
         raise SafetensorsError(
@@ -380,15 +356,11 @@ def _parse_json(raw: bytes, path: str) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise SafetensorsError(
-            f"{path}: the header is not valid UTF-8 (byte {e.start} of the header)"
-        ) from None
+        raise SafetensorsError(f"{path}: the header is not valid UTF-8 (byte {e.start} of the header)") from None
     try:
         parsed = json.loads(text, object_pairs_hook=_object_without_duplicates)
     except RecursionError:
-        raise SafetensorsError(
-            f"{path}: the header JSON is nested too deeply to be a safetensors header"
-        ) from None
+        raise SafetensorsError(f"{path}: the header JSON is nested too deeply to be a safetensors header") from None
     except ValueError as e:  # JSONDecodeError, a duplicate key, an int too long to convert
         raise SafetensorsError(f"{path}: the header is not valid JSON: {e}") from None
     if not isinstance(parsed, dict):
@@ -442,24 +414,19 @@ def _entry(name: str, info: Any, path: str) -> Entry:
     if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
         raise SafetensorsError(f"{where}: shape must be a list of non-negative ints, got {shape!r}")
     if len(shape) > MAX_DIMS:
-        raise SafetensorsError(
-            f"{where}: shape has {len(shape)} dims, more than the {MAX_DIMS} limn supports"
-        )
+        raise SafetensorsError(f"{where}: shape has {len(shape)} dims, more than the {MAX_DIMS} limn supports")
     if math.prod(d for d in shape if d) * dtype.itemsize > sys.maxsize:
         raise SafetensorsError(f"{where}: shape {shape} is too large for any array on this machine")
     offsets = info["data_offsets"]
     if not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) and o >= 0 for o in offsets):
-        raise SafetensorsError(
-            f"{where}: data_offsets must be [begin, end], two non-negative ints, got {offsets!r}"
-        )
+        raise SafetensorsError(f"{where}: data_offsets must be [begin, end], two non-negative ints, got {offsets!r}")
     begin, end = offsets
     if end < begin:
         raise SafetensorsError(f"{where}: data_offsets {offsets} end before they begin")
     needed = math.prod(shape) * dtype.itemsize
     if end - begin != needed:
         raise SafetensorsError(
-            f"{where}: data_offsets {offsets} hold {end - begin} bytes, but {tag} of shape {shape} "
-            f"needs {needed} bytes"
+            f"{where}: data_offsets {offsets} hold {end - begin} bytes, but {tag} of shape {shape} needs {needed} bytes"
         )
     return Entry(name, dtype, tuple(shape), begin, end)
 
@@ -487,8 +454,7 @@ def _check_tiling(entries: list[Entry], data_bytes: int, path: str) -> None:
             )
         if e.end > data_bytes:
             raise SafetensorsError(
-                f"{path}: {span} runs past the end of the file: the data section holds {data_bytes} bytes "
-                f"(truncated?)"
+                f"{path}: {span} runs past the end of the file: the data section holds {data_bytes} bytes (truncated?)"
             )
         covered, previous = e.end, e
     if covered < data_bytes:
