@@ -18,6 +18,7 @@ limn.register_device("c_threads", lambda: CDevice(parallel_work=0))  # every nes
 limn.register_device("c_serial", lambda: CDevice(threads=False))
 limn.register_device("c_nosplit", lambda: CDevice(split_pads=False, parallel_work=0))
 limn.register_device("c_notile", lambda: CDevice(tile_matmuls=False, parallel_work=0))
+limn.register_device("c_nochunk", lambda: CDevice(chunk_folds=False, parallel_work=0))
 
 
 def on(device: str, case: Case) -> list[np.ndarray]:
@@ -54,6 +55,16 @@ def test_split_pads_equal_unsplit_bit_for_bit(case: Case):
     unsplit, split = on("c_nosplit", case), on("c_threads", case)
     for i, (u, s) in enumerate(zip(unsplit, split)):
         assert _same_bits(u, s), f"{case} output {i}: split differs from unsplit\n" + _reproducer(case)
+
+
+FOLDS = [c for c in CASES if any(key in c.name for key in ("softmax", "reduce_of_expression", "autograd"))]
+
+
+@pytest.mark.parametrize("case", FOLDS, ids=str)
+def test_chunked_folds_equal_plain_folds_bit_for_bit(case: Case):
+    plain, chunked = on("c_nochunk", case), on("c_threads", case)
+    for i, (p, c) in enumerate(zip(plain, chunked)):
+        assert _same_bits(p, c), f"{case} output {i}: chunked fold differs from the plain one\n" + _reproducer(case)
 
 
 MATMULS = {

@@ -122,7 +122,7 @@ class Toolchain:
 
 class CDevice(CompiledDevice):
     """The c device. threads=False emits serial nests (what the threaded ones are tested against);
-    split_pads and tile_matmuls likewise turn off the two bit-exact rewrites for tests, and nests with
+    split_pads, tile_matmuls and chunk_folds likewise turn off the bit-exact rewrites for tests, and nests with
     fewer than `parallel_work` iterations stay serial (0 threads every nest that can be)."""
 
     name = "c"
@@ -135,11 +135,18 @@ class CDevice(CompiledDevice):
         tile_matmuls: bool = True,
         cc: str | None = None,
         parallel_work: int = 32768,
+        chunk_folds: bool = True,
     ) -> None:
         super().__init__()
         self.toolchain = Toolchain(cc)
         team = team_size() if threads and self.toolchain.openmp else 1
-        self.options = Options(team, split_pads, tile_matmuls, parallel_work)
+        self.options = Options(
+            threads=team,
+            split_pads=split_pads,
+            tile_matmuls=tile_matmuls,
+            chunk_folds=chunk_folds,
+            parallel_work=parallel_work,
+        )
         self.renderer = CRenderer(self.options)
         self.libraries: list[ctypes.CDLL] = []  # kept alive while their functions may be called
 

@@ -1,13 +1,15 @@
 """The C rendering of the loop-nest IR: one KernelIR in, one readable C function out.
 
 Values keep the IR's names (in0, out, v3, acc0) and index arithmetic is printed as the IR prints it.
-Three things are added on the way, none of which changes a single bit of any result:
+Four things are added on the way, none of which changes a single bit of any result:
  - threads: the leading non-reduce loops of a nest become one OpenMP `parallel for collapse(k)`, so each
    output cell is still computed start to finish by one thread in the serial fold order;
  - pad splitting: an innermost loop with range checks on its variable is cut at the mask's edges, so
    every piece is wholly inside or outside the pad and the check folds to a literal;
  - matmul tiling: a nest that reads as a matmul keeps a patch of output cells in local accumulators,
-   walking the reduce axis in the same order, so each cell's number is exactly the plain nest's.
+   walking the reduce axis in the same order, so each cell's number is exactly the plain nest's;
+ - chunked folds: a register fold whose values are costly makes them CHUNK at a time in a loop that
+   vectorizes, then folds them in the same order.
 The C spellings of the ops live in one table (C_OPS) that a CUDA renderer can override entry by entry.
 Pipeline: tensor -> graph -> schedule -> IR -> **C source** -> cc -> ctypes.
 """
@@ -274,6 +276,7 @@ class Options:
     threads: int = 1  # the OpenMP team size; 1 emits no pragmas
     split_pads: bool = True
     tile_matmuls: bool = True
+    chunk_folds: bool = True
     parallel_work: int = 32768  # a nest with fewer loop iterations than this runs serially
 
 
@@ -400,8 +403,19 @@ class CRenderer:
         independent = innermost and not any(
             isinstance(i, Accum) and i.index is not None and _has_value_var(i.index) for i in inner
         )
+        chunked = (
+            self.options.chunk_folds
+            and innermost
+            and loop.reduce
+            and pragma is None
+            and collapsing == 0
+            and _worth_chunking(inner)
+        )
         for lo, hi, decided in pieces:
             if lo >= hi:
+                continue
+            if chunked:
+                self._chunked_fold(loop, inner, lo, hi, depth, {**fixed, **decided})
                 continue
             if pragma is not None:
                 # the team's loop is also the innermost one: let OpenMP vectorize it too
@@ -411,6 +425,44 @@ class CRenderer:
                 self._emit("LIMN_IVDEP", depth)
             self._emit(f"for (int64_t {loop.var} = {lo}; {loop.var} < {hi}; {loop.var}++) {{", depth)
             self._emit_seq(inner, depth + 1, {**fixed, **decided}, max(collapse_here - 1, 0))
+            self._emit("}", depth)
+
+    def _chunked_fold(
+        self, loop: Loop, inner: list[Instr], lo: int, hi: int, depth: int, fixed: dict[str, bool]
+    ) -> None:
+        """A register fold whose values are costly to make (an exp per element, say): the values of
+        CHUNK iterations are made first, in a loop with no dependence that vectorizes, then folded into
+        the register one by one in the same order. Same additions, same order, same bits."""
+        fold: Accum = inner[-1]
+        mul = self.fma_of.get(fold)
+        operands = list(dict.fromkeys(mul.srcs if mul is not None else (fold.src,)))  # x * x: one array
+        n_full = (hi - lo) // CHUNK * CHUNK
+        var, base = loop.var, f"{loop.var}_chunk"
+        for start, stop, step in ((lo, lo + n_full, CHUNK), (lo + n_full, hi, None)):
+            if start >= stop:
+                continue
+            if step is None:  # the tail that does not fill a chunk: the plain fold
+                self._emit(f"for (int64_t {var} = {start}; {var} < {stop}; {var}++) {{", depth)
+                self._emit_seq(inner, depth + 1, fixed, 0)
+                self._emit("}", depth)
+                continue
+            self._emit(f"for (int64_t {base} = {start}; {base} < {stop}; {base} += {CHUNK}) {{", depth)
+            arrays = [f"{name}_of" for name in operands]
+            for name, array in zip(operands, arrays):
+                ctype = c_value_type(self.types.get(name, fold_dtype(self, fold)))
+                self._emit(f"{ctype} {array}[{CHUNK}];", depth + 1)
+            self._emit("LIMN_IVDEP", depth + 1)
+            self._emit(f"for (int64_t k = 0; k < {CHUNK}; k++) {{", depth + 1)
+            self._emit(f"const int64_t {var} = {base} + k;", depth + 2)
+            self._emit_seq(inner[:-1], depth + 2, fixed, 0)
+            for name, array in zip(operands, arrays):
+                self._emit(f"{array}[k] = {name};", depth + 2)
+            self._emit("}", depth + 1)
+            self._emit(f"for (int64_t k = 0; k < {CHUNK}; k++) {{", depth + 1)
+            self._emit(
+                self.accum(fold, {name: f"{array}[k]" for name, array in zip(operands, arrays)}) + ";", depth + 2
+            )
+            self._emit("}", depth + 1)
             self._emit("}", depth)
 
     def _emit_seq(self, seq: list[Instr], depth: int, fixed: dict[str, bool], collapsing: int) -> None:
@@ -501,7 +553,9 @@ class CRenderer:
     def _fused_into_accum(self, ins: Arith) -> bool:
         return ins.dst in self.fma_of.fused
 
-    def accum(self, ins: Accum) -> str:
+    def accum(self, ins: Accum, rename: dict[str, str] | None = None) -> str:
+        """The C for an ACCUM; `rename` reads some operands from elsewhere (a chunked fold's arrays)."""
+        rename = rename or {}
         if ins.index is None:  # a register accumulator: its dtype is already the compute dtype
             acc_t = self.types[ins.target]
             target = current = ins.target
@@ -510,18 +564,37 @@ class CRenderer:
             target = f"{ins.target}[{index_expr(ins.index)}]"
             current = load_expr(ins.target, ins.index, acc_t)
         compute = acc_t.compute
-        src = ins.src
-        if c_value_type(self.types[src]) != c_value_type(compute):
-            src = cast_expr(src, self.types[src], compute)
+        src = rename.get(ins.src, ins.src)
+        if c_value_type(self.types[ins.src]) != c_value_type(compute):
+            src = cast_expr(src, self.types[ins.src], compute)
         mul = self.fma_of.get(ins)
         if mul is not None:
             fma = "fma" if compute == dtypes.float64 else "fmaf"
-            value = f"{fma}({mul.srcs[0]}, {mul.srcs[1]}, {current})"
+            a, b = (rename.get(x, x) for x in mul.srcs)
+            value = f"{fma}({a}, {b}, {current})"
         else:
             value = self.op_expr(ins.op, [current, src], compute, compute)
         if ins.index is not None:
             value = store_value(value, acc_t)
         return f"{target} = {value}"
+
+
+CHUNK = 16  # values made ahead of a chunked fold: a vector's worth of float32, or two of float64
+
+
+def _worth_chunking(inner: list[Instr]) -> bool:
+    """A register fold (the body ends in ACCUM into a register and writes nothing else) whose values
+    cost an exp, log, sqrt or recip each, or several ops: making them a chunk at a time pays."""
+    if not inner or not isinstance(inner[-1], Accum) or inner[-1].index is not None:
+        return False
+    if any(isinstance(i, (Accum, Store, Acc, Loop, EndLoop)) for i in inner[:-1]):
+        return False
+    ariths = [i for i in inner if isinstance(i, Arith)]
+    return any(a.op in (Op.EXP, Op.LOG, Op.SQRT, Op.RECIP) for a in ariths) or len(ariths) >= 6
+
+
+def fold_dtype(renderer: CRenderer, fold: Accum) -> DType:
+    return renderer.types[fold.target]
 
 
 class _FmaPairs:
