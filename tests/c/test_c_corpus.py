@@ -105,3 +105,29 @@ def _reproducer(case: Case) -> str:
         "  limn.set_device('numpy'); print(run_case(case)); limn.set_device('c'); print(run_case(case))\n"
         "  print(limn.codegen.ir(*case.build(__import__('numpy').random.default_rng(0))))"
     )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda x: x.softmax(-1),
+        lambda x: (x * 0.5).exp().sum(1),
+        lambda x: x.logsumexp(1),
+        lambda x: (x * x + 1).sqrt().max(1),
+    ],
+    ids=["softmax", "exp-sum", "logsumexp", "sqrt-max"],
+)
+def test_chunked_folds_on_long_rows_equal_plain_folds_and_numpy(make):
+    rng = np.random.default_rng(3)
+    x_np = rng.standard_normal((5, 70)).astype(np.float32)  # 70 = four chunks of 16 and a tail of 6
+    results = {}
+    for device in ("c_nochunk", "c_threads"):
+        limn.set_device(device)
+        out = make(Tensor(x_np))
+        if device == "c_threads":
+            source = "".join(limn.get_device().render(k) for k in ir(out).kernels)
+            assert "_chunk" in source, "the fold was not chunked"
+        results[device] = out.numpy()
+    assert _same_bits(results["c_nochunk"], results["c_threads"])
+    limn.set_device("numpy")
+    np.testing.assert_allclose(results["c_threads"], make(Tensor(x_np)).numpy(), rtol=1e-5, atol=1e-6)
