@@ -74,7 +74,10 @@ MATMULS = {
 }
 
 
-@pytest.mark.parametrize("shape", [(8, 32, 32), (17, 13, 70), (64, 5, 33), (1, 40, 100), (9, 64, 31)])
+@pytest.mark.parametrize(
+    "shape",
+    [(8, 32, 32), (17, 13, 70), (64, 5, 33), (1, 40, 100), (9, 64, 31), (16, 600, 64)],  # 600: 3 r blocks
+)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("form", list(MATMULS))
 def test_tiled_matmul_equals_plain_nest_bit_for_bit(shape, dtype, form):
@@ -94,7 +97,9 @@ def test_tiled_matmul_equals_plain_nest_bit_for_bit(shape, dtype, form):
     limn.set_device("numpy")
     expected = MATMULS[form](Tensor(a_np, dtype=dtype), Tensor(b_np, dtype=dtype)).numpy()
     rtol = 1e-5 if dtype == "float32" else 1e-12
-    np.testing.assert_allclose(results["c_threads"], expected, rtol=rtol, atol=rtol)
+    # a long sum that cancels keeps its absolute error, not its relative one: allow it per term summed
+    atol = rtol * max(1.0, k / 32)
+    np.testing.assert_allclose(results["c_threads"], expected, rtol=rtol, atol=atol)
 
 
 def _reproducer(case: Case) -> str:

@@ -2,7 +2,8 @@
 
 The plain nest for out[i, j] += a[i, r] * b[r, j] walks i, r, j and folds into memory. The tiled form
 keeps an 8 x (2 vectors) patch of output cells in local accumulators, copies the column panel of b it
-needs into a contiguous per-thread buffer, and walks r in the same order, so every cell sees the same
+needs into a contiguous per-thread buffer (R_BLOCK rows of it at a time, the totals stored and reloaded
+between blocks, exactly), and walks r in the same order, so every cell sees the same
 fma sequence from the same identity: only where operands are read from changes, never the numbers.
 Column panels go to the OpenMP team; edges that do not fill a whole tile use the scalar fold.
 Pipeline: IR -> C source (c_source.py, which calls this for matching nests) -> cc.
@@ -18,6 +19,7 @@ from limn.ops import Op
 
 ROWS = 8  # output rows per tile
 VECTORS = 2  # vectors of output columns per tile row
+R_BLOCK = 256  # reduce steps per panel block: 256 x 32 floats is 32 KiB, what an L1 cache holds
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,7 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
     a, b, out = m.a.buf, m.b.buf, m.out
     i, r, j = m.i.var, m.r.var, m.j.var
     tj = f"({VECTORS} * {width})"
+    kc = min(nr, R_BLOCK)
     lines = [
         f"/* matmul tile: {ROWS} rows x {VECTORS} vectors of cells in registers; {r} walked in order */",
         "{",
@@ -152,7 +155,7 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
         threads = 1
     lines += [
         "{",
-        f"{t}* panel = ({t}*)malloc(sizeof({t}) * {nr} * {tj}); /* b's columns [jt, jt + TJ), row by row */",
+        f"{t}* panel = ({t}*)malloc(sizeof({t}) * {kc} * {tj}); /* b's columns [jt, jt + TJ), rows [kb, ke) */",
     ]
     loops = [(bl.var, bl.extent, 1) for bl in m.batch] + [("jt", nj, tj)]
     if threads > 1:
@@ -163,22 +166,30 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
         lines.append(f"for (int64_t {var} = 0; {var} < {extent}; {inc}) {{")
     a0, b0, o0 = _offset(m.a.index, m.batch), _offset(m.b.index, m.batch), _offset(m.out_index, m.batch)
     if b_j == 1:  # b's columns are contiguous already: copy each panel row in one go
-        pack = f"memcpy(panel + {r} * {tj}, bb + (int64_t){r}*{b_r} + jt, sizeof({t}) * {tj});"
+        pack = f"memcpy(panel + ({r} - kb) * {tj}, bb + (int64_t){r}*{b_r} + jt, sizeof({t}) * {tj});"
     else:  # b is read across its rows (say a transposed weight): gather each panel row
-        pack = f"for (int64_t c = 0; c < {tj}; c++) panel[{r} * {tj} + c] = bb[(int64_t){r}*{b_r} + (jt + c)*{b_j}];"
+        pack = (
+            f"for (int64_t c = 0; c < {tj}; c++) "
+            f"panel[({r} - kb) * {tj} + c] = bb[(int64_t){r}*{b_r} + (jt + c)*{b_j}];"
+        )
     lines += [
         f"const {t}* bb = {b} + {b0};",
         f"const int full_cols = jt + {tj} <= {nj} && panel != 0;",
-        f"if (full_cols) for (int64_t {r} = 0; {r} < {nr}; {r}++) {pack}",
+        f"for (int64_t kb = 0; kb < {nr}; kb += {kc}) {{ /* a block of r whose panel stays in L1 */",
+        f"const int64_t ke = kb + {kc} < {nr} ? kb + {kc} : {nr};",
+        f"if (full_cols) for (int64_t {r} = kb; {r} < ke; {r}++) {pack}",
         f"for (int64_t it = 0; it < {ni}; it += {ROWS}) {{",
         f"    if (full_cols && it + {ROWS} <= {ni}) {{",
-        f"        {vec} acc[{ROWS}][{VECTORS}];",
-        f"        for (int ii = 0; ii < {ROWS}; ii++)",
-        f"            for (int v = 0; v < {VECTORS}; v++) acc[ii][v] = ({vec}){{0}};",
-        f"        for (int64_t {r} = 0; {r} < {nr}; {r}++) {{",
+        f"        {vec} acc[{ROWS}][{VECTORS}]; /* the totals so far: 0, then what the last block stored */",
+        f"        for (int ii = 0; ii < {ROWS}; ii++) for (int v = 0; v < {VECTORS}; v++) {{",
+        f"            if (kb == 0) acc[ii][v] = ({vec}){{0}};",
+        f"            else memcpy(&acc[ii][v], {out} + {o0} + (it + ii) * (int64_t){o_i} + jt + v * {width},",
+        "                        sizeof acc[ii][v]);",
+        "        }",
+        f"        for (int64_t {r} = kb; {r} < ke; {r}++) {{",
         f"            {vec} row[{VECTORS}];",
         f"            for (int v = 0; v < {VECTORS}; v++)",
-        f"                memcpy(&row[v], panel + {r} * {tj} + v * {width}, sizeof row[v]);",
+        f"                memcpy(&row[v], panel + ({r} - kb) * {tj} + v * {width}, sizeof row[v]);",
         f"            for (int ii = 0; ii < {ROWS}; ii++) {{",
         f"                const {t} x = {a}[{a0} + (it + ii) * (int64_t){a_i} + {r} * (int64_t){a_r}];",
         f"                for (int v = 0; v < {VECTORS}; v++) acc[ii][v] = LIMN_VEC_FMA(x, row[v], acc[ii][v]);",
@@ -187,7 +198,7 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
         f"        for (int ii = 0; ii < {ROWS}; ii++) for (int v = 0; v < {VECTORS}; v++)",
         f"            memcpy({out} + {o0} + (it + ii) * (int64_t){o_i} + jt + v * {width},",
         "                   &acc[ii][v], sizeof acc[ii][v]);",
-        "    } else { /* an edge tile: the plain fold, cell by cell */",
+        "    } else if (kb == 0) { /* an edge tile: the plain fold, cell by cell, all r at once */",
         f"        for (int64_t {i} = it; {i} < it + {ROWS} && {i} < {ni}; {i}++)",
         f"        for (int64_t {j} = jt; {j} < jt + {tj} && {j} < {nj}; {j}++) {{",
         f"            {t} total = 0;",
@@ -197,6 +208,7 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
         f"            {out}[{o0} + {i} * (int64_t){o_i} + {j}] = total;",
         "        }",
         "    }",
+        "}",
         "}",
     ]
     lines += ["}"] * len(loops)
