@@ -436,9 +436,12 @@ class CRenderer:
         fold: Accum = inner[-1]
         mul = self.fma_of.get(fold)
         operands = list(dict.fromkeys(mul.srcs if mul is not None else (fold.src,)))  # x * x: one array
-        n_full = (hi - lo) // CHUNK * CHUNK
+        # a vector of the narrowest type read must fill: 16 floats, but 64 one-byte bools
+        narrowest = min((i.dtype.itemsize for i in inner if isinstance(i, LoadI)), default=4)
+        chunk = max(CHUNK, 64 // narrowest)
+        n_full = (hi - lo) // chunk * chunk
         var, base = loop.var, f"{loop.var}_chunk"
-        for start, stop, step in ((lo, lo + n_full, CHUNK), (lo + n_full, hi, None)):
+        for start, stop, step in ((lo, lo + n_full, chunk), (lo + n_full, hi, None)):
             if start >= stop:
                 continue
             if step is None:  # the tail that does not fill a chunk: the plain fold
@@ -446,19 +449,19 @@ class CRenderer:
                 self._emit_seq(inner, depth + 1, fixed, 0)
                 self._emit("}", depth)
                 continue
-            self._emit(f"for (int64_t {base} = {start}; {base} < {stop}; {base} += {CHUNK}) {{", depth)
+            self._emit(f"for (int64_t {base} = {start}; {base} < {stop}; {base} += {chunk}) {{", depth)
             arrays = [f"{name}_of" for name in operands]
             for name, array in zip(operands, arrays):
                 ctype = c_value_type(self.types.get(name, fold_dtype(self, fold)))
-                self._emit(f"{ctype} {array}[{CHUNK}];", depth + 1)
+                self._emit(f"{ctype} {array}[{chunk}];", depth + 1)
             self._emit("LIMN_IVDEP", depth + 1)
-            self._emit(f"for (int64_t k = 0; k < {CHUNK}; k++) {{", depth + 1)
+            self._emit(f"for (int64_t k = 0; k < {chunk}; k++) {{", depth + 1)
             self._emit(f"const int64_t {var} = {base} + k;", depth + 2)
             self._emit_seq(inner[:-1], depth + 2, fixed, 0)
             for name, array in zip(operands, arrays):
                 self._emit(f"{array}[k] = {name};", depth + 2)
             self._emit("}", depth + 1)
-            self._emit(f"for (int64_t k = 0; k < {CHUNK}; k++) {{", depth + 1)
+            self._emit(f"for (int64_t k = 0; k < {chunk}; k++) {{", depth + 1)
             self._emit(
                 self.accum(fold, {name: f"{array}[k]" for name, array in zip(operands, arrays)}) + ";", depth + 2
             )
@@ -579,7 +582,7 @@ class CRenderer:
         return f"{target} = {value}"
 
 
-CHUNK = 16  # values made ahead of a chunked fold: a vector's worth of float32, or two of float64
+CHUNK = 16  # values made ahead of a chunked fold: a 64-byte vector of float32 (more for narrower loads)
 
 
 def _worth_chunking(inner: list[Instr]) -> bool:
