@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from limn.dtypes import DType
-from limn.ops import ELEMENTWISE, REDUCE, CustomArg, Node, Op, Shape, toposort
+from limn.ops import ELEMENTWISE, REDUCE, CustomArg, Node, Op, Shape, postorder, toposort
 from limn.view import View, prod
 
 # ---- the kernel expression tree ----
@@ -113,22 +113,8 @@ class Kernel:
 
 
 def walk_expr(roots: Sequence[Expr]) -> list[Expr]:
-    """Every sub-expression, each after its sources, each once. Iterative."""
-    order: list[Expr] = []
-    seen: set[int] = set()
-    stack: list[tuple[Expr, bool]] = [(r, False) for r in reversed(roots)]
-    while stack:
-        e, expanded = stack.pop()
-        if expanded:
-            order.append(e)
-            continue
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        stack.append((e, True))
-        kids: tuple = e.srcs if isinstance(e, Alu) else ()  # a Gather reads its two loads itself
-        stack.extend((k, False) for k in reversed(kids))
-    return order
+    """Every sub-expression, each after its sources, each once (a Gather reads its two loads itself)."""
+    return postorder(roots, lambda e: e.srcs if isinstance(e, Alu) else ())
 
 
 # ---- the schedule ----

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from limn.ops import Node, Op
+from limn.ops import Node, Op, postorder
 
 if TYPE_CHECKING:
     from limn.tensor import Tensor
@@ -155,22 +155,8 @@ GRADIENTS: dict[Op | str, Callable[[Context, Any], tuple]] = {
 
 
 def _tensor_toposort(root: Tensor) -> list[Tensor]:
-    """Tensors reachable from root through contexts, each after its parents. Iterative."""
-    order: list[Tensor] = []
-    seen: set[int] = set()
-    stack: list[tuple[Tensor, bool]] = [(root, False)]
-    while stack:
-        t, expanded = stack.pop()
-        if expanded:
-            order.append(t)
-            continue
-        if id(t) in seen:
-            continue
-        seen.add(id(t))
-        stack.append((t, True))
-        if t._ctx is not None:
-            stack.extend((p, False) for p in t._ctx.parents if p.requires_grad and id(p) not in seen)
-    return order
+    """Tensors reachable from root through contexts (parents that require grad), each after its parents."""
+    return postorder([root], lambda t: [p for p in t._ctx.parents if p.requires_grad] if t._ctx is not None else [])
 
 
 def backward(root: Tensor, gradient: Tensor | None, create_graph: bool) -> None:

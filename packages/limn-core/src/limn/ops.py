@@ -8,10 +8,10 @@ Pipeline: tensor -> **graph** -> schedule -> IR -> renderer -> device.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from limn.dtypes import DType
 
@@ -102,26 +102,32 @@ class Node:
         return n
 
 
-def toposort(roots: Iterable[Node], stop: frozenset[int] | set[int] = frozenset()) -> list[Node]:
-    """Every node reachable from roots, each after its srcs. Iterative, so graphs of any depth are fine.
-    Nodes whose id is in `stop` are included but not walked into."""
-    order: list[Node] = []
+T = TypeVar("T")
+
+
+def postorder(roots: Iterable[T], children: Callable[[T], Iterable[T]]) -> list[T]:
+    """Everything reachable from roots through `children`, each once and after its children. Iterative,
+    so graphs of any depth are fine. The one graph walk in limn: Nodes, kernel expressions and autograd
+    contexts all go through it."""
+    order: list[T] = []
     seen: set[int] = set()
-    stack: list[tuple[Node, bool]] = [(r, False) for r in reversed(list(roots))]
+    stack: list[tuple[T, bool]] = [(r, False) for r in reversed(list(roots))]
     while stack:
-        node, expanded = stack.pop()
+        item, expanded = stack.pop()
         if expanded:
-            order.append(node)
+            order.append(item)
             continue
-        if id(node) in seen:
+        if id(item) in seen:
             continue
-        seen.add(id(node))
-        stack.append((node, True))
-        if id(node) not in stop:
-            for s in reversed(node.srcs):
-                if id(s) not in seen:
-                    stack.append((s, False))
+        seen.add(id(item))
+        stack.append((item, True))
+        stack.extend((c, False) for c in reversed(list(children(item))) if id(c) not in seen)
     return order
+
+
+def toposort(roots: Iterable[Node]) -> list[Node]:
+    """Every node reachable from roots, each after its srcs."""
+    return postorder(roots, lambda node: node.srcs)
 
 
 def walk(roots: Iterable[Node]) -> Iterator[Node]:

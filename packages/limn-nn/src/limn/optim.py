@@ -12,6 +12,7 @@ Pipeline: nn (model, loss.backward()) -> **optim** (ASSIGN graphs) -> realize ->
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -30,7 +31,7 @@ __all__ = ["NS_COEFFICIENTS", "SGD", "AdamW", "Chain", "Muon", "Optimizer", "new
 Params = Iterable[Tensor] | Iterable[tuple[str, Tensor]] | dict[str, Tensor]
 
 
-class Optimizer:
+class Optimizer(ABC):
     """What every optimizer shares: the parameters, their per-parameter state, the step count and the two
     hyperparameters a schedule changes (lr and weight_decay), plus step / zero_grad / state_dict.
 
@@ -95,9 +96,9 @@ class Optimizer:
         """
         _step_together([self], *extra)
 
+    @abstractmethod
     def updates(self) -> list[Tensor]:
         """The step as lazy tensors (assigns into parameters and state), for step() to realize."""
-        raise NotImplementedError(f"{type(self).__name__} does not define updates()")
 
     def _with_grads(self) -> Iterator[tuple[str, Tensor, Tensor]]:
         """(name, parameter, gradient) for each parameter that has a gradient; the others stay as they are."""
