@@ -411,6 +411,12 @@ class CRenderer:
             and collapsing == 0
             and _worth_chunking(inner)
         )
+        if innermost and collapsing == 0 and (pragma is None or pragma[0] == 1):
+            # what does not change along the loop is computed once before it (a row's log-sum, say):
+            # the same values, and a loop body without the branches a compiler makes of them
+            hoisted, inner = _hoist(loop, inner)
+            for ins in hoisted:
+                self._straight(ins, depth, fixed)
         for lo, hi, decided in pieces:
             if lo >= hi:
                 continue
@@ -587,13 +593,15 @@ CHUNK = 16  # values made ahead of a chunked fold: a 64-byte vector of float32 (
 
 def _worth_chunking(inner: list[Instr]) -> bool:
     """A register fold (the body ends in ACCUM into a register and writes nothing else) whose values
-    cost an exp, log, sqrt or recip each, or several ops: making them a chunk at a time pays."""
+    cost an exp, log, sqrt or recip each, several ops, or a widened mask: making them a chunk at a time
+    pays."""
     if not inner or not isinstance(inner[-1], Accum) or inner[-1].index is not None:
         return False
     if any(isinstance(i, (Accum, Store, Acc, Loop, EndLoop)) for i in inner[:-1]):
         return False
     ariths = [i for i in inner if isinstance(i, Arith)]
-    return any(a.op in (Op.EXP, Op.LOG, Op.SQRT, Op.RECIP) for a in ariths) or len(ariths) >= 6
+    narrow = any(isinstance(i, LoadI) and i.dtype.itemsize < 4 for i in inner)  # a mask widened per element
+    return any(a.op in (Op.EXP, Op.LOG, Op.SQRT, Op.RECIP) for a in ariths) or len(ariths) >= 3 or narrow
 
 
 def fold_dtype(renderer: CRenderer, fold: Accum) -> DType:
@@ -634,6 +642,33 @@ def _reads(ins: Instr) -> tuple[str, ...]:
     if isinstance(ins, (Accum, Store)):
         return (ins.src,)
     return ()
+
+
+def _hoist(loop: Loop, inner: list[Instr]) -> tuple[list[Instr], list[Instr]]:
+    """Splits an innermost loop's body into what is the same on every iteration (constants, loads whose
+    index and mask do not involve the loop variable from buffers the loop does not write, and arithmetic
+    on those) and the rest, each in its original order."""
+    written = {i.buf for i in inner if isinstance(i, Store)}
+    written |= {i.target for i in inner if isinstance(i, Accum) and i.index is not None}
+    varying = {loop.var}
+    hoisted, rest = [], []
+    for ins in inner:
+        if isinstance(ins, ConstI):
+            moves = all(r.var not in varying for r in ins.valid)
+        elif isinstance(ins, LoadI):
+            names = {v for v, _ in ins.index.terms} | {r.var for r in ins.valid}
+            moves = not (names & varying) and ins.buf not in written
+        elif isinstance(ins, Arith):
+            moves = not (set(ins.srcs) & varying)
+        else:
+            moves = False
+        if moves:
+            hoisted.append(ins)
+        else:
+            rest.append(ins)
+            if isinstance(ins, (ConstI, LoadI, Arith)):
+                varying.add(ins.dst)
+    return hoisted, rest
 
 
 def _matching_end(seq, start: int) -> int:
