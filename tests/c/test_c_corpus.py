@@ -19,6 +19,7 @@ limn.register_device("c_serial", lambda: CDevice(threads=False))
 limn.register_device("c_nosplit", lambda: CDevice(split_pads=False, parallel_work=0))
 limn.register_device("c_notile", lambda: CDevice(tile_matmuls=False, parallel_work=0))
 limn.register_device("c_nochunk", lambda: CDevice(chunk_folds=False, parallel_work=0))
+limn.register_device("c_plainfold", lambda: CDevice(chunk_folds=False, jam_folds=False, parallel_work=0))
 
 
 def on(device: str, case: Case) -> list[np.ndarray]:
@@ -60,9 +61,9 @@ def test_split_pads_equal_unsplit_bit_for_bit(case: Case):
 FOLDS = [c for c in CASES if any(key in c.name for key in ("softmax", "reduce_of_expression", "autograd"))]
 
 
-@pytest.mark.parametrize("case", FOLDS, ids=str)
-def test_chunked_folds_equal_plain_folds_bit_for_bit(case: Case):
-    plain, chunked = on("c_nochunk", case), on("c_threads", case)
+@pytest.mark.parametrize("case", FOLDS + [c for c in CASES if c.name.startswith("reduces")], ids=str)
+def test_chunked_and_jammed_folds_equal_plain_folds_bit_for_bit(case: Case):
+    plain, chunked = on("c_plainfold", case), on("c_threads", case)
     for i, (p, c) in enumerate(zip(plain, chunked)):
         assert _same_bits(p, c), f"{case} output {i}: chunked fold differs from the plain one\n" + _reproducer(case)
 
@@ -124,15 +125,15 @@ def _reproducer(case: Case) -> str:
 )
 def test_chunked_folds_on_long_rows_equal_plain_folds_and_numpy(make):
     rng = np.random.default_rng(3)
-    x_np = rng.standard_normal((5, 70)).astype(np.float32)  # 70 = four chunks of 16 and a tail of 6
+    x_np = rng.standard_normal((13, 70)).astype(np.float32)  # 13 rows: 8 jammed and 5 more; 70: chunks and a tail
     results = {}
-    for device in ("c_nochunk", "c_threads"):
+    for device in ("c_plainfold", "c_threads"):
         limn.set_device(device)
         out = make(Tensor(x_np))
         if device == "c_threads":
             source = "".join(limn.get_device().render(k) for k in ir(out).kernels)
-            assert "_chunk" in source, "the fold was not chunked"
+            assert "_chunk" in source or "_7 = " in source, "the fold was neither chunked nor jammed"
         results[device] = out.numpy()
-    assert _same_bits(results["c_nochunk"], results["c_threads"])
+    assert _same_bits(results["c_plainfold"], results["c_threads"])
     limn.set_device("numpy")
     np.testing.assert_allclose(results["c_threads"], make(Tensor(x_np)).numpy(), rtol=1e-5, atol=1e-6)

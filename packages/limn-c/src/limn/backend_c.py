@@ -122,8 +122,9 @@ class Toolchain:
 
 class CDevice(CompiledDevice):
     """The c device. threads=False emits serial nests (what the threaded ones are tested against);
-    split_pads, tile_matmuls and chunk_folds likewise turn off the bit-exact rewrites for tests, and nests with
-    fewer than `parallel_work` iterations stay serial (0 threads every nest that can be)."""
+    split_pads, tile_matmuls, chunk_folds and jam_folds likewise turn off the bit-exact rewrites for
+    tests, and nests with fewer than `parallel_work` iterations stay serial (0 threads every nest that
+    can be)."""
 
     name = "c"
     host = True
@@ -136,6 +137,7 @@ class CDevice(CompiledDevice):
         cc: str | None = None,
         parallel_work: int = 32768,
         chunk_folds: bool = True,
+        jam_folds: bool = True,
     ) -> None:
         super().__init__()
         self.toolchain = Toolchain(cc)

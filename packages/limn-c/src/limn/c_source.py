@@ -277,6 +277,7 @@ class Options:
     split_pads: bool = True
     tile_matmuls: bool = True
     chunk_folds: bool = True
+    jam_folds: bool = True
     parallel_work: int = 32768  # a nest with fewer loop iterations than this runs serially
 
 
@@ -395,6 +396,9 @@ class CRenderer:
         decided; `collapsing` counts the loops below an enclosing collapse clause still owes."""
         loop: Loop = block[0]
         inner = block[1:-1]
+        if self.options.jam_folds and collapsing == 0 and _row_fold(loop, inner) and loop.extent >= JAM:
+            self._jammed_folds(loop, inner, depth, fixed, pragma)
+            return
         innermost = not any(isinstance(i, Loop) for i in inner)
         collapse_here = pragma[0] if pragma is not None else collapsing
         # a loop inside a collapse must keep plain bounds: only a loop that is alone may be split
@@ -432,6 +436,52 @@ class CRenderer:
             self._emit(f"for (int64_t {loop.var} = {lo}; {loop.var} < {hi}; {loop.var}++) {{", depth)
             self._emit_seq(inner, depth + 1, {**fixed, **decided}, max(collapse_here - 1, 0))
             self._emit("}", depth)
+
+    def _jammed_folds(
+        self, loop: Loop, inner: list[Instr], depth: int, fixed: dict[str, bool], pragma: tuple[int, str] | None
+    ) -> None:
+        """JAM cells of a register fold at once: `loop` walks the cells, and its body opens a total,
+        folds over the reduce loop and stores it. Folding one cell is a chain of dependent adds, as slow
+        as the add's latency; JAM independent chains side by side keep the adder busy. Each cell still
+        folds its own values, in its own order, from its own identity: the same bits."""
+        n_full = loop.extent // JAM * JAM
+        if pragma is not None:
+            self._emit(pragma[1], depth, raw=True)
+        var = loop.var
+        self._emit(f"for (int64_t {var} = 0; {var} < {n_full}; {var} += {JAM}) {{", depth)
+        acc: Acc = inner[0]
+        reduce_block, store = inner[1:-1], inner[-1]
+        copies = []
+        for u in range(JAM):
+            names = {var: f"{var}_{u}"}
+            for ins in inner:
+                dst = getattr(ins, "dst", None)
+                if dst is not None:
+                    names[dst] = f"{dst}_{u}"
+            self._emit(f"const int64_t {var}_{u} = {var} + {u};", depth + 1)
+            copies.append(names)
+        for names in copies:
+            self._straight(_renamed_instr(acc, names), depth + 1, fixed)
+        r_loop: Loop = reduce_block[0]
+        body = reduce_block[1:-1]
+        jammed: list[Instr] = []
+        for names in copies:
+            renamed = [_renamed_instr(ins, names) for ins in body]
+            for old_ins, new_ins in zip(body, renamed):  # keep each copy's fma where the original had one
+                if isinstance(old_ins, Accum) and self.fma_of.get(old_ins) is not None:
+                    mul = next(r for o, r in zip(body, renamed) if o is self.fma_of.get(old_ins))
+                    self.fma_of.pair(new_ins, mul)
+            jammed += renamed
+        self._loop_block([r_loop, *jammed, reduce_block[-1]], depth + 1, fixed, None, 0)
+        for names in copies:
+            self._straight(_renamed_instr(store, names), depth + 1, fixed)
+        self._emit("}", depth)
+        if n_full < loop.extent:  # the cells left over: one at a time
+            tail = Loop(var, loop.extent, loop.reduce)
+            self._emit(f"for (int64_t {var} = {n_full}; {var} < {loop.extent}; {var}++) {{", depth)
+            self._emit_seq(inner, depth + 1, fixed, 0)
+            self._emit("}", depth)
+            del tail
 
     def _chunked_fold(
         self, loop: Loop, inner: list[Instr], lo: int, hi: int, depth: int, fixed: dict[str, bool]
@@ -608,6 +658,50 @@ def fold_dtype(renderer: CRenderer, fold: Accum) -> DType:
     return renderer.types[fold.target]
 
 
+JAM = 8  # cells of a register fold computed side by side (independent add chains)
+
+
+def _row_fold(loop: Loop, inner: list[Instr]) -> bool:
+    """True when `loop` walks output cells and its body is exactly: open a register total, fold into it
+    over one innermost reduce loop, store it."""
+    if loop.reduce or len(inner) < 4 or not isinstance(inner[0], Acc) or not isinstance(inner[-1], Store):
+        return False
+    block = inner[1:-1]
+    if not isinstance(block[0], Loop) or not block[0].reduce or not isinstance(block[-1], EndLoop):
+        return False
+    body = block[1:-1]
+    if any(isinstance(i, (Loop, EndLoop, Acc, Store)) for i in body):
+        return False
+    folds = [i for i in body if isinstance(i, Accum)]
+    return (
+        len(folds) == 1
+        and folds[0].index is None
+        and folds[0].target == inner[0].dst
+        and inner[-1].src == inner[0].dst
+        and body[-1] is folds[0]
+    )
+
+
+def _renamed_instr(ins: Instr, names: dict[str, str]) -> Instr:
+    """A copy of an instruction with its value and loop-variable names mapped through `names`."""
+    n = lambda name: names.get(name, name)  # noqa: E731
+    index = lambda ix: Index(tuple((n(v), c) for v, c in ix.terms), ix.const)  # noqa: E731
+    ranges = lambda rs: tuple(Range(n(r.var), r.lo, r.hi) for r in rs)  # noqa: E731
+    if isinstance(ins, ConstI):
+        return ConstI(n(ins.dst), ins.value, ins.dtype, ranges(ins.valid))
+    if isinstance(ins, LoadI):
+        return LoadI(n(ins.dst), ins.buf, index(ins.index), ins.dtype, ranges(ins.valid))
+    if isinstance(ins, Arith):
+        return Arith(n(ins.dst), ins.op, tuple(n(x) for x in ins.srcs), ins.dtype)
+    if isinstance(ins, Acc):
+        return Acc(n(ins.dst), ins.identity, ins.dtype)
+    if isinstance(ins, Accum):
+        return Accum(n(ins.target), None if ins.index is None else index(ins.index), ins.op, n(ins.src))
+    if isinstance(ins, Store):
+        return Store(ins.buf, index(ins.index), n(ins.src))
+    raise AssertionError(f"no renaming for {ins!r}")
+
+
 class _FmaPairs:
     """Float MULs whose only reader is the ADD-ACCUM right after them: rendered as one fma there,
     which is both faster and what the tiled matmul does, so the two agree bit for bit."""
@@ -619,6 +713,7 @@ class _FmaPairs:
                 reads[r] = reads.get(r, 0) + 1
         self.by_accum: dict[int, Arith] = {}
         self.fused: set[str] = set()
+        self.keep: list[Accum] = []
         for prev, ins in zip(body, body[1:]):
             if (
                 isinstance(ins, Accum)
@@ -634,6 +729,12 @@ class _FmaPairs:
 
     def get(self, accum: Accum) -> Arith | None:
         return self.by_accum.get(id(accum))
+
+    def pair(self, accum: Accum, mul: Arith) -> None:
+        """Records a renamed copy of a fused pair (see CRenderer._jammed_folds)."""
+        self.by_accum[id(accum)] = mul
+        self.fused.add(mul.dst)
+        self.keep.append(accum)  # ids stay unique only while the objects live
 
 
 def _reads(ins: Instr) -> tuple[str, ...]:
