@@ -1,15 +1,16 @@
 """The C rendering of the loop-nest IR: one KernelIR in, one readable C function out.
 
 Values keep the IR's names (in0, out, v3, acc0) and index arithmetic is printed as the IR prints it.
-Four things are added on the way, none of which changes a single bit of any result:
+Five things are added on the way, none of which changes a single bit of any result:
  - threads: the leading non-reduce loops of a nest become one OpenMP `parallel for collapse(k)`, so each
    output cell is still computed start to finish by one thread in the serial fold order;
  - pad splitting: an innermost loop with range checks on its variable is cut at the mask's edges, so
    every piece is wholly inside or outside the pad and the check folds to a literal;
  - matmul tiling: a nest that reads as a matmul keeps a patch of output cells in local accumulators,
    walking the reduce axis in the same order, so each cell's number is exactly the plain nest's;
- - chunked folds: a register fold whose values are costly makes them CHUNK at a time in a loop that
-   vectorizes, then folds them in the same order.
+ - folds: JAM cells' register folds run side by side as independent chains, and a fold whose values
+   are costly makes them a chunk at a time in a loop that vectorizes, then folds them in the same order;
+ - hoisting: what an innermost loop does not change is computed once before it.
 The C spellings of the ops live in one table (C_OPS) that a CUDA renderer can override entry by entry.
 Pipeline: tensor -> graph -> schedule -> IR -> **C source** -> cc -> ctypes.
 """
