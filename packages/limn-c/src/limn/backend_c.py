@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from limn.c_matmul import VECTOR_PRELUDE
-from limn.c_source import PRELUDE, CRenderer, Options
+from limn.c_prelude import PRELUDE
+from limn.c_source import CRenderer, Options
 from limn.codegen import KernelIR
 from limn.device import DeviceError
 from limn.dtypes import DType
