@@ -1,0 +1,103 @@
+"""Rules of CUSTOM, the escape hatch for kernels a device supplies whole, against the composition in
+primitives as the oracle:
+ - on a device that supplies the kernel, apply() makes one CUSTOM node per output, sharing srcs, and the
+   numpy reference computes the same numbers as the composition;
+ - on a device that supplies no kernel for the name, the graph holds no CUSTOM node at all;
+ - a multi-output kernel runs once for all its siblings, on the numpy device and in a schedule;
+ - gradients flow through the op's backward rule when it has one, through the composition otherwise."""
+
+import numpy as np
+import pytest
+
+import limn
+from limn import Tensor, custom
+from limn.ops import Op, toposort
+from limn.schedule import schedule
+
+calls = {"reference": 0}
+
+
+def _reference(inputs, params):
+    calls["reference"] += 1
+    (x,) = inputs
+    scale = params["scale"]
+    return [x.sum(axis=1, keepdims=True) * scale, (x * x).sum(axis=1, keepdims=True) * scale]
+
+
+def _compose(x, scale):
+    return [x.sum(axis=1, keepdim=True) * scale, (x * x).sum(axis=1, keepdim=True) * scale]
+
+
+def _backward(inputs, output, out, grad, params):
+    (x,) = inputs
+    g = grad.expand(x.shape) * params["scale"]
+    return [g if output == 0 else g * 2 * x]
+
+
+def _signature(specs, params):
+    (dtype, shape) = specs[0]
+    return [(dtype, (shape[0], 1)), (dtype, (shape[0], 1))]
+
+
+ROW_MOMENTS = custom.register(custom.CustomOp("test_row_moments", 2, _signature, _reference, _compose, _backward))
+NO_BACKWARD = custom.register(
+    custom.CustomOp("test_row_moments_no_backward", 2, _signature, _reference, _compose, None)
+)
+
+
+def _custom_nodes(tensors):
+    return [n for n in toposort([t.node for t in tensors]) if n.op is Op.CUSTOM]
+
+
+def test_a_supplied_kernel_becomes_one_custom_node_per_output_sharing_srcs():
+    x = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
+    s, q = custom.apply("test_row_moments", x, scale=0.5)
+    nodes = _custom_nodes([s, q])
+    assert len(nodes) == 2 and nodes[0].srcs == nodes[1].srcs
+    assert sorted(n.arg.output for n in nodes) == [0, 1] and all(n.arg.n_outputs == 2 for n in nodes)
+
+
+def test_the_numpy_reference_matches_the_composition():
+    x_np = np.random.default_rng(0).standard_normal((5, 7)).astype(np.float32)
+    got = custom.apply("test_row_moments", Tensor(x_np), scale=0.25)
+    want = _compose(Tensor(x_np), 0.25)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
+
+
+def test_siblings_run_the_kernel_once_on_the_numpy_device():
+    x = Tensor(np.ones((2, 3), np.float32))
+    s, q = custom.apply("test_row_moments", x, scale=1.0)
+    before = calls["reference"]
+    limn.realize(s, q)
+    assert calls["reference"] - before == 1
+
+
+def test_a_device_without_the_kernel_never_sees_a_custom_node():
+    limn.set_device("c")
+    x = Tensor(np.ones((2, 3), np.float32))
+    s, q = custom.apply("test_row_moments", x, scale=1.0)
+    assert _custom_nodes([s, q]) == []
+    np.testing.assert_allclose(s.numpy(), [[3.0], [3.0]])
+    np.testing.assert_allclose(q.numpy(), [[3.0], [3.0]])
+
+
+def test_a_schedule_merges_siblings_into_one_kernel_writing_both():
+    x = Tensor(np.ones((2, 3), np.float32))
+    s, q = custom.apply("test_row_moments", x, scale=1.0)
+    sched = schedule([(s + 1).node, (q * 2).node])
+    customs = [k for k in sched.kernels if k.op is Op.CUSTOM]
+    assert len(customs) == 1 and len(customs[0].outputs) == 2
+
+
+@pytest.mark.parametrize("name", ["test_row_moments", "test_row_moments_no_backward"])
+def test_gradients_match_the_composition(name):
+    x_np = np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32)
+    x, y = Tensor(x_np, requires_grad=True), Tensor(x_np, requires_grad=True)
+    s, q = custom.apply(name, x, scale=0.5)
+    (s.sum() + (q * q).sum()).backward()
+    s2, q2 = _compose(y, 0.5)
+    (s2.sum() + (q2 * q2).sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-5, atol=1e-6)
+    if name.endswith("no_backward"):
+        assert _custom_nodes([s, q]) == [], "without a backward rule, a graph that needs gradients is composed"
