@@ -130,6 +130,13 @@ def _offset(index: Index, batch: tuple[Loop, ...]) -> str:
 
 def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
     """C lines for the tiled nest (see the module docstring)."""
+    if (
+        not m.batch
+        and m.i.extent >= ROWS
+        and m.r.extent * m.j.extent <= PACKED_B_LIMIT
+        and m.j.extent <= PACKED_COLUMNS
+    ):
+        return render_packed(m, renderer, depth)
     t, threads = m.ctype, renderer.options.threads
     fma = "fma" if t == "double" else "fmaf"
     vec = f"limn_vec_{t}"
@@ -261,3 +268,107 @@ static inline limn_vec_double limn_vfma_d(double x, limn_vec_double b, limn_vec_
 #endif
 #define LIMN_VEC_FMA(x, b, c) _Generic((x), float: limn_vfma_f, double: limn_vfma_d)(x, b, c)
 """
+
+
+PACKED_B_LIMIT = 1 << 21  # elements of b packed whole (8 MiB of float32); larger b keeps per-panel packing
+# Packing every panel of a block pays when a block of panels stays in L2 (a weight gradient: r long,
+# few columns: 1.35x measured); with many columns the panels spill and the per-panel form wins (0.85x).
+PACKED_COLUMNS = 256
+
+
+def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
+    """The tiled nest for an unbatched matmul, blocked the way BLAS libraries block: for each block of r,
+    the team packs every full column panel of b once, then splits the row tiles, each thread packing
+    its tile's rows of a once and sweeping them across all the panels, so neither operand is read
+    again per tile. Full tiles fold block after block from their stored totals; the cells of partial
+    tiles fold whole at the end. Every cell sees the same fmas in the same order as the plain nest."""
+    t, threads = m.ctype, renderer.options.threads
+    fma = "fma" if t == "double" else "fmaf"
+    vec, width = f"limn_vec_{t}", f"LIMN_VEC_{t.upper()}"
+    ni, nr, nj = m.i.extent, m.r.extent, m.j.extent
+    a_i, a_r = _coef(m.a.index, m.i.var), _coef(m.a.index, m.r.var)
+    b_r, b_j = _coef(m.b.index, m.r.var), _coef(m.b.index, m.j.var)
+    o_i = _coef(m.out_index, m.i.var)
+    a, b, out = m.a.buf, m.b.buf, m.out
+    a0, b0, o0 = m.a.index.const, m.b.index.const, m.out_index.const
+    i, r, j = m.i.var, m.r.var, m.j.var
+    tj, kc, ni_full = f"({VECTORS} * {width})", min(nr, R_BLOCK), ni // ROWS * ROWS
+    if threads <= 1 or ni * nj * nr < renderer.options.parallel_work:
+        threads = 1
+    omp_for = "#pragma omp for schedule(static)" if threads > 1 else None
+    lines = [
+        f"/* matmul tile, blocked: {ROWS} x {VECTORS} vectors of cells in registers, packed panels; {r} in order */",
+        "{",
+        f"const int64_t nj_full = {nj} / {tj} * {tj};",
+        f"{t}* bpack = ({t}*)malloc(sizeof({t}) * {kc} * (nj_full > 0 ? nj_full : 1));",
+        "const int packed = bpack != 0;",
+    ]
+    if threads > 1:
+        lines.append(f"#pragma omp parallel num_threads({threads})")
+    lines += [
+        "{",
+        f"{t} apack[{kc} * {ROWS}]; /* a's tile rows, r-major: this thread's own */",
+        f"for (int64_t kb = 0; packed && kb < {nr}; kb += {kc}) {{",
+        f"    const int64_t ke = kb + {kc} < {nr} ? kb + {kc} : {nr};",
+    ]
+    if omp_for:
+        lines.append(omp_for)
+    lines += [
+        f"    for (int64_t jt = 0; jt < nj_full; jt += {tj}) /* panel jt/TJ: rows [kb, ke) of b's columns */",
+        f"        for (int64_t {r} = kb; {r} < ke; {r}++)",
+        f"            for (int64_t c = 0; c < {tj}; c++)",
+        f"                bpack[jt * {kc} + ({r} - kb) * {tj} + c] =",
+        f"                    {b}[{b0} + (int64_t){r}*{b_r} + (jt + c)*(int64_t){b_j}];",
+    ]
+    if omp_for:
+        lines.append(omp_for)
+    lines += [
+        f"    for (int64_t it = 0; it < {ni_full}; it += {ROWS}) {{",
+        f"        for (int64_t {r} = kb; {r} < ke; {r}++)",
+        f"            for (int ii = 0; ii < {ROWS}; ii++)",
+        f"                apack[({r} - kb) * {ROWS} + ii] =",
+        f"                    {a}[{a0} + (it + ii) * (int64_t){a_i} + {r} * (int64_t){a_r}];",
+        f"        for (int64_t jt = 0; jt < nj_full; jt += {tj}) {{",
+        f"            const {t}* panel = bpack + jt * {kc};",
+        f"            {vec} acc[{ROWS}][{VECTORS}]; /* the totals so far: 0, then what the last block stored */",
+        f"            for (int ii = 0; ii < {ROWS}; ii++) for (int v = 0; v < {VECTORS}; v++) {{",
+        f"                if (kb == 0) acc[ii][v] = ({vec}){{0}};",
+        f"                else memcpy(&acc[ii][v], {out} + {o0} + (it + ii) * (int64_t){o_i} + jt + v * {width},",
+        "                            sizeof acc[ii][v]);",
+        "            }",
+        f"            for (int64_t {r} = kb; {r} < ke; {r}++) {{",
+        f"                {vec} row[{VECTORS}];",
+        f"                for (int v = 0; v < {VECTORS}; v++)",
+        f"                    memcpy(&row[v], panel + ({r} - kb) * {tj} + v * {width}, sizeof row[v]);",
+        f"                for (int ii = 0; ii < {ROWS}; ii++) {{",
+        f"                    const {t} x = apack[({r} - kb) * {ROWS} + ii];",
+        f"                    for (int v = 0; v < {VECTORS}; v++) acc[ii][v] = LIMN_VEC_FMA(x, row[v], acc[ii][v]);",
+        "                }",
+        "            }",
+        f"            for (int ii = 0; ii < {ROWS}; ii++) for (int v = 0; v < {VECTORS}; v++)",
+        f"                memcpy({out} + {o0} + (it + ii) * (int64_t){o_i} + jt + v * {width},",
+        "                       &acc[ii][v], sizeof acc[ii][v]);",
+        "        }",
+        "    }",
+        "}",
+        "}",
+        "free(bpack);",
+        "/* cells outside the full tiles (or every cell, had a buffer been refused): the plain fold */",
+    ]
+    edge_rows = f"{i} = (packed ? {ni_full} : 0)"
+    for rows, cols in ((edge_rows, "0"), (f"{i} = 0", "(packed ? nj_full : 0)")):
+        if threads > 1:
+            lines.append(f"#pragma omp parallel for schedule(static) num_threads({threads})")
+        lines += [
+            f"for (int64_t {rows}; {i} < {ni if rows == edge_rows else ni_full}; {i}++)",
+            f"    for (int64_t {j} = {cols}; {j} < {nj}; {j}++) {{",
+            f"        {t} total = 0;",
+            f"        for (int64_t {r} = 0; {r} < {nr}; {r}++)",
+            f"            total = {fma}({a}[{a0} + {i} * (int64_t){a_i} + {r} * (int64_t){a_r}],",
+            f"                          {b}[{b0} + (int64_t){r}*{b_r} + {j}*(int64_t){b_j}], total);",
+            f"        {out}[{o0} + {i} * (int64_t){o_i} + {j}] = total;",
+            "    }",
+        ]
+    lines.append("}")
+    pad = "    " * depth
+    return [line if line.startswith("#pragma") else pad + line for line in lines]
