@@ -184,6 +184,7 @@ def child(framework: str, steps: int, device: str, threads: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3, help="alternating runs of each; medians are reported")
     parser.add_argument("--device", default="c")
     parser.add_argument("--child", choices=["limn", "torch"], help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -193,15 +194,17 @@ def main() -> None:
     if args.child:
         child(args.child, args.steps, args.device, threads)
         return
-    results = {}
-    for framework in ("limn", "torch"):
-        cmd = [sys.executable, __file__, "--child", framework, "--steps", str(args.steps), "--device", args.device]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=True)
-        results[framework] = json.loads(done.stdout.strip().splitlines()[-1])
-    limn_r, torch_r = results["limn"], results["torch"]
+    # the two alternate for a few rounds, so a noisy stretch of the machine lands on both
+    runs: dict[str, list[dict]] = {"limn": [], "torch": []}
+    for _ in range(args.rounds):
+        for framework in ("limn", "torch"):
+            cmd = [sys.executable, __file__, "--child", framework, "--steps", str(args.steps), "--device", args.device]
+            done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+            runs[framework].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    limn_r, torch_r = ({k: statistics.median(r[k] for r in rs) for k in rs[0]} for rs in runs.values())
     print(
         f"GPT training step: vocab {VOCAB}, d_model {D_MODEL}, {LAYERS} layers x {HEADS} heads, context {CONTEXT}, "
-        f"batch {BATCH}, AdamW; {args.steps} steps, {threads} threads"
+        f"batch {BATCH}, AdamW; {args.steps} steps x {args.rounds} alternating rounds, {threads} threads"
     )
     print(f"{'':22}{'limn ' + args.device + ' (captured)':>22}{'torch CPU':>14}")
     print(f"{'ms per step (median)':22}{limn_r['median'] * 1e3:>22.1f}{torch_r['median'] * 1e3:>14.1f}")
