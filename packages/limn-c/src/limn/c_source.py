@@ -273,7 +273,13 @@ class CRenderer:
         decided; `collapsing` counts the loops below an enclosing collapse clause still owes."""
         loop: Loop = block[0]
         inner = block[1:-1]
-        if self.options.jam_folds and collapsing == 0 and _row_fold(loop, inner) and loop.extent >= JAM:
+        if (
+            self.options.jam_folds
+            and collapsing == 0
+            and _row_fold(loop, inner)
+            and loop.extent >= JAM
+            and not (self.options.chunk_folds and _costly(inner))  # a vectorized exp beats eight scalar ones
+        ):
             self._jammed_folds(loop, inner, depth, fixed, pragma)
             return
         innermost = not any(isinstance(i, Loop) for i in inner)
@@ -536,6 +542,11 @@ def fold_dtype(renderer: CRenderer, fold: Accum) -> DType:
 
 
 JAM = 8  # cells of a register fold computed side by side (independent add chains)
+
+
+def _costly(instrs: list[Instr]) -> bool:
+    """Whether any value costs an exp, log, sqrt or recip."""
+    return any(isinstance(i, Arith) and i.op in (Op.EXP, Op.LOG, Op.SQRT, Op.RECIP) for i in instrs)
 
 
 def _row_fold(loop: Loop, inner: list[Instr]) -> bool:
