@@ -391,7 +391,7 @@ class CRenderer:
             self._emit(f"for (int64_t {base} = {start}; {base} < {stop}; {base} += {chunk}) {{", depth)
             arrays = [f"{name}_of" for name in operands]
             for name, array in zip(operands, arrays):
-                ctype = c_value_type(self.types.get(name, fold_dtype(self, fold)))
+                ctype = c_value_type(self.types[name])
                 self._emit(f"{ctype} {array}[{chunk}];", depth + 1)
             self._emit("LIMN_IVDEP", depth + 1)
             self._emit(f"for (int64_t k = 0; k < {chunk}; k++) {{", depth + 1)
@@ -535,10 +535,6 @@ def _worth_chunking(inner: list[Instr]) -> bool:
     ariths = [i for i in inner if isinstance(i, Arith)]
     narrow = any(isinstance(i, LoadI) and i.dtype.itemsize < 4 for i in inner)  # a mask widened per element
     return any(a.op in (Op.EXP, Op.LOG, Op.SQRT, Op.RECIP) for a in ariths) or len(ariths) >= 3 or narrow
-
-
-def fold_dtype(renderer: CRenderer, fold: Accum) -> DType:
-    return renderer.types[fold.target]
 
 
 JAM = 8  # cells of a register fold computed side by side (independent add chains)

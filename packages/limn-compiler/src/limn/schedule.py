@@ -18,7 +18,7 @@ from typing import Any
 
 from limn.dtypes import DType
 from limn.ops import ELEMENTWISE, REDUCE, CustomArg, Node, Op, Shape, postorder, toposort
-from limn.view import View, prod
+from limn.view import View
 
 # ---- the kernel expression tree ----
 
@@ -560,7 +560,3 @@ def describe(sched: Schedule) -> str:
         writes = ", ".join(f"buf{s}" for s in k.outputs)
         lines.append(f"{k.name}  {k.op.name}  loop{list(k.loop_shape)}  reads [{reads}]  writes [{writes}]")
     return "\n".join(lines)
-
-
-def loop_size(k: Kernel) -> int:
-    return prod(k.loop_shape)

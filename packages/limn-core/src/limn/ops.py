@@ -8,7 +8,7 @@ Pipeline: tensor -> **graph** -> schedule -> IR -> renderer -> device.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
@@ -128,8 +128,3 @@ def postorder(roots: Iterable[T], children: Callable[[T], Iterable[T]]) -> list[
 def toposort(roots: Iterable[Node]) -> list[Node]:
     """Every node reachable from roots, each after its srcs."""
     return postorder(roots, lambda node: node.srcs)
-
-
-def walk(roots: Iterable[Node]) -> Iterator[Node]:
-    """The nodes of the graph in topological order."""
-    yield from toposort(roots)
