@@ -391,7 +391,8 @@ class CRenderer:
             self._emit(f"for (int64_t {base} = {start}; {base} < {stop}; {base} += {chunk}) {{", depth)
             arrays = [f"{name}_of" for name in operands]
             for name, array in zip(operands, arrays):
-                ctype = c_value_type(self.types[name])
+                # the values are declared below, in the chunk loop; they share the total's C type
+                ctype = c_value_type(self.types.get(name, self.types[fold.target]))
                 self._emit(f"{ctype} {array}[{chunk}];", depth + 1)
             self._emit("LIMN_IVDEP", depth + 1)
             self._emit(f"for (int64_t k = 0; k < {chunk}; k++) {{", depth + 1)
