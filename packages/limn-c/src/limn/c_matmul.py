@@ -139,7 +139,6 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
         return render_packed(m, renderer, depth)
     t, threads = m.ctype, renderer.options.threads
     fma = "fma" if t == "double" else "fmaf"
-    vec = f"limn_vec_{t}"
     width = f"LIMN_VEC_{t.upper()}"
     ni, nr, nj = m.i.extent, m.r.extent, m.j.extent
     a_i, a_r = _coef(m.a.index, m.i.var), _coef(m.a.index, m.r.var)
@@ -179,6 +178,7 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
             f"for (int64_t c = 0; c < {tj}; c++) "
             f"panel[({r} - kb) * {tj} + c] = bb[(int64_t){r}*{b_r} + (jt + c)*{b_j}];"
         )
+    a_row = f"{a}[{a0} + (it + ii) * (int64_t){a_i} + {r} * (int64_t){a_r}]"
     lines += [
         f"const {t}* bb = {b} + {b0};",
         f"const int full_cols = jt + {tj} <= {nj} && panel != 0;",
@@ -187,24 +187,7 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
         f"if (full_cols) for (int64_t {r} = kb; {r} < ke; {r}++) {pack}",
         f"for (int64_t it = 0; it < {ni}; it += {ROWS}) {{",
         f"    if (full_cols && it + {ROWS} <= {ni}) {{",
-        f"        {vec} acc[{ROWS}][{VECTORS}]; /* the totals so far: 0, then what the last block stored */",
-        f"        for (int ii = 0; ii < {ROWS}; ii++) for (int v = 0; v < {VECTORS}; v++) {{",
-        f"            if (kb == 0) acc[ii][v] = ({vec}){{0}};",
-        f"            else memcpy(&acc[ii][v], {out} + {o0} + (it + ii) * (int64_t){o_i} + jt + v * {width},",
-        "                        sizeof acc[ii][v]);",
-        "        }",
-        f"        for (int64_t {r} = kb; {r} < ke; {r}++) {{",
-        f"            {vec} row[{VECTORS}];",
-        f"            for (int v = 0; v < {VECTORS}; v++)",
-        f"                memcpy(&row[v], panel + ({r} - kb) * {tj} + v * {width}, sizeof row[v]);",
-        f"            for (int ii = 0; ii < {ROWS}; ii++) {{",
-        f"                const {t} x = {a}[{a0} + (it + ii) * (int64_t){a_i} + {r} * (int64_t){a_r}];",
-        f"                for (int v = 0; v < {VECTORS}; v++) acc[ii][v] = LIMN_VEC_FMA(x, row[v], acc[ii][v]);",
-        "            }",
-        "        }",
-        f"        for (int ii = 0; ii < {ROWS}; ii++) for (int v = 0; v < {VECTORS}; v++)",
-        f"            memcpy({out} + {o0} + (it + ii) * (int64_t){o_i} + jt + v * {width},",
-        "                   &acc[ii][v], sizeof acc[ii][v]);",
+        *_indented(8, _tile_fold(m, f"{out} + {o0} + (it + ii) * (int64_t){o_i} + jt", a_row)),
         "    } else if (kb == 0) { /* an edge tile: the plain fold, cell by cell, all r at once */",
         f"        for (int64_t {i} = it; {i} < it + {ROWS} && {i} < {ni}; {i}++)",
         f"        for (int64_t {j} = jt; {j} < jt + {tj} && {j} < {nj}; {j}++) {{",
@@ -270,6 +253,36 @@ static inline limn_vec_double limn_vfma_d(double x, limn_vec_double b, limn_vec_
 """
 
 
+def _tile_fold(m: Matmul, out_row: str, a_value: str) -> list[str]:
+    """One ROWS x VECTORS tile's fold over the r block [kb, ke): totals from 0 (first block) or from what
+    the last block stored, one fma per cell per r in order, stored back. `panel` holds the block of b's
+    columns row by row; `out_row` addresses row it + ii of the tile, `a_value` its a[it + ii, r]."""
+    t, r = m.ctype, m.r.var
+    vec, width, tj = f"limn_vec_{t}", f"LIMN_VEC_{t.upper()}", f"({VECTORS} * LIMN_VEC_{t.upper()})"
+    return [
+        f"{vec} acc[{ROWS}][{VECTORS}]; /* the totals so far: 0, then what the last block stored */",
+        f"for (int ii = 0; ii < {ROWS}; ii++) for (int v = 0; v < {VECTORS}; v++) {{",
+        f"    if (kb == 0) acc[ii][v] = ({vec}){{0}};",
+        f"    else memcpy(&acc[ii][v], {out_row} + v * {width}, sizeof acc[ii][v]);",
+        "}",
+        f"for (int64_t {r} = kb; {r} < ke; {r}++) {{",
+        f"    {vec} row[{VECTORS}];",
+        f"    for (int v = 0; v < {VECTORS}; v++)",
+        f"        memcpy(&row[v], panel + ({r} - kb) * {tj} + v * {width}, sizeof row[v]);",
+        f"    for (int ii = 0; ii < {ROWS}; ii++) {{",
+        f"        const {t} x = {a_value};",
+        f"        for (int v = 0; v < {VECTORS}; v++) acc[ii][v] = LIMN_VEC_FMA(x, row[v], acc[ii][v]);",
+        "    }",
+        "}",
+        f"for (int ii = 0; ii < {ROWS}; ii++) for (int v = 0; v < {VECTORS}; v++)",
+        f"    memcpy({out_row} + v * {width}, &acc[ii][v], sizeof acc[ii][v]);",
+    ]
+
+
+def _indented(spaces: int, lines: list[str]) -> list[str]:
+    return [" " * spaces + line for line in lines]
+
+
 PACKED_B_LIMIT = 1 << 21  # elements of b packed whole (8 MiB of float32); larger b keeps per-panel packing
 # Packing every panel of a block pays when a block of panels stays in L2 (a weight gradient: r long,
 # few columns: 1.35x measured); with many columns the panels spill and the per-panel form wins (0.85x).
@@ -284,7 +297,7 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
     tiles fold whole at the end. Every cell sees the same fmas in the same order as the plain nest."""
     t, threads = m.ctype, renderer.options.threads
     fma = "fma" if t == "double" else "fmaf"
-    vec, width = f"limn_vec_{t}", f"LIMN_VEC_{t.upper()}"
+    width = f"LIMN_VEC_{t.upper()}"
     ni, nr, nj = m.i.extent, m.r.extent, m.j.extent
     a_i, a_r = _coef(m.a.index, m.i.var), _coef(m.a.index, m.r.var)
     b_r, b_j = _coef(m.b.index, m.r.var), _coef(m.b.index, m.j.var)
@@ -293,6 +306,7 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
     a0, b0, o0 = m.a.index.const, m.b.index.const, m.out_index.const
     i, r, j = m.i.var, m.r.var, m.j.var
     tj, kc, ni_full = f"({VECTORS} * {width})", min(nr, R_BLOCK), ni // ROWS * ROWS
+    out_row = f"{out} + {o0} + (it + ii) * (int64_t){o_i} + jt"
     if threads <= 1 or ni * nj * nr < renderer.options.parallel_work:
         threads = 1
     omp_for = "#pragma omp for schedule(static)" if threads > 1 else None
@@ -330,24 +344,7 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
         f"                    {a}[{a0} + (it + ii) * (int64_t){a_i} + {r} * (int64_t){a_r}];",
         f"        for (int64_t jt = 0; jt < nj_full; jt += {tj}) {{",
         f"            const {t}* panel = bpack + jt * {kc};",
-        f"            {vec} acc[{ROWS}][{VECTORS}]; /* the totals so far: 0, then what the last block stored */",
-        f"            for (int ii = 0; ii < {ROWS}; ii++) for (int v = 0; v < {VECTORS}; v++) {{",
-        f"                if (kb == 0) acc[ii][v] = ({vec}){{0}};",
-        f"                else memcpy(&acc[ii][v], {out} + {o0} + (it + ii) * (int64_t){o_i} + jt + v * {width},",
-        "                            sizeof acc[ii][v]);",
-        "            }",
-        f"            for (int64_t {r} = kb; {r} < ke; {r}++) {{",
-        f"                {vec} row[{VECTORS}];",
-        f"                for (int v = 0; v < {VECTORS}; v++)",
-        f"                    memcpy(&row[v], panel + ({r} - kb) * {tj} + v * {width}, sizeof row[v]);",
-        f"                for (int ii = 0; ii < {ROWS}; ii++) {{",
-        f"                    const {t} x = apack[({r} - kb) * {ROWS} + ii];",
-        f"                    for (int v = 0; v < {VECTORS}; v++) acc[ii][v] = LIMN_VEC_FMA(x, row[v], acc[ii][v]);",
-        "                }",
-        "            }",
-        f"            for (int ii = 0; ii < {ROWS}; ii++) for (int v = 0; v < {VECTORS}; v++)",
-        f"                memcpy({out} + {o0} + (it + ii) * (int64_t){o_i} + jt + v * {width},",
-        "                       &acc[ii][v], sizeof acc[ii][v]);",
+        *_indented(12, _tile_fold(m, out_row, f"apack[({r} - kb) * {ROWS} + ii]")),
         "        }",
         "    }",
         "}",
