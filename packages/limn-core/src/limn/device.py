@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from limn.dtypes import DType
-from limn.ops import Node, Shape
+from limn.ops import Node, Op, Shape
 
 ENTRY_POINT_GROUP = "limn.devices"
 
@@ -51,18 +51,55 @@ class Device(Protocol):
 @dataclass(eq=False)
 class Buffer:
     """Row-major bytes of one dtype and shape, owned by a device. `handle` is the device's own (a numpy
-    array on host devices). The device's free hook runs when the last reference goes away."""
+    array on host devices). The device's free hook runs when the last reference goes away.
+
+    `nodes` holds (weakly) every BUFFER node made by `node()`: the graph's readers of the bytes the
+    buffer holds now. An assign gives the buffer fresh memory (`swap_out`) and hands the old bytes to
+    those readers (limn.snapshot), so a value built before an assign never sees it."""
 
     device: str
     dtype: DType
     shape: Shape
     handle: Any
     _finalizer: Any = field(default=None, repr=False)
+    nodes: weakref.WeakSet = field(default_factory=weakref.WeakSet, repr=False)
 
     def __post_init__(self) -> None:
+        self._own(self.handle)
+
+    def _own(self, handle: Any) -> None:
+        """Frees `handle` through the device's free hook when this buffer goes away."""
         dev = _loaded.get(self.device)
         if dev is not None and not dev.host:
-            self._finalizer = weakref.finalize(self, dev.free, self.handle)
+            self._finalizer = weakref.finalize(self, dev.free, handle)
+
+    def node(self) -> Node:
+        """A BUFFER node reading these bytes, registered in `nodes`."""
+        n = Node(Op.BUFFER, (), self.dtype, self.shape, self)
+        self.nodes.add(n)
+        return n
+
+    def swap_out(self) -> Buffer:
+        """Moves the bytes held now into a new Buffer, which is returned, and gives this one fresh,
+        unwritten memory of the same dtype and shape from its device. Nothing is copied."""
+        old = Buffer(self.device, self.dtype, self.shape, self.handle)  # takes over freeing the old bytes
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        self.handle = get_device(self.device).alloc(self.dtype, self.shape)
+        self._own(self.handle)
+        return old
+
+    def swap_back(self, old: Buffer) -> None:
+        """Undoes swap_out: frees the fresh memory and takes the bytes of `old` (the Buffer it returned) back."""
+        if self._finalizer is not None:
+            self._finalizer()  # frees the fresh memory now
+            self._finalizer = None
+        if old._finalizer is not None:
+            old._finalizer.detach()
+            old._finalizer = None
+        self.handle = old.handle
+        self._own(self.handle)
 
     def numpy(self) -> np.ndarray:
         """A fresh host copy of the bytes (changing it never changes the buffer)."""

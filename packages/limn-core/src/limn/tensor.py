@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from limn import autograd, dtypes
+from limn import autograd, dtypes, snapshot
 from limn.autograd import Context
 from limn.device import Buffer, DeviceError, current_device, get_device
 from limn.dtypes import DType
@@ -1005,7 +1005,7 @@ def _buffer_node(device: str, arr: np.ndarray) -> Node:
     buf = Buffer(dev.name, dtype, arr.shape, handle)
     for observer in observers:
         observer.created(buf)
-    return Node(Op.BUFFER, (), dtype, arr.shape, buf)
+    return buf.node()
 
 
 def _index_tensor(idx: TensorLike, what: str) -> Tensor:
@@ -1071,15 +1071,24 @@ def realize(*tensors: Tensor) -> None:
         for t in group:
             unique.setdefault(id(t.node), t.node)
         originals = list(unique.values())
-        sinks = _substitute_realized(originals)
-        buffers = get_device(name).run(sinks)
+        sinks, forks = snapshot.fork_assigned(_substitute_realized(originals))
+        try:
+            buffers = get_device(name).run(sinks)
+        except BaseException:
+            snapshot.undo(forks)  # nothing was written: the targets keep their bytes
+            raise
         for observer in observers:
-            observer.realized(name, sinks, buffers)
+            observer.realized(name, sinks, buffers, forks)
         done = {}
         for original, buf in zip(originals, buffers):
-            node = Node(Op.BUFFER, (), buf.dtype, buf.shape, buf)
+            node = buf.node()
             done[id(original)] = node
             _realized[original] = node
+        assigned = {id(f.target): f for f in forks}
         for t in group:
+            f = assigned.get(id(t.node.srcs[0].arg)) if t.node.op is Op.ASSIGN else None
+            if f is not None:  # (an assign realized earlier through another tensor is no fork here)
+                f.owners.append(weakref.ref(t))
             t.node = done[id(t.node)]
             t._device = name if not get_device(name).host else t._device
+        snapshot.settle(forks, _realized.__setitem__)

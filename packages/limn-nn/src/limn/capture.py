@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import limn.tensor as tensor_module
+from limn import snapshot
 from limn.device import Buffer, get_device
 from limn.ops import Node, Op, toposort
+from limn.snapshot import Fork
 from limn.tensor import Tensor, realize
 
 
@@ -31,7 +33,9 @@ class CaptureError(RuntimeError):
 class _Leaf:
     """Where a recorded run's leaf buffer comes from on replay."""
 
-    kind: str  # "arg": argument `index`; "run": result `index` of run `run`; "kept": `buffer` itself
+    # "arg": argument `index`; "run": result `index` of run `run`; "kept": `buffer` itself;
+    # "before": the bytes `buffer` holds before this run assigns it (limn.snapshot forks it anew)
+    kind: str
     index: int = 0
     run: int = 0
     buffer: Buffer | None = None
@@ -44,6 +48,7 @@ class _Run:
     sinks: list[Node] | None  # the graph, for devices without plans
     leaves: list[_Leaf]
     leaf_buffers: list[Buffer]  # as recorded, in the order `leaves` describes them
+    owners: dict[int, list[Any]]  # id(assigned buffer) -> weakrefs to the tensors whose assign it is
 
 
 class _Recorder:
@@ -58,6 +63,7 @@ class _Recorder:
         # every buffer whose id is a key above, held until the recording ends: a buffer freed mid-call
         # would let a new one take its id and be classified as the old one (a fresh tensor as a result)
         self.alive: list[Buffer] = []
+        self.before: dict[int, Buffer] = {}  # id(old bytes) -> the buffer they were, in the current run
 
     def created(self, buffer: Buffer) -> None:
         self.fresh.add(id(buffer))
@@ -70,7 +76,8 @@ class _Recorder:
             "from the step and read it outside"
         )
 
-    def realized(self, device: str, sinks: list[Node], buffers: list[Buffer]) -> None:
+    def realized(self, device: str, sinks: list[Node], buffers: list[Buffer], forks: list[Fork]) -> None:
+        self.before = {id(f.before): f.target for f in forks}
         dev = get_device(device)
         if hasattr(dev, "plan"):  # a compiled device: keep its plan and the leaves in its order
             plan, leaf_buffers = dev.plan(sinks)
@@ -80,12 +87,15 @@ class _Recorder:
             leaf_buffers = _leaf_buffers(sinks)
         leaves = [self._classify(b) for b in leaf_buffers]
         run = len(self.runs)
-        self.runs.append(_Run(device, plan, sinks_kept, leaves, list(leaf_buffers)))
+        owners = {id(f.target): f.owners for f in forks}  # realize() fills these in after this call
+        self.runs.append(_Run(device, plan, sinks_kept, leaves, list(leaf_buffers), owners))
         for i, b in enumerate(buffers):
             self.results.setdefault(id(b), (run, i))
         self.alive += buffers
 
     def _classify(self, b: Buffer) -> _Leaf:
+        if id(b) in self.before:
+            return _Leaf("before", buffer=self.before[id(b)])
         if id(b) in self.arg_buffers:
             return _Leaf("arg", index=self.arg_buffers[id(b)])
         if id(b) in self.results:
@@ -211,19 +221,27 @@ class Captured:
     def _replay(self, args: tuple) -> Any:
         results: list[list[Buffer]] = []
         for run in self.runs:
+            forks = {id(leaf.buffer): snapshot.fork(leaf.buffer) for leaf in run.leaves if leaf.kind == "before"}
             leaves = []
             for leaf in run.leaves:
-                if leaf.kind == "arg":
+                if leaf.kind == "before":
+                    leaves.append(forks[id(leaf.buffer)].before)
+                elif leaf.kind == "arg":
                     leaves.append(args[leaf.index].realize().node.arg)
                 elif leaf.kind == "run":
                     leaves.append(results[leaf.run][leaf.index])
                 else:
                     leaves.append(leaf.buffer)
             dev = get_device(run.device)
-            if run.plan is not None:
-                results.append(dev.run_plan(run.plan, leaves))
-            else:
-                results.append(dev.run(_rebind(run.sinks, run.leaf_buffers, leaves)))
+            try:
+                if run.plan is not None:
+                    results.append(dev.run_plan(run.plan, leaves))
+                else:
+                    results.append(dev.run(_rebind(run.sinks, run.leaf_buffers, leaves)))
+            except BaseException:
+                snapshot.undo(list(forks.values()))
+                raise
+            _settle(run, list(forks.values()))
         self.replays += 1
         outs = []
         for run, index in self.outputs:
@@ -231,6 +249,17 @@ class Captured:
             node = Node(Op.BUFFER, (), buf.dtype, buf.shape, buf)
             outs.append(Tensor._from_node(node, buf.device))
         return self.rebuild(outs)
+
+
+def _settle(run: _Run, forks: list[Fork]) -> None:
+    """What realize() does after an assigning run: the tensors whose assigns these are read the new bytes,
+    every other reader of the old bytes keeps them."""
+    for f in forks:
+        for ref in run.owners.get(id(f.target), ()):
+            t = ref()
+            if t is not None:
+                t.node = f.target.node()
+    snapshot.settle(forks, tensor_module._realized.__setitem__)
 
 
 def _rebind(sinks: list[Node], old: list[Buffer], new: list[Buffer]) -> list[Node]:
