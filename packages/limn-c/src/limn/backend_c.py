@@ -2,20 +2,26 @@
 
 The executor, plan cache and assign transaction are limn-compiler's (jit.CompiledDevice); this module
 adds the toolchain (finding cc, checking it builds a shared library, OpenMP or not), a program cache in
-memory and on disk (keyed by source, compiler identity, flags and host; written atomically, a corrupt
-entry is a miss), and the five byte hooks, which are trivial because buffers are host numpy arrays.
+memory and on disk (keyed by source, compiler identity, flags and host; written atomically, an entry that
+is corrupt or not a file is a miss; a folder that cannot be written or executed from is replaced, with one
+warning, by a private temp folder), and the five byte hooks, trivial because buffers are host numpy arrays.
 Pipeline: tensor -> graph -> schedule -> IR -> C source (c_source.py) -> **cc -> ctypes**.
 """
 
 from __future__ import annotations
 
+import atexit
 import ctypes
+import errno
 import hashlib
 import os
 import platform
 import shutil
+import stat
 import subprocess
 import tempfile
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +49,44 @@ def cache_dir() -> Path:
         return Path(os.environ["LIMN_CACHE_DIR"]) / "c"
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "limn" / "c"
+
+
+class KernelCacheWarning(RuntimeWarning):
+    """The kernel cache could not be used as configured; kernels still run, built somewhere else."""
+
+
+class FolderUnusable(Exception):
+    """A cache folder cannot hold or serve libraries (read-only, full, not a folder, mounted noexec)."""
+
+    def __init__(self, folder: Path, cause: str) -> None:
+        super().__init__(f"{folder}: {cause}")
+        self.folder, self.cause = folder, cause
+
+
+@dataclass
+class CacheFallback:
+    """This process's way around cache folders that failed: each failed folder with its cause, the
+    private temp folder that serves instead (made on first need, removed at exit), and the cache slots
+    found held by a directory. Each is reported by one KernelCacheWarning."""
+
+    failed: dict[Path, str] = field(default_factory=dict)
+    private: Path | None = None
+    occupied: set[Path] = field(default_factory=set)
+
+    def private_folder(self) -> Path:
+        if self.private is None:
+            try:
+                self.private = Path(tempfile.mkdtemp(prefix="limn-kernels-"))
+            except OSError as e:
+                raise FolderUnusable(Path(tempfile.gettempdir()), _reason(e)) from e
+            atexit.register(shutil.rmtree, self.private, ignore_errors=True)
+        return self.private
+
+
+_fallback = CacheFallback()
+
+# what cc says when the disk, not the source, is at fault: the folder is unusable, the kernel is fine
+DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 
 def physical_cores() -> int:
@@ -176,58 +220,111 @@ class CDevice(CompiledDevice):
         return functions
 
     def _library(self, source: str) -> ctypes.CDLL:
-        """The shared library for this source, from the disk cache or freshly compiled into it."""
+        """The shared library for this source, from the disk cache or freshly compiled into it. A cache
+        folder that fails is replaced by a private temp folder for the rest of the process, with one
+        warning; if that fails too, DeviceError names both."""
         key = "\n".join([source, self.toolchain.identity, " ".join(self.toolchain.flags), self.toolchain.host_target()])
         digest = hashlib.sha256(key.encode()).hexdigest()
         folder = cache_dir()
-        folder.mkdir(parents=True, exist_ok=True)
+        if folder not in _fallback.failed:
+            try:
+                lib = self._cached_or_built(source, digest, folder)
+                self.libraries.append(lib)
+                return lib
+            except FolderUnusable as e:
+                _fallback.failed[folder] = e.cause
+                newly_failed = True
+        else:
+            newly_failed = False
+        try:
+            private = _fallback.private_folder()
+            lib = self._cached_or_built(source, digest, private)
+        except FolderUnusable as e:
+            raise DeviceError(
+                f"the c device cannot keep compiled kernels anywhere: the cache {folder} failed "
+                f"({_fallback.failed[folder]}) and so did the fallback {e.folder} ({e.cause}); set "
+                "LIMN_CACHE_DIR to a writable folder on a filesystem that allows running code "
+                "(not full, not mounted noexec)"
+            ) from e
+        if newly_failed:
+            warnings.warn(
+                f"limn: the c device cannot use its kernel cache {folder} ({_fallback.failed[folder]}); "
+                f"kernels are cached in {private} for the rest of this process",
+                KernelCacheWarning,
+                stacklevel=2,
+            )
+        self.libraries.append(lib)
+        return lib
+
+    def _cached_or_built(self, source: str, digest: str, folder: Path) -> ctypes.CDLL:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except FileExistsError as e:
+            raise FolderUnusable(folder, "it exists and is not a folder") from e
+        except OSError as e:
+            raise FolderUnusable(folder, _reason(e)) from e
         lib_path = folder / f"{digest}.so"
         sum_path = folder / f"{digest}.sha256"
         lib = self._load_cached(lib_path, sum_path)
         if lib is None:
-            self._build(source, lib_path, sum_path, folder)
-            lib = ctypes.CDLL(str(lib_path))
-        self.libraries.append(lib)
+            lib = self._build(source, lib_path, sum_path, folder)
         return lib
 
     @staticmethod
     def _load_cached(lib_path: Path, sum_path: Path) -> ctypes.CDLL | None:
         """A cached library whose bytes match its recorded checksum; anything else is a miss."""
-        try:
-            recorded = sum_path.read_text().strip()
-            data = lib_path.read_bytes()
-        except OSError:
+        recorded, data = _file_bytes(sum_path), _file_bytes(lib_path)
+        if recorded is None or data is None:
             return None
-        if hashlib.sha256(data).hexdigest() != recorded:
+        if hashlib.sha256(data).hexdigest() != recorded.decode("ascii", "replace").strip():
             return None
         try:
             return ctypes.CDLL(str(lib_path))
         except OSError:
-            return None
+            return None  # a rebuild shows whether the folder itself cannot serve libraries
 
-    def _build(self, source: str, lib_path: Path, sum_path: Path, folder: Path) -> None:
-        """Compiles to a unique temp name in the cache folder, then renames into place, so readers see
-        a whole library or none, and processes compiling the same kernel at once do not collide."""
-        fd, tmp_src = tempfile.mkstemp(suffix=".c", dir=folder)
-        tmp_lib = tmp_src[:-2] + ".so.tmp"
+    def _build(self, source: str, lib_path: Path, sum_path: Path, folder: Path) -> ctypes.CDLL:
+        """Compiles to a unique temp name in the cache folder, loads it from there, then renames it into
+        place, so readers see a whole library or none, and processes compiling the same kernel at once do
+        not collide. Raises FolderUnusable when the folder cannot be written or a library in it cannot be
+        loaded (a noexec mount)."""
         try:
-            with os.fdopen(fd, "w") as f:
-                f.write(source)
+            fd, tmp_src = tempfile.mkstemp(suffix=".c", dir=folder)
+        except OSError as e:
+            raise FolderUnusable(folder, _reason(e)) from e
+        tmp_lib = tmp_src[:-2] + ".so.tmp"
+        tmp_sum = tmp_src[:-2] + ".sha256.tmp"
+        try:
+            try:
+                with os.fdopen(fd, "w") as f:
+                    f.write(source)
+            except OSError as e:
+                raise FolderUnusable(folder, _reason(e)) from e
             cmd = [self.toolchain.cc, *self.toolchain.flags, tmp_src, "-o", tmp_lib, "-lm"]
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
             if done.returncode != 0:
+                for code in DISK_ERRNOS:
+                    if os.strerror(code) in done.stdout + done.stderr:  # cc could not write its output
+                        raise FolderUnusable(folder, f"{os.strerror(code)}: cc could not write {tmp_lib}")
                 raise CompileError(_compile_report(cmd, done.stdout + done.stderr, source))
-            data = Path(tmp_lib).read_bytes()
-            os.replace(tmp_lib, lib_path)
-            fd2, tmp_sum = tempfile.mkstemp(suffix=".sha256.tmp", dir=folder)
-            with os.fdopen(fd2, "w") as f:
-                f.write(hashlib.sha256(data).hexdigest())
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp_sum, sum_path)
+            try:
+                data = Path(tmp_lib).read_bytes()
+                lib = ctypes.CDLL(tmp_lib)  # the mapping outlives the rename and any unlink
+            except OSError as e:
+                raise FolderUnusable(folder, _reason(e)) from e
+            if _install(tmp_lib, lib_path, folder):
+                try:
+                    with open(tmp_sum, "w") as f:
+                        f.write(hashlib.sha256(data).hexdigest())
+                        f.flush()
+                        os.fsync(f.fileno())
+                except OSError as e:
+                    raise FolderUnusable(folder, _reason(e)) from e
+                _install(tmp_sum, sum_path, folder)
+            return lib
         finally:
-            for leftover in (tmp_src, tmp_lib):
-                if os.path.exists(leftover):
+            for leftover in (tmp_src, tmp_lib, tmp_sum):
+                if os.path.lexists(leftover):
                     os.unlink(leftover)
 
     def launch(self, program: Any, kernel: KernelIR, handles: list[np.ndarray]) -> None:
@@ -249,6 +346,50 @@ class CDevice(CompiledDevice):
 
     def synchronize(self) -> None:
         pass  # kernels run synchronously on the calling thread's team
+
+
+def _file_bytes(path: Path) -> bytes | None:
+    """The bytes of a regular file; None for anything else (missing, unreadable, a directory, a FIFO).
+    It is opened without blocking, so a FIFO in a cache slot cannot hang the run."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            return f.read()
+    except OSError:
+        return None
+
+
+def _install(tmp: str, slot: Path, folder: Path) -> bool:
+    """Renames a finished temp file into its cache slot. A slot held by a directory is left alone and
+    reported once (False: the library is used from its temp name); any other failure is the folder's."""
+    try:
+        os.replace(tmp, slot)
+        return True
+    except IsADirectoryError as e:
+        if slot not in _fallback.occupied:
+            _fallback.occupied.add(slot)
+            warnings.warn(
+                f"limn: the c device's cache entry {slot} is a directory, not a file ({_reason(e)}); it is "
+                "left alone and this kernel is rebuilt in each process until it is removed",
+                KernelCacheWarning,
+                stacklevel=2,
+            )
+        return False
+    except OSError as e:
+        raise FolderUnusable(folder, _reason(e)) from e
+
+
+def _reason(e: OSError) -> str:
+    """An OSError as its errno text and the path it names: 'Read-only file system: /x/y'."""
+    if e.strerror is None:
+        return str(e)  # ctypes' dlopen errors carry only a message
+    where = e.filename2 or e.filename
+    return f"{e.strerror}: {where}" if where else e.strerror
 
 
 def _compile_report(cmd: list[str], output: str, source: str) -> str:
