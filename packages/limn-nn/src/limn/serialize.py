@@ -1,19 +1,25 @@
 """Checkpoints as safetensors files, read and written with numpy and ml_dtypes alone.
 
 A file is an 8-byte little-endian header length, a JSON header naming each tensor's dtype, shape and byte
-range, then the tensors' row-major little-endian bytes; nothing in it executes. save() writes one atomically,
-load() reads one into Tensors, and load_into() writes one into existing tensors' own buffers in one realize(),
-so a limn.capture recording goes on replaying the buffers it holds. It sits beside the pipeline, not in it:
-it realizes tensors (tensor -> device) and creates or assigns buffers.
+range, then the tensors' row-major little-endian bytes; nothing in it executes. save() writes one atomically
+(clearing temps of killed saves), load() reads a regular file into Tensors, load_into() writes one into
+existing tensors' own buffers in one realize() (which a limn.capture recording goes on replaying). It sits
+beside the pipeline, not in it: it realizes tensors (tensor -> device) and creates or assigns buffers.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
 import math
 import os
+import re
+import socket
+import stat
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -54,6 +60,7 @@ MAX_HEADER_BYTES = 100_000_000  # the safetensors library's own limit; a larger 
 HEADER_ALIGN = 8  # the header is padded with spaces so the data section starts 8-byte aligned
 MAX_DIMS = 32  # the most dims numpy 1.26 (limn's oldest) gives an array
 METADATA_KEY = "__metadata__"
+STALE_AGE_S = 3600  # a leftover temp whose writer cannot be asked is stale after an hour untouched
 
 
 class SafetensorsError(ValueError):
@@ -90,7 +97,9 @@ def save(
 
     Tensors are realized in one batch first. The write is atomic: the bytes go to a temp file beside `path`,
     which is flushed, fsynced and renamed over `path`, so a save that dies halfway leaves the previous file
-    as it was. Numpy arrays may be non-contiguous or broadcast views; their values are what is written.
+    as it was. The temp file is named `.{basename}.{pid}-{host}-{random}.tmp`; a save first removes the
+    temps of that pattern that earlier saves to `path` left behind when they were killed (see
+    _remove_stale_temps). Numpy arrays may be non-contiguous or broadcast views; their values are written.
     Trap: names are the only link between a file and a model; save under named_parameters() paths.
 
     >>> save("/tmp/ckpt.safetensors", {"w": Tensor([[1.0, 2.0]])}, metadata={"step": "10"})
@@ -102,8 +111,9 @@ def save(
     meta = _checked_metadata(metadata)
     header, order = _header_bytes(arrays, meta)
     path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp_path = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    folder, base = os.path.split(os.path.abspath(path))
+    _remove_stale_temps(folder, base)
+    fd, tmp_path = tempfile.mkstemp(dir=folder, prefix=f".{base}.{os.getpid()}-{_host_tag()}-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(len(header).to_bytes(LENGTH_BYTES, "little"))
@@ -191,6 +201,64 @@ def _file_mode(path: str) -> int:
         return 0o666 & ~umask
 
 
+def _host_tag() -> str:
+    """Eight hex digits naming this machine and pid namespace, so a pid in a temp name is only judged
+    where it means the same process: a folder may be shared with other machines or containers."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        namespace = ""
+    return hashlib.sha256(f"{socket.gethostname()} {namespace}".encode()).hexdigest()[:8]
+
+
+def _remove_stale_temps(folder: str, base: str) -> None:
+    """Removes the temp files that earlier saves to `base` left in `folder` when they were killed (SIGKILL,
+    a power cut): each up to a whole checkpoint. Only regular files named by save()'s pattern for exactly
+    this basename are candidates. One that names a pid of this host is stale once no process has that pid
+    (a live one is another save still writing); one from another host, or from limn 0.1.0 (whose names
+    carry no pid: `.{basename}.{random}.tmp`), is stale once untouched for STALE_AGE_S. Best effort:
+    a temp that cannot be examined or removed is left where it is."""
+    # .{base}.{pid}-{host}-{random}.tmp, or 0.1.0's .{base}.{random8}.tmp; no other basename's temp matches,
+    # since what follows ".{base}." holds exactly one dot, the one before "tmp"
+    pattern = re.compile(re.escape(f".{base}.") + r"(?:(\d+)-([0-9a-f]{8})-[a-z0-9_]+|[a-z0-9_]{8})\.tmp")
+    here = _host_tag()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        named = pattern.fullmatch(entry.name)
+        if named is None:
+            continue
+        pid, host = named.group(1), named.group(2)
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            if pid is not None and host == here:
+                stale = not _process_exists(int(pid))
+            else:
+                stale = time.time() - info.st_mtime > STALE_AGE_S
+            if stale:
+                os.remove(entry.path)
+        except OSError:
+            continue  # removed meanwhile by another save, or not ours to remove
+
+
+def _process_exists(pid: int) -> bool:
+    if os.name == "nt":
+        return True  # os.kill(pid, 0) would send CTRL_C there; such temps are left alone
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    except OverflowError:
+        return False  # no process has a pid that large
+    return True
+
+
 def _fsync_folder(folder: str) -> None:
     """Makes the rename itself durable. Windows cannot open a folder for fsync; there the rename stands."""
     try:
@@ -232,8 +300,9 @@ def load_numpy(path: str | os.PathLike) -> dict[str, np.ndarray]:
 
 def read_metadata(path: str | os.PathLike) -> dict[str, str]:
     """The file's `__metadata__` (empty if it has none). The whole header is checked; no tensor is read."""
-    with open(path, "rb") as f:
-        return _read_header(f, os.fspath(path)).metadata
+    path = os.fspath(path)
+    with _open_checkpoint(path) as f:
+        return _read_header(f, path).metadata
 
 
 def load_into(path: str | os.PathLike, tensors: dict[str, Tensor], strict: bool = True) -> None:
@@ -306,7 +375,7 @@ def _read(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """The file's tensors as read-only numpy arrays over the bytes read, after the header checks out."""
     _check_byte_order()
     path = os.fspath(path)
-    with open(path, "rb") as f:
+    with _open_checkpoint(path) as f:
         header = _read_header(f, path)
         f.seek(header.data_start)
         arrays = {}
@@ -318,6 +387,28 @@ def _read(path: str | os.PathLike) -> dict[str, np.ndarray]:
                 raise SafetensorsError(f"{path}: tensor {entry.name!r}: BOOL bytes must be 0 or 1")
             arrays[entry.name] = np.frombuffer(raw, entry.dtype.np).reshape(entry.shape)
     return {entry.name: arrays[entry.name] for entry in header.entries}
+
+
+# what a path that is not a regular file is, as its error names it
+FILE_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _open_checkpoint(path: str) -> BinaryIO:
+    """Opens a checkpoint for reading once it is known to be a regular file (a symlink to one is fine).
+    Checked before opening: opening a FIFO with no writer blocks forever, and a device never ends."""
+    mode = os.stat(path).st_mode
+    if stat.S_ISDIR(mode):
+        message = f"{path}: is a directory, not a regular file; a checkpoint must be a file"
+        raise IsADirectoryError(errno.EISDIR, message)
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in FILE_KINDS if test(mode)), "a special file")
+        raise ValueError(f"{path}: is {kind}, not a regular file; a checkpoint must be a file")
+    return open(path, "rb")
 
 
 def _all_zero_or_one(raw: bytes) -> bool:
