@@ -12,6 +12,13 @@ import json
 import os
 import random
 import re
+import select
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +33,7 @@ import safetensors.torch
 import torch
 
 import limn
-from limn import Tensor
+from limn import Tensor, serialize
 from limn.ops import Op
 from limn.serialize import SafetensorsError, load, load_into, load_numpy, read_metadata, save
 
@@ -251,6 +258,209 @@ def test_a_saved_file_gets_ordinary_permissions_not_the_temp_files(tmp_path):
         assert (tmp_path / "new.safetensors").stat().st_mode & 0o777 == 0o640
     finally:
         os.umask(umask)
+
+
+# ---- temps that killed saves left behind ----
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped: no process has it now."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def temp_name(base: str, pid: int, host: str | None = None, random_part: str = "k3x9a_7q") -> str:
+    """A temp name as save() makes one: .{basename}.{pid}-{host}-{random}.tmp."""
+    return f".{base}.{pid}-{host or serialize._host_tag()}-{random_part}.tmp"
+
+
+def leftover(folder: Path, name: str, age_s: float = 0.0) -> Path:
+    path = folder / name
+    path.write_bytes(b"half a checkpoint")
+    os.utime(path, (time.time() - age_s, time.time() - age_s))
+    return path
+
+
+def test_a_save_removes_the_temp_of_a_saver_that_no_longer_runs(tmp_path):
+    path = tmp_path / "ckpt.safetensors"
+    stale = leftover(tmp_path, temp_name(path.name, dead_pid()))
+    save(path, {"w": np.arange(3, dtype=np.float32)})
+    assert not stale.exists()
+    assert sorted(os.listdir(tmp_path)) == [path.name]
+    np.testing.assert_array_equal(safetensors.numpy.load_file(path)["w"], np.arange(3, dtype=np.float32))
+
+
+def test_a_save_keeps_the_temp_of_a_saver_that_may_still_run(tmp_path):
+    path = tmp_path / "ckpt.safetensors"
+    kept = [
+        leftover(tmp_path, temp_name(path.name, os.getpid())),  # this process: another thread saving
+        leftover(tmp_path, temp_name(path.name, dead_pid(), host="0badc0de")),  # another host: its pid says nothing
+    ]
+    save(path, {"w": np.ones(2, np.float32)})
+    assert all(p.exists() for p in kept)
+    np.testing.assert_array_equal(safetensors.numpy.load_file(path)["w"], np.ones(2, np.float32))
+
+
+def test_a_save_removes_temps_it_cannot_ask_about_only_after_an_hour_untouched(tmp_path):
+    # limn 0.1.0 named temps .{basename}.{random8}.tmp, with no pid; another host's pid cannot be asked
+    path = tmp_path / "ckpt.safetensors"
+    old_unnamed = leftover(tmp_path, f".{path.name}.abcd1234.tmp", age_s=2 * 3600)
+    new_unnamed = leftover(tmp_path, f".{path.name}.efgh5678.tmp", age_s=60)
+    old_foreign = leftover(tmp_path, temp_name(path.name, 12345, host="0badc0de"), age_s=2 * 3600)
+    save(path, {"w": np.ones(2, np.float32)})
+    assert not old_unnamed.exists() and not old_foreign.exists()
+    assert new_unnamed.exists()
+
+
+def test_a_save_never_removes_what_is_not_its_own_targets_temp(tmp_path):
+    path = tmp_path / "ckpt.safetensors"
+    gone = dead_pid()
+    others = [
+        temp_name("ckpt.safetensors.1", gone),  # another target's temp, whose name starts like this one's
+        f".ckpt.safetensors.{gone}.abcd1234.tmp",  # 0.1.0's temp of a target named "ckpt.safetensors.<pid>"
+        temp_name("other.safetensors", gone),
+        temp_name(path.name, gone)[1:],  # no leading dot
+        temp_name(path.name, gone) + ".bak",
+        f".{path.name}.abcd1234.tmp.old",
+    ]
+    for name in others:
+        leftover(tmp_path, name, age_s=2 * 3600)
+    (tmp_path / temp_name(path.name, gone, random_part="dir12345")).mkdir()  # the pattern, but a folder
+    save(path, {"w": np.ones(2, np.float32)})
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        [*others, temp_name(path.name, gone, random_part="dir12345"), path.name]
+    )
+
+
+# writes a two-tensor checkpoint whose first tensor's bytes are flushed, then says so and stalls mid-write
+STALLING_SAVE = textwrap.dedent(
+    """
+    import os, sys, time
+    import numpy as np
+    from limn.serialize import save
+
+    class Stalling:
+        def __init__(self, f):
+            self.f, self.written = f, 0
+
+        def write(self, data):
+            n = self.f.write(data)
+            self.written += n
+            if self.written > 1 << 20:
+                self.f.flush()
+                print("writing", flush=True)
+                time.sleep(600)
+            return n
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    real_fdopen = os.fdopen
+    os.fdopen = lambda fd, mode: Stalling(real_fdopen(fd, mode))
+    save(sys.argv[1], {"a": np.full((512, 1024), 2.0, np.float32), "b": np.full((512, 1024), 3.0, np.float32)})
+    """
+)
+
+
+def test_a_save_killed_mid_write_leaves_the_old_file_and_the_next_save_removes_its_temp(tmp_path):
+    path = tmp_path / "ckpt.safetensors"
+    old = {"a": np.zeros((4, 4), np.float32)}
+    save(path, old)
+    before = path.read_bytes()
+    child = subprocess.Popen([sys.executable, "-c", STALLING_SAVE, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([child.stdout], [], [], 120)
+        assert ready and child.stdout.readline() == "writing\n", "the child did not start writing"
+    finally:
+        child.kill()  # SIGKILL: no handler, no finally, no cleanup runs in the child
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    temps = [p for p in tmp_path.iterdir() if p != path]
+    assert [p.name for p in temps] == [temp_name(path.name, child.pid, random_part=temps[0].name[-12:-4])]
+    assert temps[0].stat().st_size > 1 << 20, "the temp does not hold the bytes written before the kill"
+    assert path.read_bytes() == before
+    np.testing.assert_array_equal(safetensors.numpy.load_file(path)["a"], old["a"])
+    save(path, {"a": np.ones((4, 4), np.float32)})
+    assert list(tmp_path.iterdir()) == [path], "the killed save's temp was not removed"
+    np.testing.assert_array_equal(safetensors.numpy.load_file(path)["a"], np.ones((4, 4), np.float32))
+
+
+# ---- what a checkpoint path may be ----
+
+
+def not_a_file(kind: str, tmp_path: Path) -> tuple[Path, type[Exception], str]:
+    """A path of `kind`, the error reading it must raise, and what the message calls it."""
+    if kind == "fifo":
+        os.mkfifo(tmp_path / "ckpt.fifo")  # no writer: open() for reading would wait for one forever
+        return tmp_path / "ckpt.fifo", ValueError, "a FIFO"
+    if kind == "directory":
+        (tmp_path / "ckpt.dir").mkdir()
+        return tmp_path / "ckpt.dir", IsADirectoryError, "a directory"
+    if kind == "device":
+        return Path(os.devnull), ValueError, "a character device"  # reads as an empty file forever
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "ckpt.sock"))
+    sock.close()
+    return tmp_path / "ckpt.sock", ValueError, "a socket"
+
+
+READERS: dict[str, Callable[[Path], Any]] = {
+    "load": load,
+    "load_numpy": load_numpy,
+    "read_metadata": read_metadata,
+    "load_into": lambda path: load_into(path, {}),
+}
+
+
+def raised_within(call: Callable[[], Any], seconds: float, unblock: Callable[[], None]) -> BaseException | None:
+    """What `call()` raised, run in a thread so that a call that blocks fails the test instead of hanging
+    the suite (`unblock` then releases it)."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+            outcome.append(None)
+        except BaseException as e:
+            outcome.append(e)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        unblock()
+        pytest.fail(f"the call was still blocked after {seconds} s")
+    return outcome[0]
+
+
+@pytest.mark.parametrize("reader", READERS)
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device", "socket"])
+def test_a_path_that_is_not_a_regular_file_is_refused_before_it_is_opened(tmp_path, kind, reader):
+    path, error, what = not_a_file(kind, tmp_path)
+
+    def unblock() -> None:  # a writer that opens and closes the FIFO ends a blocked open and its read
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+
+    raised = raised_within(lambda: READERS[reader](path), 10, unblock)
+    assert isinstance(raised, error), f"expected {error.__name__}, got {raised!r}"
+    assert f"{path}: is {what}, not a regular file; a checkpoint must be a file" in str(raised)
+
+
+def test_a_symlink_to_a_checkpoint_reads_as_the_checkpoint(tmp_path):
+    values = {"w": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    save(tmp_path / "real.safetensors", values, {"step": "3"})
+    (tmp_path / "link.safetensors").symlink_to(tmp_path / "real.safetensors")
+    expected = safetensors.numpy.load_file(tmp_path / "real.safetensors")["w"]
+    np.testing.assert_array_equal(load_numpy(tmp_path / "link.safetensors")["w"], expected)
+    np.testing.assert_array_equal(load(tmp_path / "link.safetensors")["w"].numpy(), expected)
+    assert read_metadata(tmp_path / "link.safetensors") == {"step": "3"}
 
 
 # ---- load_into ----
