@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -72,19 +73,27 @@ class IndexCheck:
 @dataclass
 class Plan:
     """What one graph structure compiles to: its program (schedule and IR), a compiled program per
-    kernel, and the index checks to run on the way. `scratch` keeps the buffers of intermediate values
-    between runs: a training step reuses the same memory every step instead of asking the allocator
-    (and the kernel, page by page) for fresh memory. Sinks get fresh buffers each run, since callers
-    keep them."""
+    kernel, and the index checks to run on the way. Each thread keeps its own scratch buffers for the
+    intermediate values (`scratch()`), reused between its runs: a training step reuses the same memory
+    every step instead of asking the allocator (and the kernel, page by page) for fresh memory, and two
+    threads running one plan at once never share an intermediate. Sinks get fresh buffers each run,
+    since callers keep them."""
 
     program: Program
     compiled: list[Any]
     checks: list[IndexCheck]
-    scratch: dict[int, Any] = field(default_factory=dict)
+    _per_thread: threading.local = field(default_factory=threading.local, repr=False)
 
     @property
     def schedule(self) -> Schedule:
         return self.program.schedule
+
+    def scratch(self) -> dict[int, Any]:
+        """This thread's intermediate buffers, slot number -> handle (freed with the thread)."""
+        buffers = getattr(self._per_thread, "buffers", None)
+        if buffers is None:
+            buffers = self._per_thread.buffers = {}
+        return buffers
 
 
 @dataclass
@@ -179,15 +188,16 @@ class CompiledDevice:
         for slot, buf in zip(sched.inputs, leaves):
             handles[slot] = self._bind(buf)
         kept = {slot for slot, _ in sched.sinks}
+        scratch = plan.scratch()
         for slot in sched.slots:
             if slot.kind == "input":
                 continue
             if slot.number in kept:
                 handles[slot.number] = self._alloc_checked(slot.dtype, slot.shape)
             else:
-                if slot.number not in plan.scratch:
-                    plan.scratch[slot.number] = self._alloc_checked(slot.dtype, slot.shape)
-                handles[slot.number] = plan.scratch[slot.number]
+                if slot.number not in scratch:
+                    scratch[slot.number] = self._alloc_checked(slot.dtype, slot.shape)
+                handles[slot.number] = scratch[slot.number]
         checks: dict[int, list[IndexCheck]] = {}
         for c in plan.checks:
             checks.setdefault(c.kernel, []).append(c)

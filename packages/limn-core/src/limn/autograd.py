@@ -10,6 +10,7 @@ Pipeline: **tensor + autograd** -> graph -> schedule -> IR -> device.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,41 +20,48 @@ from limn.ops import Node, Op, postorder
 if TYPE_CHECKING:
     from limn.tensor import Tensor
 
-_grad_enabled = True
+
+class _GradMode(threading.local):
+    """Whether ops record gradient history, per thread as in torch: a thread starts with it on, and one
+    thread's no_grad never strips another thread's graph."""
+
+    enabled = True
+
+
+_mode = _GradMode()
 
 
 class no_grad:
-    """Context manager (or decorator): ops inside record no gradient history."""
+    """Context manager (or decorator): ops inside record no gradient history, in this thread."""
+
+    _sets = False
 
     def __enter__(self) -> None:
-        global _grad_enabled
-        self._prev = _grad_enabled
-        _grad_enabled = False
+        # a stack of previous modes, so one no_grad object can be entered again while it is active
+        self._prev = [*getattr(self, "_prev", []), _mode.enabled]
+        _mode.enabled = self._sets
 
     def __exit__(self, *exc: object) -> None:
-        global _grad_enabled
-        _grad_enabled = self._prev
+        _mode.enabled = self._prev.pop()
 
     def __call__(self, fn: Callable) -> Callable:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with no_grad():
+            with type(self)():
                 return fn(*args, **kwargs)
 
         return wrapper
 
 
 class enable_grad(no_grad):
-    """Turns gradient recording back on inside a no_grad block."""
+    """Turns gradient recording back on inside a no_grad block, in this thread."""
 
-    def __enter__(self) -> None:
-        global _grad_enabled
-        self._prev = _grad_enabled
-        _grad_enabled = True
+    _sets = True
 
 
 def is_grad_enabled() -> bool:
-    return _grad_enabled
+    """Whether ops made now in this thread record gradient history."""
+    return _mode.enabled
 
 
 @dataclass(frozen=True, eq=False)

@@ -76,8 +76,16 @@ class Buffer:
     def node(self) -> Node:
         """A BUFFER node reading these bytes, registered in `nodes`."""
         n = Node(Op.BUFFER, (), self.dtype, self.shape, self)
-        self.nodes.add(n)
+        with _nodes_lock:
+            self.nodes.add(n)
         return n
+
+    def take_nodes(self) -> list[weakref.ref[Node]]:
+        """Weak references to the nodes registered so far, which are forgotten here."""
+        with _nodes_lock:
+            refs = [weakref.ref(n) for n in self.nodes]
+            self.nodes.clear()
+        return refs
 
     def swap_out(self) -> Buffer:
         """Moves the bytes held now into a new Buffer, which is returned, and gives this one fresh,
@@ -111,6 +119,8 @@ class Buffer:
     def __repr__(self) -> str:
         return f"Buffer({self.device}, {self.dtype.name}{list(self.shape)})"
 
+
+_nodes_lock = threading.Lock()  # threads may read and assign one buffer's nodes at once
 
 # ---- the registry ----
 

@@ -33,9 +33,7 @@ class Fork:
 
 def fork(target: Buffer) -> Fork:
     """Gives `target` fresh memory and returns the Fork that remembers its old bytes and their readers."""
-    stale = [weakref.ref(n) for n in target.nodes]
-    target.nodes.clear()
-    return Fork(target, target.swap_out(), stale)
+    return Fork(target, target.swap_out(), target.take_nodes())
 
 
 def fork_assigned(sinks: Sequence[Node]) -> tuple[list[Node], list[Fork]]:

@@ -1038,6 +1038,14 @@ def apply_custom(op: Any, inputs: list[Tensor], params: dict[str, Any]) -> list[
     return [inputs[0]._result(n, Op.CUSTOM, tuple(inputs), n.arg) for n in nodes]
 
 
+def _resolved(node: Node) -> Node:
+    """The BUFFER node holding a realized node's value: one hop, or more when that buffer was then
+    assigned and the node read its old bytes (limn.snapshot)."""
+    while node in _realized:
+        node = _realized[node]
+    return node
+
+
 def _substitute_realized(sinks: list[Node]) -> list[Node]:
     """The sinks with every already-realized node swapped for its buffer, so nothing runs twice."""
     order = toposort(sinks)
@@ -1046,7 +1054,7 @@ def _substitute_realized(sinks: list[Node]) -> list[Node]:
     new: dict[int, Node] = {}
     for n in order:
         if n in _realized:
-            new[id(n)] = _realized[n]
+            new[id(n)] = _resolved(n)
             continue
         srcs = tuple(new[id(s)] for s in n.srcs)
         new[id(n)] = n if all(a is b for a, b in zip(srcs, n.srcs)) else Node(n.op, srcs, n.dtype, n.shape, n.arg)
@@ -1056,6 +1064,9 @@ def _substitute_realized(sinks: list[Node]) -> list[Node]:
 def realize(*tensors: Tensor) -> None:
     """Computes the tensors in one batch per device: one graph, one run, so every ASSIGN in the batch
     reads pre-step values. Each tensor then holds a buffer."""
+    for t in tensors:
+        if t.node.op is Op.BUFFER and t.node in _realized:
+            t.node = _resolved(t.node)  # a buffer read before an assign: it keeps the old bytes
     # a tensor asked for twice is updated once (its node changes under it below)
     pending = list({id(t): t for t in tensors if t.node.op is not Op.BUFFER}.values())
     by_device: dict[str, list[Tensor]] = {}
