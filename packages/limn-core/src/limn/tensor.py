@@ -9,6 +9,7 @@ Pipeline: **tensor** -> graph -> schedule -> IR -> renderer -> device.
 from __future__ import annotations
 
 import math
+import threading
 import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -37,10 +38,19 @@ def manual_seed(seed: int) -> None:
 # A node once realized is never computed again: later graphs that still hold it read its buffer.
 _realized: weakref.WeakKeyDictionary[Node, Node] = weakref.WeakKeyDictionary()
 
-# Whoever needs to watch execution (limn.capture records a step this way) appends an object here with
-# three methods: realized(device, sinks, buffers) after each device run, created(buffer) when host data
-# becomes a buffer, and read_back(tensor) when a value is read into Python.
-observers: list[Any] = []
+
+class _Observers(threading.local):
+    """Whoever watches execution in this thread (limn.capture records a step this way) puts an object in
+    `active` with four methods: realized(device, sinks, buffers, forks) after each device run,
+    created(buffer) when host data becomes a buffer, assigned(tensor) when an assign is made, and
+    read_back(tensor) when a value is read into Python. Per thread, so a capture in one thread never
+    records another thread's work."""
+
+    def __init__(self) -> None:
+        self.active: list[Any] = []
+
+
+observers = _Observers()
 
 
 def _normalize_axis(axis: int, ndim: int, what: str) -> int:
@@ -246,7 +256,7 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         """A numpy copy of the value (computing it first if needed)."""
         self.realize()
-        for observer in observers:
+        for observer in observers.active:
             observer.read_back(self)
         buf: Buffer = self.node.arg
         return buf.numpy().reshape(self.shape)
@@ -288,6 +298,8 @@ class Tensor:
             self.realize()
         self.node = Node(Op.ASSIGN, (self.node, value.node), self.dtype, self.shape)
         self._ctx = None
+        for observer in observers.active:
+            observer.assigned(self)
         return self
 
     # ---- primitives: each builds one Node (and a Context when gradients flow) ----
@@ -1003,7 +1015,7 @@ def _buffer_node(device: str, arr: np.ndarray) -> Node:
         handle = dev.alloc(dtype, arr.shape)
         dev.copyin(handle, arr)
     buf = Buffer(dev.name, dtype, arr.shape, handle)
-    for observer in observers:
+    for observer in observers.active:
         observer.created(buf)
     return buf.node()
 
@@ -1088,7 +1100,7 @@ def realize(*tensors: Tensor) -> None:
         except BaseException:
             snapshot.undo(forks)  # nothing was written: the targets keep their bytes
             raise
-        for observer in observers:
+        for observer in observers.active:
             observer.realized(name, sinks, buffers, forks)
         done = {}
         for original, buf in zip(originals, buffers):

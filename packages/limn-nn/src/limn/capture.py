@@ -69,6 +69,9 @@ class _Recorder:
         self.fresh.add(id(buffer))
         self.alive.append(buffer)
 
+    def assigned(self, t: Tensor) -> None:
+        pass
+
     def read_back(self, t: Tensor) -> None:
         self.problem = self.problem or (
             f"the step reads a {t.dtype.name}{list(t.shape)} value back into Python (.numpy()/.item()) "
@@ -196,13 +199,13 @@ class Captured:
         realize(*tensors)  # arguments must be buffers to be bound to
         arg_buffers = {id(a.node.arg): i for i, a in enumerate(args) if isinstance(a, Tensor)}
         recorder = _Recorder(arg_buffers)
-        tensor_module.observers.append(recorder)
+        tensor_module.observers.active.append(recorder)
         try:
             out = self.fn(*args)
             outs, rebuild = _flatten(out)
             realize(*outs)
         finally:
-            tensor_module.observers.remove(recorder)
+            tensor_module.observers.active.remove(recorder)
         if recorder.problem is not None:
             raise CaptureError(recorder.problem)
         positions = []
