@@ -220,22 +220,204 @@ def test_a_step_that_reads_a_value_back_into_python_is_refused(device, fn):
         capture(fn)(Tensor(XS[0]), Tensor(XS[1]))
 
 
-def _uses_host_data(x, y):
-    return x + Tensor(np.ones(x.shape, np.float32)) - y
+# ---- host data, random numbers and pending assigns made inside the step ----
+
+
+def eager_and_captured(make_step, calls=5, verify=0):
+    """The outputs of `calls` calls of a fresh step, run eagerly and captured; each entry a numpy list."""
+    runs = []
+    for captured in (False, True):
+        step = make_step()
+        step = capture(step, verify=verify) if captured else step
+        outs = []
+        for c in range(calls):
+            out = step(Tensor(XS[c]), Tensor(XS[c + 1]))
+            outs.append([t.numpy() for t in (out if isinstance(out, tuple) else (out,))])
+        runs.append(outs)
+    return runs
+
+
+def assert_same_calls(eager, captured, what):
+    for c, (a, b) in enumerate(zip(eager, captured, strict=True)):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            np.testing.assert_array_equal(y, x, err_msg=f"{what}: output {i} of call {c + 1}, captured vs eager")
+
+
+def _with_a_causal_mask():
+    def step(x, y):
+        n = x.shape[1]
+        mask = Tensor(np.tril(np.ones((n, n), np.float32)))  # the same bytes on every call
+        positions = Tensor.arange(n).cast(limn.float32)
+        return (x @ mask + positions - y).sum(axis=1)
+
+    return step
+
+
+def test_host_data_the_same_on_every_call_replays_right(device):
+    eager, captured = eager_and_captured(_with_a_causal_mask)
+    assert_same_calls(eager, captured, "a step that builds a causal mask and arange positions from host data")
+
+
+def test_host_data_that_changes_between_calls_is_refused_at_the_second_call(device):
+    calls = iter(range(100))
+
+    def step(x, y):
+        return x + Tensor(np.full(x.shape, float(next(calls)), np.float32)) - y
+
+    captured = capture(step)
+    captured(Tensor(XS[0]), Tensor(XS[1]))
+    with pytest.raises(CaptureError, match=r"makes a float32\[8, 4\] tensor from host data whose bytes changed"):
+        captured(Tensor(XS[0]), Tensor(XS[1]))
 
 
 def _uses_randn(x, y):
     return x + Tensor.randn(x.shape) - y
 
 
-def _drops_a_result_then_uses_host_data(x, y):
-    (x * 2).realize()  # a result dropped at once: the host tensor below may be given its address
-    return x + Tensor(np.ones(x.shape, np.float32)) - y
+def _uses_rand(x, y):
+    return x * Tensor.rand(x.shape) - y
 
 
-@pytest.mark.parametrize(
-    "fn", [_uses_host_data, _uses_randn, _drops_a_result_then_uses_host_data], ids=["Tensor(np)", "randn", "reused id"]
-)
-def test_a_step_that_makes_a_tensor_from_host_data_is_refused(device, fn):
-    with pytest.raises(CaptureError, match=r"makes a float32\[8, 4\] tensor from host data.*argument"):
+@pytest.mark.parametrize("fn", [_uses_randn, _uses_rand], ids=["randn", "rand"])
+def test_a_step_that_draws_random_numbers_is_refused(device, fn):
+    with pytest.raises(CaptureError, match=r"draws random numbers .*pass them in as an argument"):
         capture(fn)(Tensor(XS[0]), Tensor(XS[1]))
+
+
+def test_host_data_made_after_a_result_is_dropped_is_not_taken_for_that_result(device):
+    def step(x, y):
+        (x * 2).realize()  # a result dropped at once: the host tensor below may be given its address
+        return x + Tensor(np.ones(x.shape, np.float32)) - y
+
+    eager, captured = eager_and_captured(lambda: step)
+    assert_same_calls(eager, captured, "host data made after a dropped result")
+
+
+def _pending_assign_step():
+    """A step that assigns a running total and never realizes or returns it."""
+    limn.manual_seed(0)
+    total = Tensor(np.zeros((8, 4), np.float32))
+
+    def step(x, y):
+        total.assign(total + x)
+        return (x - y).sum()
+
+    return step, total
+
+
+def test_an_assign_the_step_leaves_pending_is_replayed(device):
+    expected = []
+    step, total = _pending_assign_step()
+    for c in range(4):
+        step(Tensor(XS[c]), Tensor(XS[c + 1]))
+        expected.append(total.numpy())
+    step, total = _pending_assign_step()
+    captured = capture(step)
+    for c in range(4):
+        captured(Tensor(XS[c]), Tensor(XS[c + 1]))
+        np.testing.assert_array_equal(total.numpy(), expected[c], err_msg=f"the pending assign after call {c + 1}")
+    assert captured.replays == 3
+
+
+# ---- arguments and tensors the recording keeps ----
+
+
+def test_a_replay_refuses_an_argument_that_is_a_buffer_the_recording_keeps(device):
+    w = Tensor(np.ones((8, 4), np.float32))  # a parameter the step reads and updates itself
+
+    def step(x, y):
+        w.assign(w * 0.5 + x)
+        return (w - y).sum()
+
+    captured = capture(step)
+    captured(Tensor(XS[0]), Tensor(XS[1]))
+    with pytest.raises(CaptureError, match=r"argument 0 \(float32\[8, 4\]\) is a buffer the recording keeps"):
+        captured(w, Tensor(XS[1]))
+
+
+def test_a_step_that_assigns_its_own_argument_is_refused(device):
+    def step(p, x):
+        p.assign(p + x)
+        return x.sum()
+
+    with pytest.raises(CaptureError, match=r"assigns argument 0 \(float32\[8, 4\]\)"):
+        capture(step)(Tensor(XS[0]), Tensor(XS[1]))
+
+
+def test_a_global_tensor_rebound_between_calls_is_refused(device):
+    scale = {"t": Tensor(np.full(4, 2.0, np.float32))}
+
+    def step(x, y):
+        return x * scale["t"] - y
+
+    captured = capture(step)
+    captured(Tensor(XS[0]), Tensor(XS[1]))
+    scale["t"] = Tensor(np.full(4, 3.0, np.float32))  # the old tensor is gone: only the recording has it
+    with pytest.raises(CaptureError, match=r"read a float32\[4\] tensor that nothing outside the recording holds"):
+        captured(Tensor(XS[0]), Tensor(XS[1]))
+
+
+# ---- verify mode: what the recording cannot see, the eager run shows ----
+
+
+def test_verify_catches_a_python_float_that_changes_between_calls(device):
+    lr = {"value": 0.5}
+
+    def step(x, y):
+        lr["value"] /= 2  # Python state: the recording baked the first value into a CONST
+        return x * lr["value"] - y
+
+    captured = capture(step, verify=2)
+    captured(Tensor(XS[0]), Tensor(XS[1]))
+    with pytest.raises(CaptureError, match=r"verify: call 2 replayed differs from the eager call in output 0"):
+        captured(Tensor(XS[0]), Tensor(XS[1]))
+
+
+def test_verify_catches_a_branch_on_a_python_counter(device):
+    calls = {"n": 0}
+
+    def step(x, y):
+        calls["n"] += 1
+        return x - y if calls["n"] % 2 else x + y
+
+    captured = capture(step, verify=1)
+    captured(Tensor(XS[0]), Tensor(XS[1]))
+    with pytest.raises(CaptureError, match=r"verify: call 2 .*max difference"):
+        captured(Tensor(XS[0]), Tensor(XS[1]))
+
+
+def test_verify_catches_a_deliberately_broken_replay_of_a_training_step(device):
+    limn.manual_seed(0)
+    model = MLP()
+    opt = adamw(model)
+    step = capture(training_step(model, opt), verify=3)
+    step(Tensor(XS[0]), Tensor(YS[0]))
+    run = step.runs[0]
+    kept = [i for i, leaf in enumerate(run.leaves) if leaf.kind == "kept" and leaf.buffer is opt._lr.node.arg]
+    assert kept, "the recording reads the learning rate as a kept buffer"
+    wrong_lr = Tensor(np.array(0.5, np.float64))  # the replay now reads another learning rate
+    run.leaves[kept[0]] = type(run.leaves[kept[0]])("kept", buffer=wrong_lr.node.arg)
+    with pytest.raises(CaptureError, match=r"verify: call 2 replayed differs .*buffer the step assigns"):
+        step(Tensor(XS[1]), Tensor(YS[1]))
+
+
+def test_a_verified_training_step_matches_the_uncaptured_one_and_then_replays(device):
+    expected = run(adamw, captured=False, steps=5)
+    limn.manual_seed(0)
+    model = MLP()
+    step = capture(training_step(model, adamw(model)), verify=2)
+    losses, trajectory = [], []
+    for s in range(5):
+        losses.append(step(Tensor(XS[s]), Tensor(YS[s])).numpy())
+        trajectory.append(params(model))
+    assert_same_run((losses, trajectory), expected)
+    assert step.replays == 4
+
+
+def test_capture_docstring_examples_run():
+    import doctest
+
+    import limn.capture
+
+    result = doctest.testmod(limn.capture)
+    assert result.failed == 0 and result.attempted > 0, f"{result.failed} of {result.attempted} examples failed"

@@ -2,24 +2,40 @@
 
 The first call runs the function as usual while every realize() it makes is recorded: which device
 ran, the plan (on compiled devices) or the graph (on the numpy device), and where each leaf buffer
-came from: an argument of the call, the result of an earlier run in the same call, or a buffer that
-lives across calls (parameters and optimizer state, which the step's ASSIGNs update in place). Later
-calls bind the new arguments' buffers to those leaves and run the recorded plans directly, so no
-Python graph is built. What cannot be replayed is refused with a CaptureError instead of replayed
-wrong: a changed shape or dtype, a new argument structure, a value read back into Python inside the
-step (a branch on it could go the other way), or a tensor made from host data inside the step.
+came from: an argument of the call, the result of an earlier run in the same call, a buffer that lives
+across calls (parameters and optimizer state, which the step's assigns update), or a constant the step
+made from host data. Later calls bind the new arguments' buffers to those leaves and run the recorded
+plans directly, so no Python graph is built. Assigns the step made but did not realize are realized at
+its end and recorded with it.
+
+What a replay would get wrong is refused with a CaptureError instead: a changed shape, dtype or
+argument structure; a value read back into Python inside the step (a branch on it could go the other
+way); random numbers drawn inside the step; host data whose bytes differ between the first two calls;
+an argument that is a buffer the step assigns or the recording keeps; a tensor the recording read that
+no longer exists outside it (a global rebound to a new tensor).
+
+What cannot be seen from the recording is Python state the step reads: a float in a closure (a
+learning rate kept in Python), a branch on a Python counter, a global tensor rebound while the old one
+lives on. A replay runs what the first call did, so pass such values in as tensor arguments (or as
+optimizer hyperparameters, which live on the device), and check a new step with `capture(fn, verify=N)`:
+its first N replays also run the function eagerly and raise on the first difference.
 Pipeline: nn/optim step -> **capture** -> plan executor (jit.py) -> device.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 import limn.tensor as tensor_module
 from limn import snapshot
 from limn.device import Buffer, get_device
+from limn.dtypes import DType
 from limn.ops import Node, Op, toposort
 from limn.snapshot import Fork
 from limn.tensor import Tensor, realize
@@ -31,70 +47,124 @@ class CaptureError(RuntimeError):
 
 @dataclass(frozen=True)
 class _Leaf:
-    """Where a recorded run's leaf buffer comes from on replay."""
+    """Where a recorded run's leaf buffer comes from on replay.
 
-    # "arg": argument `index`; "run": result `index` of run `run`; "kept": `buffer` itself;
-    # "before": the bytes `buffer` holds before this run assigns it (limn.snapshot forks it anew)
+    kind: "arg" (argument `index`), "run" (result `index` of run `run`), "kept" (`buffer` itself, which
+    lives across calls), "before" (the bytes `buffer` holds before this run assigns it: forked anew on
+    each replay, as realize() does), or "const" (`buffer`, host data the step made, the same each call).
+    """
+
     kind: str
     index: int = 0
     run: int = 0
     buffer: Buffer | None = None
 
 
+@dataclass(frozen=True)
+class _Placeholder:
+    """A leaf of a recorded numpy-device graph: which leaf of the run it is. The recording holds no
+    BUFFER node of a live buffer, so it never keeps a tensor's bytes alive or looks like a reader."""
+
+    index: int
+
+
 @dataclass
 class _Run:
     device: str
     plan: Any  # a jit Plan on compiled devices, None on devices that interpret graphs
-    sinks: list[Node] | None  # the graph, for devices without plans
+    template: list[Node] | None  # the graph with _Placeholder leaves, for devices without plans
     leaves: list[_Leaf]
-    leaf_buffers: list[Buffer]  # as recorded, in the order `leaves` describes them
     owners: dict[int, list[Any]]  # id(assigned buffer) -> weakrefs to the tensors whose assign it is
 
 
+@dataclass
+class _Recording:
+    """What one call did: its runs, where its outputs are, the host data it made and the rng it drew."""
+
+    runs: list[_Run]
+    outputs: list[tuple[int, int]]  # (run, result index) of each returned tensor
+    rebuild: Callable[[list[Tensor]], Any]
+    constants: list[tuple[str, str]] = field(default_factory=list)  # (what, fingerprint) of each
+
+    @functools.cached_property
+    def kept(self) -> list[Buffer]:
+        """The buffers the recording reads across calls: parameters, optimizer state, other tensors."""
+        return self._buffers(("kept", "before"))
+
+    @functools.cached_property
+    def written(self) -> list[Buffer]:
+        """The buffers the recorded step assigns."""
+        return self._buffers(("before",))
+
+    def _buffers(self, kinds: tuple[str, ...]) -> list[Buffer]:
+        seen: dict[int, Buffer] = {}
+        for run in self.runs:
+            for leaf in run.leaves:
+                if leaf.kind in kinds:
+                    seen.setdefault(id(leaf.buffer), leaf.buffer)
+        return list(seen.values())
+
+
+def _what(dtype: DType, shape: tuple[int, ...]) -> str:
+    return f"{dtype.name}{list(shape)}"
+
+
 class _Recorder:
-    """The observer installed in limn.tensor while the first call runs."""
+    """The observer installed in limn.tensor while a call is recorded."""
 
     def __init__(self, arg_buffers: dict[int, int]) -> None:
         self.arg_buffers = arg_buffers  # id(Buffer) -> argument index
         self.runs: list[_Run] = []
         self.results: dict[int, tuple[int, int]] = {}  # id(Buffer) -> (run, result index)
         self.fresh: set[int] = set()  # buffers made from host data during the call
+        self.constants: list[tuple[str, str]] = []
+        self.assigns: list[Tensor] = []  # tensors the call assigned, realized or not
+        self.before: dict[int, Buffer] = {}  # id(old bytes) -> the buffer they were, in the current run
         self.problem: str | None = None
         # every buffer whose id is a key above, held until the recording ends: a buffer freed mid-call
         # would let a new one take its id and be classified as the old one (a fresh tensor as a result)
         self.alive: list[Buffer] = []
-        self.before: dict[int, Buffer] = {}  # id(old bytes) -> the buffer they were, in the current run
+
+    def refuse(self, problem: str) -> None:
+        self.problem = self.problem or problem
 
     def created(self, buffer: Buffer) -> None:
         self.fresh.add(id(buffer))
         self.alive.append(buffer)
 
     def assigned(self, t: Tensor) -> None:
-        pass
+        self.assigns.append(t)
 
     def read_back(self, t: Tensor) -> None:
-        self.problem = self.problem or (
-            f"the step reads a {t.dtype.name}{list(t.shape)} value back into Python (.numpy()/.item()) "
+        self.refuse(
+            f"the step reads a {_what(t.dtype, t.shape)} value back into Python (.numpy()/.item()) "
             "while it is being captured; a replay could not follow a branch on it. Return the value "
             "from the step and read it outside"
         )
 
     def realized(self, device: str, sinks: list[Node], buffers: list[Buffer], forks: list[Fork]) -> None:
         self.before = {id(f.before): f.target for f in forks}
+        for f in forks:
+            if id(f.target) in self.arg_buffers:
+                self.refuse(
+                    f"the step assigns argument {self.arg_buffers[id(f.target)]} "
+                    f"({_what(f.target.dtype, f.target.shape)}); a replay would write whatever tensor is "
+                    "passed there next. Keep parameters and state out of the arguments: the step reads them itself"
+                )
         dev = get_device(device)
         if hasattr(dev, "plan"):  # a compiled device: keep its plan and the leaves in its order
             plan, leaf_buffers = dev.plan(sinks)
-            sinks_kept = None
+            template = None
         else:
-            plan, sinks_kept = None, list(sinks)
-            leaf_buffers = _leaf_buffers(sinks)
+            plan, leaf_buffers = None, _leaf_buffers(sinks)
+            template = _template(sinks, leaf_buffers)
         leaves = [self._classify(b) for b in leaf_buffers]
         run = len(self.runs)
         owners = {id(f.target): f.owners for f in forks}  # realize() fills these in after this call
-        self.runs.append(_Run(device, plan, sinks_kept, leaves, list(leaf_buffers), owners))
+        self.runs.append(_Run(device, plan, template, leaves, owners))
         for i, b in enumerate(buffers):
             self.results.setdefault(id(b), (run, i))
-        self.alive += buffers
+        self.alive += buffers + [f.before for f in forks]
 
     def _classify(self, b: Buffer) -> _Leaf:
         if id(b) in self.before:
@@ -105,11 +175,8 @@ class _Recorder:
             run, index = self.results[id(b)]
             return _Leaf("run", index=index, run=run)
         if id(b) in self.fresh:
-            self.problem = self.problem or (
-                f"the step makes a {b.dtype.name}{list(b.shape)} tensor from host data (Tensor(...), "
-                "randn, arange, ...) each call; a replay would reuse the first call's values. Pass it "
-                "in as an argument of the step instead"
-            )
+            self.constants.append((_what(b.dtype, b.shape), hashlib.sha256(b.numpy().tobytes()).hexdigest()))
+            return _Leaf("const", buffer=b)
         return _Leaf("kept", buffer=b)
 
 
@@ -119,6 +186,27 @@ def _leaf_buffers(sinks: list[Node]) -> list[Buffer]:
         if n.op is Op.BUFFER:
             seen.setdefault(id(n.arg), n.arg)
     return list(seen.values())
+
+
+def _template(sinks: list[Node], leaf_buffers: list[Buffer]) -> list[Node]:
+    """The graph with each leaf buffer swapped for a _Placeholder naming its position."""
+    position = {id(b): i for i, b in enumerate(leaf_buffers)}
+    return _rebuild(sinks, lambda n: Node(Op.BUFFER, (), n.dtype, n.shape, _Placeholder(position[id(n.arg)])))
+
+
+def _bind(template: list[Node], leaves: list[Buffer]) -> list[Node]:
+    """A recorded graph with its placeholders bound to this call's leaf buffers."""
+    return _rebuild(template, lambda n: Node(Op.BUFFER, (), n.dtype, n.shape, leaves[n.arg.index]))
+
+
+def _rebuild(sinks: list[Node], leaf: Callable[[Node], Node]) -> list[Node]:
+    new: dict[int, Node] = {}
+    for n in toposort(sinks):
+        if n.op is Op.BUFFER:
+            new[id(n)] = leaf(n)
+        else:
+            new[id(n)] = Node(n.op, tuple(new[id(s)] for s in n.srcs), n.dtype, n.shape, n.arg)
+    return [new[id(s)] for s in sinks]
 
 
 def _signature(args: tuple) -> tuple:
@@ -158,26 +246,95 @@ def _flatten(out: Any) -> tuple[list[Tensor], Callable[[list[Tensor]], Any]]:
     raise CaptureError(f"a captured step returned {type(out).__name__}; return tensors (or None)")
 
 
+def _rng_state() -> tuple[int, str]:
+    rng = tensor_module._rng
+    return id(rng), repr(rng.bit_generator.state)
+
+
+def _record(fn: Callable[..., Any], args: tuple) -> tuple[_Recording, Any]:
+    """Runs fn(*args) eagerly while recording what it runs; raises CaptureError for what cannot replay."""
+    realize(*[a for a in args if isinstance(a, Tensor)])  # arguments must be buffers to be bound to
+    arg_buffers = {id(a.node.arg): i for i, a in enumerate(args) if isinstance(a, Tensor)}
+    recorder = _Recorder(arg_buffers)
+    rng = _rng_state()
+    tensor_module.observers.active.append(recorder)
+    try:
+        out = fn(*args)
+        outs, rebuild = _flatten(out)
+        pending = [t for t in recorder.assigns if t.node.op is Op.ASSIGN]
+        realize(*outs, *pending)  # assigns the step left pending are part of what it did
+    finally:
+        tensor_module.observers.active.remove(recorder)
+    if _rng_state() != rng:
+        recorder.refuse(
+            "the step draws random numbers (randn, rand, ...) each call; a replay would reuse the first "
+            "call's. Draw them outside the step and pass them in as an argument"
+        )
+    if recorder.problem is not None:
+        raise CaptureError(recorder.problem)
+    positions = []
+    for o in outs:
+        buf = o.node.arg
+        if id(buf) not in recorder.results:
+            raise CaptureError(
+                f"the step returned a {_what(o.dtype, o.shape)} tensor it did not compute; "
+                "return only values computed inside the step"
+            )
+        positions.append(recorder.results[id(buf)])
+    return _Recording(recorder.runs, positions, rebuild, recorder.constants), out
+
+
 class Captured:
     """A step function that records its first call and replays the recording on later calls.
 
-    >>> step = capture(train_step)      # doctest: +SKIP
-    >>> loss = step(x_batch, y_batch)   # first call: runs and records
-    >>> loss = step(x_next, y_next)     # later calls: replay, no graph building
+    >>> from limn import Tensor, optim
+    >>> from limn.capture import capture
+    >>> w = Tensor([1.0, 2.0], requires_grad=True)
+    >>> opt = optim.SGD([w], lr=0.5)
+    >>> def step(x):
+    ...     loss = (w * x).sum()
+    ...     loss.backward()
+    ...     opt.step(loss)
+    ...     return loss
+    >>> train = capture(step, verify=1)
+    >>> [train(Tensor([1.0, 1.0])).item() for _ in range(3)]  # record, verified replay, replay
+    [3.0, 2.0, 1.0]
+    >>> train.replays, w.tolist()
+    (2, [-0.5, 0.5])
     """
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], verify: int = 0) -> None:
+        if not isinstance(verify, int) or verify < 0:
+            raise ValueError(f"capture(verify={verify!r}): verify is how many replays to check, an int >= 0")
         self.fn = fn
+        self.verify = verify
         self.signature: tuple | None = None
         self.sharing: tuple | None = None
-        self.runs: list[_Run] = []
-        self.outputs: list[tuple[int, int]] = []
-        self.rebuild: Callable[[list[Tensor]], Any] | None = None
+        self.recording: _Recording | None = None
+        self.confirmed = False  # host data the step makes is checked once more on the second call
         self.replays = 0
 
+    @property
+    def runs(self) -> list[_Run]:
+        return [] if self.recording is None else self.recording.runs
+
     def __call__(self, *args: Any) -> Any:
-        if self.signature is None:
-            return self._record(args)
+        if self.recording is None:
+            self.recording, out = _record(self.fn, args)
+            self.signature, self.sharing = _signature(args), _sharing(args)
+            self.confirmed = not self.recording.constants
+            return out
+        self._check_arguments(args)
+        if not self.confirmed:
+            return self._confirm(args)
+        self._check_kept(args)
+        if self.replays < self.verify:
+            return self._verified_replay(args)
+        return self._replay(args)
+
+    # ---- what a replay must refuse ----
+
+    def _check_arguments(self, args: tuple) -> None:
         sig = _signature(args)
         if sig != self.signature:
             raise CaptureError(
@@ -192,66 +349,99 @@ class Captured:
                 "(each entry: the first argument holding the same buffer): a recording binds each buffer it "
                 "read once, so pass one tensor twice exactly where the recording did, or capture a new step"
             )
-        return self._replay(args)
 
-    def _record(self, args: tuple) -> Any:
-        tensors = [a for a in args if isinstance(a, Tensor)]
-        realize(*tensors)  # arguments must be buffers to be bound to
-        arg_buffers = {id(a.node.arg): i for i, a in enumerate(args) if isinstance(a, Tensor)}
-        recorder = _Recorder(arg_buffers)
-        tensor_module.observers.active.append(recorder)
-        try:
-            out = self.fn(*args)
-            outs, rebuild = _flatten(out)
-            realize(*outs)
-        finally:
-            tensor_module.observers.active.remove(recorder)
-        if recorder.problem is not None:
-            raise CaptureError(recorder.problem)
-        positions = []
-        for o in outs:
-            buf = o.node.arg
-            if id(buf) not in recorder.results:
+    def _check_kept(self, args: tuple) -> None:
+        kept = self.recording.kept
+        kept_ids = {id(b) for b in kept}
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor) and id(a.node.arg) in kept_ids:
                 raise CaptureError(
-                    f"the step returned a {o.dtype.name}{list(o.shape)} tensor it did not compute; "
-                    "return only values computed inside the step"
+                    f"argument {i} ({_what(a.dtype, a.shape)}) is a buffer the recording keeps across calls "
+                    "(a parameter or optimizer state): the replay would read and write it as two buffers. "
+                    "Pass data as arguments, not the step's own tensors"
                 )
-            positions.append(recorder.results[id(buf)])
-        self.signature, self.sharing = _signature(args), _sharing(args)
-        self.runs, self.outputs, self.rebuild = recorder.runs, positions, rebuild
+        for b in kept:
+            if not b.nodes:
+                raise CaptureError(
+                    f"the step read a {_what(b.dtype, b.shape)} tensor that nothing outside the recording holds "
+                    "any more (a global or attribute rebound to a new tensor?); a replay would read the old one. "
+                    "Pass it as an argument, or capture the step again"
+                )
+
+    def _confirm(self, args: tuple) -> Any:
+        """The second call of a step that makes host data: run and record it again; the data must match."""
+        second, out = _record(self.fn, args)
+        for (what, a), (_, b) in zip(self.recording.constants, second.constants):
+            if a != b:
+                raise CaptureError(
+                    f"the step makes a {what} tensor from host data whose bytes changed between its first two "
+                    "calls; a replay would reuse the first call's. Pass it in as an argument of the step instead"
+                )
+        if len(second.constants) != len(self.recording.constants):
+            raise CaptureError("the step made a different number of tensors from host data on its second call")
+        self.recording, self.confirmed = second, True
         return out
+
+    # ---- replaying ----
 
     def _replay(self, args: tuple) -> Any:
         results: list[list[Buffer]] = []
-        for run in self.runs:
+        for run in self.recording.runs:
             forks = {id(leaf.buffer): snapshot.fork(leaf.buffer) for leaf in run.leaves if leaf.kind == "before"}
-            leaves = []
-            for leaf in run.leaves:
-                if leaf.kind == "before":
-                    leaves.append(forks[id(leaf.buffer)].before)
-                elif leaf.kind == "arg":
-                    leaves.append(args[leaf.index].realize().node.arg)
-                elif leaf.kind == "run":
-                    leaves.append(results[leaf.run][leaf.index])
-                else:
-                    leaves.append(leaf.buffer)
+            leaves = [_leaf_buffer(leaf, args, results, forks) for leaf in run.leaves]
             dev = get_device(run.device)
             try:
                 if run.plan is not None:
                     results.append(dev.run_plan(run.plan, leaves))
                 else:
-                    results.append(dev.run(_rebind(run.sinks, run.leaf_buffers, leaves)))
+                    results.append(dev.run(_bind(run.template, leaves)))
             except BaseException:
                 snapshot.undo(list(forks.values()))
                 raise
             _settle(run, list(forks.values()))
         self.replays += 1
         outs = []
-        for run, index in self.outputs:
+        for run, index in self.recording.outputs:
             buf = results[run][index]
-            node = Node(Op.BUFFER, (), buf.dtype, buf.shape, buf)
-            outs.append(Tensor._from_node(node, buf.device))
-        return self.rebuild(outs)
+            outs.append(Tensor._from_node(buf.node(), buf.device))
+        return self.recording.rebuild(outs)
+
+    def _verified_replay(self, args: tuple) -> Any:
+        """A replay checked against the eager call from the same state: the written buffers are saved,
+        the function runs, they are put back, the replay runs, and the two must agree exactly."""
+        written = self.recording.written
+        saved = [b.numpy() for b in written]
+        _, eager = _record(self.fn, args)
+        eager_outs = [t.numpy() for t in _flatten(eager)[0]]
+        eager_state = [b.numpy() for b in written]
+        for b, data in zip(written, saved):
+            get_device(b.device).copyin(b.handle, data)
+        call = self.replays + 2
+        out = self._replay(args)
+        pairs = [(f"output {i}", t.numpy(), e) for i, (t, e) in enumerate(zip(_flatten(out)[0], eager_outs))]
+        pairs += [
+            (f"the {_what(b.dtype, b.shape)} buffer the step assigns ({i})", b.numpy(), e)
+            for i, (b, e) in enumerate(zip(written, eager_state))
+        ]
+        for what, got, expected in pairs:
+            if not np.array_equal(got, expected, equal_nan=got.dtype.kind == "f"):
+                diff = np.max(np.abs(got.astype(np.float64) - expected.astype(np.float64)))
+                raise CaptureError(
+                    f"verify: call {call} replayed differs from the eager call in {what}: max difference {diff}. "
+                    "The step depends on Python state the recording cannot see (a float or counter in a "
+                    "closure, a rebound tensor); pass it as a tensor argument"
+                )
+        return out
+
+
+def _leaf_buffer(leaf: _Leaf, args: tuple, results: list[list[Buffer]], forks: dict[int, Fork]) -> Buffer:
+    if leaf.kind == "before":
+        return forks[id(leaf.buffer)].before
+    if leaf.kind == "arg":
+        return args[leaf.index].node.arg
+    if leaf.kind == "run":
+        return results[leaf.run][leaf.index]
+    return leaf.buffer
 
 
 def _settle(run: _Run, forks: list[Fork]) -> None:
@@ -265,21 +455,6 @@ def _settle(run: _Run, forks: list[Fork]) -> None:
     snapshot.settle(forks, tensor_module._realized.__setitem__)
 
 
-def _rebind(sinks: list[Node], old: list[Buffer], new: list[Buffer]) -> list[Node]:
-    """The recorded graph with each old leaf buffer swapped for its new one."""
-    swap = {id(o): n for o, n in zip(old, new)}
-    rebuilt: dict[int, Node] = {}
-    for n in toposort(sinks):
-        if n.op is Op.BUFFER:
-            b = swap.get(id(n.arg), n.arg)
-            rebuilt[id(n)] = n if b is n.arg else Node(Op.BUFFER, (), b.dtype, b.shape, b)
-        else:
-            srcs = tuple(rebuilt[id(s)] for s in n.srcs)
-            same = all(a is b for a, b in zip(srcs, n.srcs))
-            rebuilt[id(n)] = n if same else Node(n.op, srcs, n.dtype, n.shape, n.arg)
-    return [rebuilt[id(s)] for s in sinks]
-
-
 def _describe(sig: tuple) -> str:
     parts = []
     for item in sig:
@@ -290,6 +465,8 @@ def _describe(sig: tuple) -> str:
     return "(" + ", ".join(parts) + ")"
 
 
-def capture(fn: Callable[..., Any]) -> Captured:
-    """Wraps a step function for record-once, replay-after execution (see the module docstring)."""
-    return Captured(fn)
+def capture(fn: Callable[..., Any], verify: int = 0) -> Captured:
+    """Wraps a step function for record-once, replay-after execution (see the module docstring). With
+    verify=N the first N replays also run fn eagerly from the same state and raise CaptureError on the
+    first difference; use it when a step is new, then drop it (each verified call costs two steps)."""
+    return Captured(fn, verify)
