@@ -61,17 +61,17 @@ class Buffer:
     dtype: DType
     shape: Shape
     handle: Any
-    _finalizer: Any = field(default=None, repr=False)
     nodes: weakref.WeakSet = field(default_factory=weakref.WeakSet, repr=False)
+    # the device memory this buffer frees when it goes (its handle, and its spare), read by a finalizer
+    _owned: list = field(default_factory=list, repr=False)
+    _spare: Any = field(default=None, repr=False)  # memory an older version of the bytes gave back
+    _retire: Any = field(default=None, repr=False)  # on a swapped-out Buffer: gives its memory back
 
     def __post_init__(self) -> None:
-        self._own(self.handle)
-
-    def _own(self, handle: Any) -> None:
-        """Frees `handle` through the device's free hook when this buffer goes away."""
         dev = _loaded.get(self.device)
+        self._owned.append(self.handle)
         if dev is not None and not dev.host:
-            self._finalizer = weakref.finalize(self, dev.free, handle)
+            weakref.finalize(self, _free_all, dev.free, self._owned)
 
     def node(self) -> Node:
         """A BUFFER node reading these bytes, registered in `nodes`."""
@@ -88,26 +88,30 @@ class Buffer:
         return refs
 
     def swap_out(self) -> Buffer:
-        """Moves the bytes held now into a new Buffer, which is returned, and gives this one fresh,
-        unwritten memory of the same dtype and shape from its device. Nothing is copied."""
-        old = Buffer(self.device, self.dtype, self.shape, self.handle)  # takes over freeing the old bytes
-        if self._finalizer is not None:
-            self._finalizer.detach()
-            self._finalizer = None
-        self.handle = get_device(self.device).alloc(self.dtype, self.shape)
-        self._own(self.handle)
+        """Moves the bytes held now into a new Buffer, which is returned, and gives this one unwritten
+        memory of the same dtype and shape. Nothing is copied. The memory is the spare when there is one
+        (the bytes of an older swap_out, given back when their last reader went), else fresh from the
+        device: a training loop's assigns alternate between two blocks instead of allocating each step."""
+        handle = self.handle
+        old = Buffer(self.device, self.dtype, self.shape, handle)
+        old._owned.clear()  # not old's to free: it gives the memory back to this buffer instead
+        dev = get_device(self.device)
+        free = None if dev.host else dev.free
+        old._retire = weakref.finalize(old, _give_back, weakref.ref(self), handle, free)
+        self._owned[:] = [h for h in self._owned if h is not handle]
+        if self._spare is not None:
+            self.handle, self._spare = self._spare, None
+        else:
+            self.handle = dev.alloc(self.dtype, self.shape)
+            self._owned.append(self.handle)
         return old
 
     def swap_back(self, old: Buffer) -> None:
-        """Undoes swap_out: frees the fresh memory and takes the bytes of `old` (the Buffer it returned) back."""
-        if self._finalizer is not None:
-            self._finalizer()  # frees the fresh memory now
-            self._finalizer = None
-        if old._finalizer is not None:
-            old._finalizer.detach()
-            old._finalizer = None
-        self.handle = old.handle
-        self._own(self.handle)
+        """Undoes swap_out: takes the bytes of `old` (the Buffer it returned) back; the unwritten memory
+        becomes the spare."""
+        old._retire.detach()
+        self._spare, self.handle = self.handle, old.handle
+        self._owned.append(old.handle)
 
     def numpy(self) -> np.ndarray:
         """A fresh host copy of the bytes (changing it never changes the buffer)."""
@@ -118,6 +122,21 @@ class Buffer:
 
     def __repr__(self) -> str:
         return f"Buffer({self.device}, {self.dtype.name}{list(self.shape)})"
+
+
+def _free_all(free: Callable[[Any], None], handles: list) -> None:
+    for handle in handles:
+        free(handle)
+
+
+def _give_back(target: weakref.ref[Buffer], handle: Any, free: Callable[[Any], None] | None) -> None:
+    """An old version of a buffer's bytes has no reader left: it becomes the buffer's spare (or is freed)."""
+    buffer = target()
+    if buffer is not None and buffer._spare is None:
+        buffer._spare = handle
+        buffer._owned.append(handle)
+    elif free is not None:
+        free(handle)
 
 
 _nodes_lock = threading.Lock()  # threads may read and assign one buffer's nodes at once

@@ -36,9 +36,10 @@ def fork(target: Buffer) -> Fork:
     return Fork(target, target.swap_out(), target.take_nodes())
 
 
-def fork_assigned(sinks: Sequence[Node]) -> tuple[list[Node], list[Fork]]:
-    """The sinks rewritten so that every ASSIGN writes fresh memory and every read of an assigned buffer
-    reads its old bytes, and the Forks made. Graphs without an ASSIGN come back as they are."""
+def prepare(sinks: Sequence[Node], realized: Callable[[Node], Node | None]) -> tuple[list[Node], list[Fork]]:
+    """The sinks of one realize() ready to run, in one walk of the graph: each node `realized` gives a
+    BUFFER node for is swapped for it (so nothing runs twice), every ASSIGN target is forked, and every
+    read of an assigned buffer goes to its old bytes. Returns the sinks and the Forks made."""
     order = toposort(sinks)
     targets: dict[int, Buffer] = {}
     for n in order:
@@ -50,23 +51,21 @@ def fork_assigned(sinks: Sequence[Node]) -> tuple[list[Node], list[Fork]]:
                     "which one lands is undefined; realize the first before making the second"
                 )
             targets[id(buf)] = buf
-    if not targets:
-        return list(sinks), []
     forks = {key: fork(buf) for key, buf in targets.items()}
     before = {key: f.before.node() for key, f in forks.items()}
-
-    def read(n: Node) -> Node:
-        return before[id(n.arg)] if n.op is Op.BUFFER and id(n.arg) in before else n
-
     new: dict[int, Node] = {}
     for n in order:
-        if n.op is Op.BUFFER:
-            new[id(n)] = read(n)
-            continue
-        # an ASSIGN's own target is the write, not a read: it keeps naming the buffer itself
-        srcs = tuple(s if n.op is Op.ASSIGN and i == 0 else new[id(s)] for i, s in enumerate(n.srcs))
-        same = all(a is b for a, b in zip(srcs, n.srcs))
-        new[id(n)] = n if same else Node(n.op, srcs, n.dtype, n.shape, n.arg)
+        done = realized(n)
+        if done is None and n.op is not Op.BUFFER:
+            # an ASSIGN's own target is the write, not a read: it keeps naming the buffer itself
+            srcs = tuple(s if n.op is Op.ASSIGN and i == 0 else new[id(s)] for i, s in enumerate(n.srcs))
+            same = all(a is b for a, b in zip(srcs, n.srcs))
+            done = n if same else Node(n.op, srcs, n.dtype, n.shape, n.arg)
+        elif done is None:
+            done = n
+        if done.op is Op.BUFFER and id(done.arg) in before:
+            done = before[id(done.arg)]
+        new[id(n)] = done
     return [new[id(s)] for s in sinks], list(forks.values())
 
 

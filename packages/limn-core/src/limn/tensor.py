@@ -20,7 +20,7 @@ from limn import autograd, dtypes, snapshot
 from limn.autograd import Context
 from limn.device import Buffer, DeviceError, current_device, get_device
 from limn.dtypes import DType
-from limn.ops import Node, Op, Shape, toposort
+from limn.ops import Node, Op, Shape
 from limn.view import View, prod
 
 Scalar = bool | int | float
@@ -294,8 +294,7 @@ class Tensor:
             raise ValueError(f"assign: value of shape {value.shape} cannot be written into shape {self.shape}")
         if value.dtype != self.dtype:
             value = value.cast(self.dtype)
-        if self.node.op is not Op.BUFFER:
-            self.realize()
+        self.realize()  # the target is a buffer, and the bytes this tensor holds now (limn.snapshot)
         self.node = Node(Op.ASSIGN, (self.node, value.node), self.dtype, self.shape)
         self._ctx = None
         for observer in observers.active:
@@ -1058,19 +1057,9 @@ def _resolved(node: Node) -> Node:
     return node
 
 
-def _substitute_realized(sinks: list[Node]) -> list[Node]:
-    """The sinks with every already-realized node swapped for its buffer, so nothing runs twice."""
-    order = toposort(sinks)
-    if not any(n in _realized for n in order):
-        return sinks
-    new: dict[int, Node] = {}
-    for n in order:
-        if n in _realized:
-            new[id(n)] = _resolved(n)
-            continue
-        srcs = tuple(new[id(s)] for s in n.srcs)
-        new[id(n)] = n if all(a is b for a, b in zip(srcs, n.srcs)) else Node(n.op, srcs, n.dtype, n.shape, n.arg)
-    return [new[id(s)] for s in sinks]
+def _realized_as(node: Node) -> Node | None:
+    """The BUFFER node holding this node's value when it has been realized before, else None."""
+    return _resolved(node) if node in _realized else None
 
 
 def realize(*tensors: Tensor) -> None:
@@ -1094,7 +1083,7 @@ def realize(*tensors: Tensor) -> None:
         for t in group:
             unique.setdefault(id(t.node), t.node)
         originals = list(unique.values())
-        sinks, forks = snapshot.fork_assigned(_substitute_realized(originals))
+        sinks, forks = snapshot.prepare(originals, _realized_as)
         try:
             buffers = get_device(name).run(sinks)
         except BaseException:
