@@ -178,3 +178,21 @@ def test_a_model_trains_as_in_torch_while_the_loop_keeps_its_losses(device):
         ref_loss.backward()
         ref_opt.step()
         np.testing.assert_allclose(loss.item(), ref_loss.item(), rtol=1e-5, err_msg=f"loss of step {step}")
+
+
+def test_a_reader_built_between_captured_replays_keeps_what_it_saw(device):
+    from limn.capture import capture
+
+    w = Tensor(W).realize()
+
+    def step(x):
+        w.assign(w * 2 + x)
+        return (w * 1).sum()
+
+    captured = capture(step)
+    captured(Tensor([1.0, 1.0]))  # recorded: w = [3, 5]
+    seen = w * 1  # built between calls, e.g. an average of the weights
+    captured(Tensor([1.0, 1.0]))  # replayed: w = [7, 11]
+    np.testing.assert_array_equal(seen.numpy(), [3.0, 5.0], err_msg="a reader built before a replayed assign")
+    np.testing.assert_array_equal(w.numpy(), [7.0, 11.0], err_msg="the tensor a replay assigns reads its new value")
+    assert captured.replays == 1
