@@ -702,9 +702,17 @@ class Tensor:
     def rpow(self, base: Scalar) -> Tensor:
         return (self._float() * math.log(base)).exp()  # b ** x = e ** (x log b)
 
+    # comparisons: CMPLT is False whenever a side is NaN (IEEE), and everything below is composed so that
+    # eq is False, ne True, and le/ge False with a NaN on either side, as in torch
+
     def eq(self, other: TensorLike) -> Tensor:
         a, b = self._operands(other, "eq")
-        return a.lt(b).where(False, b.lt(a).where(False, True))  # a == b: neither is below the other
+        neither_below = a.lt(b).where(False, b.lt(a).where(False, True))
+        if not a.dtype.is_float:
+            return neither_below  # ints and bools have no NaN
+        # a NaN is below nothing and above nothing, so it passes the test above: rule it out. a + b is NaN
+        # when a side is (and for inf + -inf, which that test already rejects), one isnan for both sides
+        return neither_below.where((a + b).isnan().logical_not(), False)
 
     def ne(self, other: TensorLike) -> Tensor:
         return self.eq(other).logical_not()
@@ -712,11 +720,47 @@ class Tensor:
     def gt(self, other: TensorLike) -> Tensor:
         return self.lt(other, reverse=True)
 
-    def le(self, other: TensorLike) -> Tensor:
-        return self.gt(other).logical_not()
+    def le(self, other: TensorLike, reverse: bool = False) -> Tensor:
+        a, b = self._operands(other, "le", reverse)
+        if not a.dtype.is_float:
+            return b.lt(a).logical_not()  # a <= b: b is not below a
+        return a.lt(b).where(True, a.eq(b))  # a <= b: a is below b or equal to it (so neither is NaN)
 
     def ge(self, other: TensorLike) -> Tensor:
-        return self.lt(other).logical_not()
+        return self.le(other, reverse=True)
+
+    def isnan(self) -> Tensor:
+        """True where the value is NaN: the one value neither below inf nor above -inf. Ints and bools
+        have no NaN, so it is all False for them, as in torch.
+
+        >>> Tensor([float("nan"), 1.0, float("inf")]).isnan().tolist()
+        [True, False, False]
+        """
+        if not self.dtype.is_float:
+            return Tensor.full(self.shape, False, device=self.device)
+        return self.lt(math.inf).where(False, self.gt(-math.inf).where(False, True))  # not (x < inf or -inf < x)
+
+    def isinf(self) -> Tensor:
+        """True where the value is inf or -inf (never for ints and bools).
+
+        >>> Tensor([float("-inf"), 1.0, float("nan")]).isinf().tolist()
+        [True, False, False]
+        """
+        if not self.dtype.is_float:
+            return Tensor.full(self.shape, False, device=self.device)
+        below_inf, above_minus_inf = self.lt(math.inf), self.gt(-math.inf)
+        # isinf(x) = (x < inf) xor (-inf < x): a finite x passes both tests, NaN neither, inf and -inf one
+        return below_inf.where(above_minus_inf.logical_not(), above_minus_inf)
+
+    def isfinite(self) -> Tensor:
+        """True where the value is neither inf, -inf nor NaN (always for ints and bools).
+
+        >>> Tensor([float("-inf"), 1.0, float("nan")]).isfinite().tolist()
+        [False, True, False]
+        """
+        if not self.dtype.is_float:
+            return Tensor.full(self.shape, True, device=self.device)
+        return self.lt(math.inf).logical_and(self.gt(-math.inf))  # isfinite(x) = x < inf and -inf < x
 
     def logical_not(self) -> Tensor:
         return self.cast(dtypes.bool_).where(False, True)
@@ -728,7 +772,13 @@ class Tensor:
         return self.cast(dtypes.bool_).where(True, other).cast(dtypes.bool_)
 
     def relu(self) -> Tensor:
-        return self.gt(0).where(self, 0)  # relu(x) = x if x > 0 else 0; gradient 0 at 0, as torch
+        """max(x, 0) as torch computes it: 0 below 0, x itself elsewhere (so relu(-0.0) is -0.0 and
+        relu(nan) is nan). The gradient flows where x > 0 or x is NaN, and is 0 at 0, as torch's."""
+        if not self.dtype.is_float:
+            return self.gt(0).where(self, 0)  # relu(x) = x if x > 0 else 0
+        x = self
+        flows = x.gt(0).where(True, x.lt(math.inf).logical_not())  # x > 0, or NaN (NaN is not below inf)
+        return flows.where(x, x.lt(0).where(0.0, x.detach()))  # relu(x) = 0 if x < 0 else x
 
     def sigmoid(self) -> Tensor:
         # sigmoid(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) below, with e = e**-|x| in (0, 1]: the plain
@@ -764,10 +814,13 @@ class Tensor:
         return self * self.sigmoid()
 
     def sign(self) -> Tensor:
-        return self.gt(0).cast(self.dtype) - self.lt(0).cast(self.dtype)
+        return self.gt(0).cast(self.dtype) - self.lt(0).cast(self.dtype)  # (x > 0) - (x < 0): 0 at 0 and NaN, as torch
 
     def abs(self) -> Tensor:
-        return self * self.sign()  # |x| = x sign(x); gradient sign(x), 0 at 0 as torch
+        if not self.dtype.is_float:
+            return self * self.sign()  # |x| = x sign(x)
+        # |x| = x sign(x) + 0: the + 0 makes |-0.0| +0.0, as torch; gradient sign(x), so 0 at 0 and at NaN
+        return self * self.sign() + 0.0
 
     def square(self) -> Tensor:
         return self * self
@@ -849,6 +902,8 @@ class Tensor:
         axis = _normalize_axis(axis, self.ndim, "argmax")
         n = self.shape[axis]
         hit = self.eq(self.max(axis, keepdim=True))
+        if self.dtype.is_float:
+            hit = hit.logical_or(self.isnan())  # NaN counts as the largest value, as in torch.argmax
         shape = [1] * self.ndim
         shape[axis] = n
         # the first hit has the largest (n - index); an index that misses scores 0
@@ -1067,7 +1122,7 @@ def realize(*tensors: Tensor) -> None:
     reads pre-step values. Each tensor then holds a buffer."""
     for t in tensors:
         if t.node.op is Op.BUFFER and t.node in _realized:
-            t.node = _resolved(t.node)  # a buffer read before an assign: it keeps the old bytes
+            t.node = snapshot.check_readable(_resolved(t.node))  # read before an assign: the old bytes
     # a tensor asked for twice is updated once (its node changes under it below)
     pending = list({id(t): t for t in tensors if t.node.op is not Op.BUFFER}.values())
     by_device: dict[str, list[Tensor]] = {}
