@@ -196,3 +196,34 @@ def test_a_reader_built_between_captured_replays_keeps_what_it_saw(device):
     np.testing.assert_array_equal(seen.numpy(), [3.0, 5.0], err_msg="a reader built before a replayed assign")
     np.testing.assert_array_equal(w.numpy(), [7.0, 11.0], err_msg="the tensor a replay assigns reads its new value")
     assert captured.replays == 1
+
+
+def test_a_value_built_from_optimizer_state_before_a_step_raises_instead_of_reading_the_new_state(device):
+    """Optimizer state is written in place (nothing outside the optimizer reads it), so a value built
+    from its old bytes cannot be computed after the step: it raises, where torch would raise too for a
+    saved tensor modified in place, rather than reading the new state."""
+    from limn.snapshot import StaleReadError
+
+    w = Tensor(W0.copy(), requires_grad=True)
+    opt = optim.AdamW([w], lr=0.1)
+    exp_avg = opt.state_dict()["0.exp_avg"]
+    early = exp_avg * 1  # built before the step
+    (Tensor(X) @ w).tanh().sum().backward()
+    opt.step()
+    with pytest.raises(StaleReadError, match=r"float32\[3, 2\] buffer that an assign then overwrote in place"):
+        early.numpy()
+    assert np.abs(exp_avg.numpy()).sum() > 0, "the state itself reads its new value"
+
+
+def test_optimizer_state_read_after_the_step_is_the_state_torch_has(device):
+    w = Tensor(W0.copy(), requires_grad=True)
+    opt = optim.AdamW([w], lr=0.1, weight_decay=0.0)
+    (Tensor(X) @ w).tanh().sum().backward()
+    opt.step()
+    ref = torch.tensor(W0, requires_grad=True)
+    ref_opt = torch.optim.AdamW([ref], lr=0.1, weight_decay=0.0)
+    (torch.tensor(X) @ ref).tanh().sum().backward()
+    ref_opt.step()
+    state = opt.state_dict()
+    np.testing.assert_allclose(state["0.exp_avg"].numpy(), ref_opt.state[ref]["exp_avg"].numpy(), rtol=1e-5)
+    np.testing.assert_allclose(state["0.exp_avg_sq"].numpy(), ref_opt.state[ref]["exp_avg_sq"].numpy(), rtol=1e-5)

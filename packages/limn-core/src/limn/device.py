@@ -62,6 +62,7 @@ class Buffer:
     shape: Shape
     handle: Any
     nodes: weakref.WeakSet = field(default_factory=weakref.WeakSet, repr=False)
+    in_place: bool = field(default=False, repr=False)  # assigns write it where it is (limn.snapshot)
     # the device memory this buffer frees when it goes (its handle, and its spare), read by a finalizer
     _owned: list = field(default_factory=list, repr=False)
     _spare: Any = field(default=None, repr=False)  # memory an older version of the bytes gave back

@@ -1,11 +1,15 @@
 """Value semantics for assign: a value built before an assign computes what it saw when it was built.
 
 An ASSIGN writes into its target's buffer, and a lazy graph that read the buffer before the assign
-must not see the write (`y = w * 2; w.assign(0).realize(); y` is still 2 * the old w). So every run
-that assigns is copy-on-write: the target buffer gets fresh memory for the write (the Buffer object
-stays, which optimizers, load_into and limn.capture hold on to), every read in the run goes to the
-old bytes, and afterwards each BUFFER node that read the old bytes is redirected to them, for as long
-as such a node lives. Nothing is copied; the old bytes are freed when their last reader goes.
+must not see the write (`y = w * 2; w.assign(0).realize(); y` is still 2 * the old w). So a run that
+assigns is copy-on-write: the target buffer gets other memory for the write (the Buffer object stays,
+which optimizers, load_into and limn.capture hold on to), every read in the run goes to the old bytes,
+and afterwards each BUFFER node that read the old bytes is redirected to them, for as long as such a
+node lives. Nothing is copied; the old bytes go back to the buffer as its spare with their last reader.
+
+A buffer marked `in_place` (an optimizer's state, which nothing outside the optimizer reads) is written
+where it is instead, which saves a training step the memory traffic of a second block; a value built
+from its old bytes then cannot be computed, and says so when it is realized instead of reading the new.
 Pipeline: tensor -> **realize (assign transaction)** -> device.
 """
 
@@ -21,19 +25,43 @@ from limn.ops import Node, Op, toposort
 
 @dataclass
 class Fork:
-    """One assigned buffer in one run: `target` holds fresh memory for the write, `before` the bytes it
-    had (which every read in the run sees), `stale` the nodes that read those bytes, and `owners` the
-    tensors whose assign it was (they read the new bytes after the run)."""
+    """One assigned buffer in one run: `target` is written, `before` holds the bytes it had (which every
+    read in the run sees; None when the target is written in place), `stale` the nodes that read those
+    bytes, and `owners` the tensors whose assign it was (they read the new bytes after the run)."""
 
     target: Buffer
-    before: Buffer
+    before: Buffer | None
     stale: list[weakref.ref[Node]]
     owners: list[weakref.ref] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Overwritten:
+    """What a node that read an in-place buffer's old bytes holds after the assign: no bytes at all."""
+
+    target: Buffer
+
+
+class StaleReadError(RuntimeError):
+    """A value was built from a buffer that an assign then overwrote in place; it cannot be computed."""
+
+
 def fork(target: Buffer) -> Fork:
-    """Gives `target` fresh memory and returns the Fork that remembers its old bytes and their readers."""
-    return Fork(target, target.swap_out(), target.take_nodes())
+    """Takes `target`'s readers and, unless it is written in place, gives it other memory for the write."""
+    stale = target.take_nodes()
+    return Fork(target, None if target.in_place else target.swap_out(), stale)
+
+
+def check_readable(node: Node) -> Node:
+    """The node, unless it read bytes an in-place assign has overwritten since: then StaleReadError."""
+    if node.op is Op.BUFFER and isinstance(node.arg, Overwritten):
+        buf = node.arg.target
+        raise StaleReadError(
+            f"a value was built from a {buf.dtype.name}{list(buf.shape)} buffer that an assign then overwrote in "
+            "place (optimizer state is written where it is); realize the value before the step that assigns "
+            "it, or pass it to step() so the step computes it"
+        )
+    return node
 
 
 def prepare(sinks: Sequence[Node], realized: Callable[[Node], Node | None]) -> tuple[list[Node], list[Fork]]:
@@ -52,27 +80,28 @@ def prepare(sinks: Sequence[Node], realized: Callable[[Node], Node | None]) -> t
                 )
             targets[id(buf)] = buf
     forks = {key: fork(buf) for key, buf in targets.items()}
-    before = {key: f.before.node() for key, f in forks.items()}
+    before = {key: f.before.node() for key, f in forks.items() if f.before is not None}
     new: dict[int, Node] = {}
-    for n in order:
+    for n in order:  # a training step walks every node here, so the common cases come first
         done = realized(n)
-        if done is None and n.op is not Op.BUFFER:
-            # an ASSIGN's own target is the write, not a read: it keeps naming the buffer itself
-            srcs = tuple(s if n.op is Op.ASSIGN and i == 0 else new[id(s)] for i, s in enumerate(n.srcs))
-            same = all(a is b for a, b in zip(srcs, n.srcs))
-            done = n if same else Node(n.op, srcs, n.dtype, n.shape, n.arg)
+        if done is None and n.srcs:
+            srcs = tuple([new[id(s)] for s in n.srcs])
+            if n.op is Op.ASSIGN:  # its own target is the write, not a read: it names the buffer itself
+                srcs = (n.srcs[0], *srcs[1:])
+            done = n if srcs == n.srcs else Node(n.op, srcs, n.dtype, n.shape, n.arg)
         elif done is None:
             done = n
         if done.op is Op.BUFFER and id(done.arg) in before:
             done = before[id(done.arg)]
-        new[id(n)] = done
+        new[id(n)] = check_readable(done)
     return [new[id(s)] for s in sinks], list(forks.values())
 
 
 def undo(forks: Sequence[Fork]) -> None:
     """A run that failed wrote nothing: each target takes its old bytes and its readers back."""
     for f in forks:
-        f.target.swap_back(f.before)
+        if f.before is not None:
+            f.target.swap_back(f.before)
         for ref in f.stale:
             n = ref()
             if n is not None:
@@ -81,12 +110,14 @@ def undo(forks: Sequence[Fork]) -> None:
 
 def settle(forks: Sequence[Fork], redirect: Callable[[Node, Node], None]) -> None:
     """After the run: every node that read a target's old bytes and is still alive reads them from now
-    on (`redirect(stale_node, node_of_old_bytes)` records it)."""
+    on, or, where they were overwritten in place, holds Overwritten (`redirect(stale, node)` records it)."""
     for f in forks:
         old = None
         for ref in f.stale:
             n = ref()
-            if n is not None:
-                if old is None:
-                    old = f.before.node()
-                redirect(n, old)
+            if n is None:
+                continue
+            if old is None:
+                gone = Overwritten(f.target)
+                old = f.before.node() if f.before is not None else Node(Op.BUFFER, (), n.dtype, n.shape, gone)
+            redirect(n, old)

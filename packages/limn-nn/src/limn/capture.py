@@ -75,6 +75,7 @@ class _Run:
     template: list[Node] | None  # the graph with _Placeholder leaves, for devices without plans
     leaves: list[_Leaf]
     owners: dict[int, list[Any]]  # id(assigned buffer) -> weakrefs to the tensors whose assign it is
+    in_place: list[Buffer]  # the buffers the run assigns in place (optimizer state)
 
 
 @dataclass
@@ -94,7 +95,8 @@ class _Recording:
     @functools.cached_property
     def written(self) -> list[Buffer]:
         """The buffers the recorded step assigns."""
-        return self._buffers(("before",))
+        in_place = {id(b): b for run in self.runs for b in run.in_place}
+        return self._buffers(("before",)) + list(in_place.values())
 
     def _buffers(self, kinds: tuple[str, ...]) -> list[Buffer]:
         seen: dict[int, Buffer] = {}
@@ -143,7 +145,7 @@ class _Recorder:
         )
 
     def realized(self, device: str, sinks: list[Node], buffers: list[Buffer], forks: list[Fork]) -> None:
-        self.before = {id(f.before): f.target for f in forks}
+        self.before = {id(f.before): f.target for f in forks if f.before is not None}
         for f in forks:
             if id(f.target) in self.arg_buffers:
                 self.refuse(
@@ -161,7 +163,8 @@ class _Recorder:
         leaves = [self._classify(b) for b in leaf_buffers]
         run = len(self.runs)
         owners = {id(f.target): f.owners for f in forks}  # realize() fills these in after this call
-        self.runs.append(_Run(device, plan, template, leaves, owners))
+        in_place = [f.target for f in forks if f.before is None]
+        self.runs.append(_Run(device, plan, template, leaves, owners, in_place))
         for i, b in enumerate(buffers):
             self.results.setdefault(id(b), (run, i))
         self.alive += buffers + [f.before for f in forks]
@@ -389,6 +392,7 @@ class Captured:
         for run in self.recording.runs:
             forks = {id(leaf.buffer): snapshot.fork(leaf.buffer) for leaf in run.leaves if leaf.kind == "before"}
             leaves = [_leaf_buffer(leaf, args, results, forks) for leaf in run.leaves]
+            forks |= {id(b): snapshot.fork(b) for b in run.in_place}  # no new memory: they only lose readers
             dev = get_device(run.device)
             try:
                 if run.plan is not None:

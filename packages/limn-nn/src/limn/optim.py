@@ -51,10 +51,10 @@ class Optimizer(ABC):
 
     def _scalar(self, value: float, dtype: DType = dtypes.float64) -> Tensor:
         """A realized 0-d tensor: hyperparameters and step scalars are float64, as torch's python floats."""
-        return Tensor(np.array(value, dtype.np), device=self.device)
+        return _state(Tensor(np.array(value, dtype.np), device=self.device))
 
     def _zeros_like(self, p: Tensor) -> Tensor:
-        return Tensor(np.zeros(p.shape, p.dtype.np), device=p.device)
+        return _state(Tensor(np.zeros(p.shape, p.dtype.np), device=p.device))
 
     # ---- hyperparameters a schedule may change: written into their buffers, no graph is built ----
 
@@ -427,6 +427,13 @@ def _lerp(start: Tensor, end: Tensor, weight: float) -> Tensor:
     if abs(w) < 0.5:
         return start + w * (end - start)
     return end - (end - start) * float(np.array(1, start.dtype.np) - np.array(w, start.dtype.np))
+
+
+def _state(t: Tensor) -> Tensor:
+    """Marks an optimizer's own tensor: a step writes it in place (limn.snapshot), since nothing outside
+    the optimizer reads it, which saves the step a second block of memory per state tensor."""
+    t.node.arg.in_place = True
+    return t
 
 
 def _write(t: Tensor, value: float) -> None:
