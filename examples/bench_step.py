@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 VOCAB, D_MODEL, LAYERS, HEADS, CONTEXT, BATCH = 256, 128, 4, 4, 128, 16
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tinystories-sample.txt"
+DATA = Path(__file__).resolve().parent / "data" / "tinystories-sample.txt"  # see data/README.md
 
 
 def batches(steps: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
