@@ -28,10 +28,7 @@ DATA = Path(__file__).resolve().parent / "data" / "tinystories-sample.txt"  # se
 
 def batches(steps: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """(inputs, next-byte targets), each (BATCH, CONTEXT) int32, cut at random from the sample text."""
-    if DATA.exists():
-        text = np.frombuffer(DATA.read_bytes(), dtype=np.uint8)
-    else:  # a checkout without ../shared: random bytes train just as long
-        text = np.random.default_rng(seed).integers(0, VOCAB, size=40_000).astype(np.uint8)
+    text = np.frombuffer(DATA.read_bytes(), dtype=np.uint8)
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(steps):
