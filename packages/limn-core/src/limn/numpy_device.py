@@ -73,7 +73,9 @@ def _where(node: Node, c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarra
 
 def _reduce(op: Op) -> Callable[..., np.ndarray]:
     def kernel(node: Node, x: np.ndarray) -> np.ndarray:
-        axes = tuple(node.arg)
+        # a 0-d value reduced over its dim 0 is the value itself, as on the compiled devices (numpy has no
+        # axis 0 to name there)
+        axes = tuple(a for a in node.arg if a < x.ndim)
         if node.dtype.is_int:
             if op is Op.SUM:
                 return np.sum(x, axis=axes, keepdims=True, dtype=node.dtype.np)

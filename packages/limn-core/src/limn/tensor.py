@@ -54,9 +54,14 @@ observers = _Observers()
 
 
 def _normalize_axis(axis: int, ndim: int, what: str) -> int:
-    if not -ndim <= axis < max(ndim, 1):
-        raise IndexError(f"{what}: axis {axis} is out of range for a tensor with {ndim} dims")
-    return axis % ndim if ndim else 0
+    """axis as an index into the dims, counted from the end when negative. A 0-d tensor takes 0 and -1, as in
+    torch, which gives it one dim of size 1 for dim arguments."""
+    size = max(ndim, 1)
+    if not -size <= axis < size:
+        raise IndexError(
+            f"{what}: axis {axis} is out of range for a tensor with {ndim} dims; use an axis from {-size} to {size - 1}"
+        )
+    return axis % size if ndim else 0
 
 
 def _const_value(value: Scalar, dtype: DType) -> Scalar:
@@ -391,6 +396,8 @@ class Tensor:
         axes = self._axes(axis, op.name.lower())
         dtype = dtypes.int32 if self.dtype == dtypes.bool_ else self.dtype
         x = self.cast(dtype)
+        if not axes:
+            return x  # nothing to fold (a 0-d tensor reduced over its dim 0): the value as it is
         shape = tuple(1 if d in axes else s for d, s in enumerate(self.shape))
         out = x._result(Node(op, (x.node,), dtype, shape, axes), op, (x,), axes)
         if keepdim:
@@ -398,10 +405,22 @@ class Tensor:
         return out.reshape(tuple(s for d, s in enumerate(self.shape) if d not in axes))
 
     def _axes(self, axis: int | Sequence[int] | None, what: str) -> tuple[int, ...]:
+        """The dims a reduce over `axis` folds, sorted. A 0-d tensor has none: its dim 0 (or -1) is the size-1
+        dim torch gives it, so a reduce over that leaves the value as it is."""
         if axis is None:
             return tuple(range(self.ndim))
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
-        return tuple(sorted({_normalize_axis(a, self.ndim, what) for a in axes}))
+        normalized = {_normalize_axis(a, self.ndim, what) for a in axes}
+        return tuple(sorted(normalized)) if self.ndim else ()
+
+    def _check_nonempty(self, axes: tuple[int, ...], what: str) -> None:
+        """max, min, argmax and argmin of no values have no answer: torch and numpy raise, and so does limn."""
+        empty = [d for d in axes if self.shape[d] == 0]
+        if empty:
+            raise IndexError(
+                f"{what}: axis {empty[0]} of a tensor of shape {self.shape} is empty, and the {what} of no values "
+                "is undefined (torch and numpy raise too); reduce over a non-empty axis, or check the size first"
+            )
 
     def gather(self, idx: Tensor, axis: int = 0) -> Tensor:
         """out[..., j, ...] = self[..., idx[..., j, ...], ...] along `axis` (torch.gather). idx has self's
@@ -556,7 +575,7 @@ class Tensor:
         if axis is None:
             return self.reshape(tuple(s for s in self.shape if s != 1))
         axis = _normalize_axis(axis, self.ndim, "squeeze")
-        if self.shape[axis] != 1:
+        if self.ndim == 0 or self.shape[axis] != 1:  # a 0-d tensor has nothing to squeeze, as in torch
             return self
         return self.reshape(self.shape[:axis] + self.shape[axis + 1 :])
 
@@ -853,9 +872,17 @@ class Tensor:
         return self._reduce(Op.SUM, axis, keepdim)
 
     def max(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        return self._reduce(Op.MAX, axis, keepdim)
+        """The largest value over axis (every dim when None). NaN propagates and a bool tensor gives bool, as
+        torch.amax; an empty axis raises IndexError, as in torch (there is no largest of no values)."""
+        self._check_nonempty(self._axes(axis, "max"), "max")
+        out = self._reduce(Op.MAX, axis, keepdim)
+        return out.cast(dtypes.bool_) if self.dtype == dtypes.bool_ else out  # bools reduce as int32 0/1
 
     def min(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        """The smallest value over axis, by the rules of max."""
+        self._check_nonempty(self._axes(axis, "min"), "min")
+        if self.dtype == dtypes.bool_:
+            return self.logical_not().max(axis, keepdim).logical_not()  # min b = not max(not b)
         if self.dtype.is_int:
             # -x overflows at the most negative int; ~x = -x - 1 never does, and min x = ~max(~x)
             return -((-self - 1).max(axis, keepdim)) - 1
@@ -867,39 +894,71 @@ class Tensor:
         return x.sum(axis, keepdim) * (1.0 / n if n else float("nan"))
 
     def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-        """sum((x - mean)**2) / (n - correction); correction=1 is torch's default, 0 the biased form."""
+        """sum((x - mean)**2) / (n - correction); correction=1 is torch's default, 0 the biased form.
+
+        Once correction reaches n, torch divides by zero and so does limn: inf, or NaN where every value is
+        the mean (and NaN for an empty slice). The gradient there is 2 (x - mean) / 0, so +-inf, which is
+        torch's rule for an axis; torch's all-dims form instead gives +inf throughout."""
         x = self._float()
         n = prod([self.shape[d] for d in self._axes(axis, "var")])
-        centered = x - x.mean(axis, keepdim=True)
-        return (centered * centered).sum(axis, keepdim) * (
-            1.0 / max(n - correction, 0) if n > correction else float("nan")
-        )
+        if n > correction:
+            centered = x - x.mean(axis, keepdim=True)
+            return (centered * centered).sum(axis, keepdim) * (1.0 / (n - correction))
+        centered = x - x.mean(axis, keepdim=True).detach()  # the mean's path would add inf * 0 = NaN
+        return (centered * centered).sum(axis, keepdim) * math.inf  # sum / 0
 
     def std(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-        return self.var(axis, keepdim, correction).sqrt()
+        """sqrt(var(x)), as torch, whose gradient is 0 where the std is 0.
+
+        It is computed as m * sqrt(var(x / m)) with m = max|x| over each slice, so values near the float limits
+        do not overflow when squared (torch accumulates in float64; x ~ 3e38 has a std of about 3e38, not inf).
+        m is a constant to autograd, which leaves the gradient exact: std(x) = m std(x / m) for every m > 0."""
+        axes = self._axes(axis, "std")
+        x = self._float()
+        wide = x.cast(x.dtype.compute)
+        m = wide.abs()._reduce(Op.MAX, axes, keepdim=True).detach()
+        # 1/m overflows for a subnormal m, so those slices are lifted by 2**64 first (exact: a power of two)
+        lift = m.lt(2.0**-64).where(2.0**64, 1.0)
+        lifted = m * lift
+        unit = (wide * lift) * lifted.eq(0).where(1.0, lifted).reciprocal()  # x / m, and 0 where every x is 0
+        v = unit.var(axes, keepdim=True, correction=correction)
+        positive = v.gt(0)
+        root = positive.where(positive.where(v, 1.0).sqrt(), v)  # sqrt(v), with gradient 0 (not 1/0) at v = 0
+        out = (root * m).cast(x.dtype)
+        return out if keepdim else out.reshape(tuple(s for d, s in enumerate(self.shape) if d not in axes))
 
     def logsumexp(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         axes = self._axes(axis, "logsumexp")
         x = self._float()
-        m = x.max(axes, keepdim=True).detach()  # shifting by the max keeps exp in range; it cancels
-        out = m + (x - m).exp().sum(axes, keepdim=True).log()
+        m = x._reduce(Op.MAX, axes, keepdim=True).detach()  # shifting by the max keeps exp in range; it cancels
+        m = m.isinf().where(0.0, m)  # an infinite max (or an empty slice's -inf) shifts by 0, as torch
+        out = m + (x - m).exp().sum(axes, keepdim=True).log()  # logsumexp = m + log sum exp(x - m)
         return out if keepdim else out.reshape(tuple(s for d, s in enumerate(self.shape) if d not in axes))
 
     def softmax(self, axis: int = -1) -> Tensor:
         axis = _normalize_axis(axis, self.ndim, "softmax")
         x = self._float()
-        e = (x - x.max(axis, keepdim=True).detach()).exp()  # softmax = exp(x - max) / sum
+        e = (x - x._reduce(Op.MAX, axis, keepdim=True).detach()).exp()  # softmax = exp(x - max) / sum
         return e / e.sum(axis, keepdim=True)
 
     def log_softmax(self, axis: int = -1) -> Tensor:
         axis = _normalize_axis(axis, self.ndim, "log_softmax")
-        return self._float() - self.logsumexp(axis, keepdim=True)  # log softmax = x - logsumexp(x)
+        x = self._float()
+        shifted = x - x._reduce(Op.MAX, axis, keepdim=True).detach()
+        return shifted - shifted.exp().sum(axis, keepdim=True).log()  # log softmax = (x - max) - log sum exp(...)
 
     def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
-        """Index of the first maximum along axis (over the flattened tensor when axis is None), int32."""
+        """Index of the first maximum along axis (over the flattened tensor when axis is None), int32. NaN
+        counts as the largest value, as in torch. Bool tensors and empty axes raise, as in torch."""
+        if self.dtype == dtypes.bool_:
+            raise TypeError("argmax of a bool tensor: torch does not define it; cast first, x.cast('int32').argmax()")
         if axis is None:
+            self._check_nonempty(self._axes(None, "argmax"), "argmax")
             return self.reshape(-1).argmax(0, keepdim=False)
         axis = _normalize_axis(axis, self.ndim, "argmax")
+        if self.ndim == 0:
+            return Tensor.full((), 0, dtypes.int32, device=self.device)  # the one value sits at index 0
+        self._check_nonempty((axis,), "argmax")
         n = self.shape[axis]
         hit = self.eq(self.max(axis, keepdim=True))
         if self.dtype.is_float:
@@ -911,6 +970,10 @@ class Tensor:
         return (n - score.max(axis, keepdim=keepdim)).cast(dtypes.int32)
 
     def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
+        """Index of the first minimum, by the rules of argmax (NaN counts as the smallest value here)."""
+        if self.dtype == dtypes.bool_:
+            raise TypeError("argmin of a bool tensor: torch does not define it; cast first, x.cast('int32').argmin()")
+        self._check_nonempty(self._axes(axis, "argmin"), "argmin")
         # the first minimum of x is the first maximum of -x; for ints of ~x = -x - 1, since -x wraps at -128
         flipped = -self - 1 if self.dtype.is_int else -self
         return flipped.argmax(axis, keepdim)
@@ -1051,10 +1114,13 @@ class Tensor:
         return int(self.item())
 
     def any(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        return self.cast(dtypes.bool_).cast(dtypes.int32).max(axis, keepdim).cast(dtypes.bool_)
+        """Whether some value over axis is nonzero (NaN is); over an empty axis False, as in torch."""
+        # any = max of (x != 0) as 0/1, > 0; MAX of nothing is the lowest int, so any of nothing is False
+        return self.cast(dtypes.bool_).cast(dtypes.int32)._reduce(Op.MAX, axis, keepdim).gt(0)
 
     def all(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        return self.logical_not().any(axis, keepdim).logical_not()
+        """Whether every value over axis is nonzero; over an empty axis True, as in torch."""
+        return self.logical_not().any(axis, keepdim).logical_not()  # all x = not any(not x)
 
 
 # ---- helpers that need the Tensor class ----
