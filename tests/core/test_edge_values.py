@@ -407,3 +407,95 @@ def test_a_0d_tensor_refuses_other_dims_with_index_error_as_torch(axis: int) -> 
         torch.tensor(2.5).sum(axis)
     with pytest.raises(IndexError, match=r"axis .* is out of range for a tensor with 0 dims; use an axis from -1 to 0"):
         Tensor(2.5).sum(axis)
+
+
+# ---- maximum and minimum ----
+
+INT_LIMITS = {d: np.iinfo(d) for d in ("int32", "int16", "int8")}
+
+
+@pytest.mark.parametrize(
+    ("a_dtype", "b_dtype"),
+    [
+        ("int32", "int32"),
+        ("int16", "int16"),
+        ("int8", "int32"),
+        ("bool", "bool"),
+        ("int32", "float32"),
+        ("float32", "float64"),
+    ],
+)
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_maximum_and_minimum_keep_the_promoted_dtype_as_torch(device: str, op: str, a_dtype: str, b_dtype: str) -> None:
+    a = np.array([1, 0, 1, 0]).astype(a_dtype)
+    b = np.array([0, 0, 1, 1]).astype(b_dtype)
+    agree(device, f"a.{op}(b)", f"torch.{op}(a, b)", grad=False, a=a, b=b)
+
+
+@pytest.mark.parametrize("dtype", INT_LIMITS)
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_maximum_and_minimum_are_exact_for_ints_at_their_limits(device: str, op: str, dtype: str) -> None:
+    info = INT_LIMITS[dtype]
+    a = np.array([info.max, info.min, info.max, info.min, -1, 0], dtype)
+    b = np.array([info.max, info.min, info.min, info.max, info.max, info.min], dtype)
+    agree(device, f"a.{op}(b)", f"torch.{op}(a, b)", grad=False, a=a, b=b)
+
+
+FLOAT_TIES = np.array([inf, -inf, F32.max, -F32.max, F32.tiny, 1e-45, -1e-45, 3e-45, -0.0, 0.0, -0.0, 1.5], np.float32)
+FLOAT_TIES_OTHER = np.array(
+    [inf, -inf, F32.max, -F32.max, F32.tiny, 1e-45, -1e-45, 3e-45, 0.0, -0.0, -0.0, 1.5], np.float32
+)
+
+
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_maximum_and_minimum_are_exact_at_float_ties_at_the_limits_signed_zeros_too(device: str, op: str) -> None:
+    agree(device, f"a.{op}(b)", f"torch.{op}(a, b)", signed_zeros=True, tol=0, a=FLOAT_TIES, b=FLOAT_TIES_OTHER)
+
+
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_maximum_and_minimum_split_a_tie_gradient_in_half_and_give_nan_the_whole_as_torch(device: str, op: str) -> None:
+    a = np.array([1.0, 2.0, nan, 3.0, nan, inf, -2.0, 5.0], np.float32)
+    b = np.array([1.0, nan, 1.0, nan, nan, inf, 4.0, -1.0], np.float32)
+    agree(device, f"a.{op}(b)", f"torch.{op}(a, b)", a=a, b=b)
+
+
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_maximum_and_minimum_with_a_python_scalar_propagate_nan(device: str, op: str) -> None:
+    agree(device, f"x.{op}(0.0)", f"torch.{op}(x, torch.tensor(0.0))", x=SPECIALS)
+
+
+# ---- clip ----
+
+CLIP_INPUT = np.array([-1.0, 2.0, 0.5, -3.0, 5.0, nan, inf, -inf, -0.0], np.float32)
+
+
+@pytest.mark.parametrize("expr", ["x.clip(-1.0, 2.0)", "x.clip(lo=-1.0)", "x.clip(hi=2.0)", "x.clip(-1, 2)"])
+def test_clip_gradient_is_zero_at_the_bounds_and_at_nan_as_torch(device: str, expr: str) -> None:
+    texpr = expr.replace("clip", "clamp").replace("lo=", "min=").replace("hi=", "max=")
+    agree(device, expr, texpr, x=CLIP_INPUT)
+
+
+def test_clip_propagates_nan_as_torch(device: str) -> None:
+    agree(device, "x.clip(-1.0, 2.0)", "x.clamp(-1.0, 2.0)", grad=False, x=CLIP_INPUT)
+
+
+def test_clip_with_lo_above_hi_gives_hi_everywhere_as_torch(device: str) -> None:
+    agree(device, "x.clip(2.0, 1.0)", "x.clamp(2.0, 1.0)", x=CLIP_INPUT)
+
+
+@pytest.mark.parametrize("bounds", ["float('nan'), 1.0", "-1.0, float('nan')"])
+def test_clip_with_a_nan_bound_is_nan_everywhere_as_torch(device: str, bounds: str) -> None:
+    agree(device, f"x.clip({bounds})", f"x.clamp({bounds})", x=CLIP_INPUT)
+
+
+@pytest.mark.parametrize(("expr", "texpr"), [("x.clip(lo=b)", "x.clamp(min=b)"), ("x.clip(hi=b)", "x.clamp(max=b)")])
+def test_clip_with_one_tensor_bound_matches_torch_gradients_included(device: str, expr: str, texpr: str) -> None:
+    x = np.array([-1.0, nan, -3.0, 0.0, 2.0, 1.0], np.float32)
+    b = np.array([-1.0, 0.0, 0.0, nan, 2.0, -1.0], np.float32)
+    agree(device, expr, texpr, x=x, b=b)
+
+
+@pytest.mark.parametrize(("expr", "texpr"), [("x.clip(2, 3)", "x.clamp(2, 3)"), ("x.clip(0.5, 3)", "x.clamp(0.5, 3)")])
+def test_clip_of_ints_stays_int_and_a_float_bound_gives_float32_as_torch(device: str, expr: str, texpr: str) -> None:
+    info = INT_LIMITS["int32"]
+    agree(device, expr, texpr, grad=False, x=np.array([info.min, 1, 2, 5, info.max], np.int32))

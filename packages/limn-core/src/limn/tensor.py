@@ -848,21 +848,46 @@ class Tensor:
         return self.sqrt().reciprocal()
 
     def maximum(self, other: TensorLike) -> Tensor:
+        """The larger of self and other, elementwise, in their promoted dtype, as torch.maximum: exact for
+        every value (ints at their limits, inf, subnormals), NaN wins, a tie gives self's value with half the
+        gradient to each side, and a NaN gives each side the whole gradient.
+
+        >>> Tensor([1.0, 5.0]).maximum(Tensor([3.0, 2.0])).tolist()
+        [3.0, 5.0]
+        """
         a, b = self._operands(other, "maximum")
-        # ties take the average so each side gets half the gradient, as torch does
-        return a.lt(b).where(b, b.lt(a).where(a, (a + b) * 0.5))
+        return b.lt(a).where(a, a.lt(b).where(b, _tie_or_nan(a, b)))
 
     def minimum(self, other: TensorLike) -> Tensor:
-        return -((-self).maximum(-other if isinstance(other, Tensor) else -other))
+        """The smaller of self and other, by the rules of maximum."""
+        a, b = self._operands(other, "minimum")
+        return a.lt(b).where(a, b.lt(a).where(b, _tie_or_nan(a, b)))
 
     def clip(self, lo: TensorLike | None = None, hi: TensorLike | None = None) -> Tensor:
-        """Clamps into [lo, hi]; the gradient passes where lo <= x <= hi, as torch.clamp."""
-        out = self
+        """Clamps into [lo, hi], as torch.clamp: min(max(x, lo), hi), so NaN stays NaN and lo > hi gives hi.
+
+        With number bounds the gradient flows only strictly inside (lo < x < hi), so it is 0 at the bounds
+        and at NaN, as torch's. Tensor bounds are maximum(x, lo) then minimum(., hi), whose ties split the
+        gradient between x and the bound, which is torch's rule for one tensor bound.
+
+        >>> Tensor([-2.0, 0.5, 3.0]).clip(-1.0, 1.0).tolist()
+        [-1.0, 0.5, 1.0]
+        """
+        if isinstance(lo, Tensor) or isinstance(hi, Tensor):
+            out = self if lo is None else self.maximum(lo)
+            return out if hi is None else out.minimum(hi)
+        x, value, inside = self, self.detach(), None
         if lo is not None:
-            out = out.lt(lo).where(lo, out)
+            value = value.lt(lo).where(lo, value)  # max(x, lo)
+            inside = x.gt(lo)
         if hi is not None:
-            out = out.gt(hi).where(hi, out)
-        return out
+            value = value.gt(hi).where(hi, value)  # min(., hi)
+            inside = x.lt(hi) if inside is None else inside.logical_and(x.lt(hi))
+        if inside is None:
+            return x
+        if any(isinstance(bound, float) and math.isnan(bound) for bound in (lo, hi)):
+            value = value.where(math.nan, math.nan)  # a NaN bound makes every value NaN, as in torch
+        return inside.where(x, value)  # x where it is strictly inside, so the gradient flows only there
 
     clamp = clip
 
@@ -1138,6 +1163,21 @@ def _buffer_node(device: str, arr: np.ndarray) -> Node:
     for observer in observers.active:
         observer.created(buf)
     return buf.node()
+
+
+def _tie_or_nan(a: Tensor, b: Tensor) -> Tensor:
+    """maximum's (and minimum's) answer where neither of a, b is below the other: a tie, or a NaN.
+
+    A tie gives a's value exactly with half the gradient to each side, and a NaN gives NaN with the whole
+    gradient to both, as torch. (a + b) / 2 would overflow at the float limits and round subnormals, so a
+    finite tie takes a - ((a - b) / 2 + 0), whose added term is exactly +0 there (so -0.0 keeps its sign)
+    and whose gradient is the half-half split. At an infinite tie a - b is NaN, but (a + b) / 2 is a itself."""
+    if not a.dtype.is_float:
+        return a  # ints and bools: a tie, and no gradient to split
+    difference, total = a - b, a + b  # at a tie: 0 (finite) or NaN (infinite); a NaN side makes both NaN
+    finite_tie = difference.lt(math.inf)  # difference is 0 or NaN here, and only 0 is below inf
+    infinite_or_nan = total.isnan().where(total, total * 0.5)
+    return finite_tie.where(a - (difference * 0.5 + 0.0), infinite_or_nan)
 
 
 def _index_tensor(idx: TensorLike, what: str) -> Tensor:
