@@ -12,6 +12,7 @@ import math
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -699,27 +700,70 @@ class Tensor:
         return a * b.reciprocal()  # a / b = a * (1/b)
 
     def pow(self, exponent: TensorLike) -> Tensor:
-        """x ** n: integer n by repeated multiplication (exact for negative x), otherwise exp(n log x)."""
-        if isinstance(exponent, (int, float)) and float(exponent).is_integer() and abs(exponent) <= 64:
-            n = int(exponent)
-            if n == 0:
-                return self.ones_like()
-            base = self if n > 0 else self.reciprocal()
-            result, square, k = None, base, abs(n)
-            while k:  # exponentiation by squaring
-                if k & 1:
-                    result = square if result is None else result * square
-                k >>= 1
-                if k:
-                    square = square * square
-            return result
-        if isinstance(exponent, float) and exponent == 0.5:
-            return self.sqrt()
-        x = self._float()
-        return (x.log() * exponent).exp()  # x ** y = e ** (y log x)
+        """self ** exponent, with torch's values and gradients.
+
+        A python int exponent (or an integer-valued float) multiplies by squaring: exact for negative bases
+        and for every n, and x ** 0 is 1 still linked to x (its gradient is 0, as torch's). 0.5 and -0.5 are
+        sqrt and 1/sqrt, as torch computes them. Any other exponent, tensors included, follows C's pow (see
+        _pow): a negative base to an integer-valued power is real, odd powers keeping the sign, and 0 ** 0,
+        inf ** 0 and 1 ** nan are 1. An int tensor to a negative int power raises, as in torch.
+
+        >>> (Tensor([-2.0, 3.0]) ** 3).tolist()
+        [-8.0, 27.0]
+        >>> (Tensor([-2.0, 0.0]) ** Tensor([3.0, 0.0])).tolist()
+        [-8.0, 1.0]
+        """
+        if isinstance(exponent, np.generic):
+            exponent = exponent.item()
+        if isinstance(exponent, (bool, int)):
+            return self._int_pow(int(exponent))
+        if isinstance(exponent, float) and exponent.is_integer() and abs(exponent) <= 2**64:
+            return self._int_pow(int(exponent))  # larger integer-valued floats are all even: _pow's |x| ** y
+        if isinstance(exponent, float) and exponent in (0.5, -0.5):
+            root = self._float().sqrt()
+            return root if exponent > 0 else root.reciprocal()  # as torch: sqrt(-0.0) ** -1 is -inf
+        base = self if isinstance(exponent, Tensor) else self._float()
+        x, y = base._operands(exponent, "pow")
+        if not x.dtype.is_float:
+            raise TypeError(
+                f"pow: a {self.dtype.name} tensor to the power of a {y.dtype.name} tensor: limn has no exact int "
+                "power with a tensor exponent (torch computes one in ints); make a side float, e.g. x.cast('float32')"
+            )
+        dtype = x.dtype  # half widths compute in float32 and round once
+        return _pow(x.cast(dtype.compute), y.cast(dtype.compute)).cast(dtype)
+
+    def _int_pow(self, n: int) -> Tensor:
+        """x ** n for a python int n by squaring: about 2 log2 |n| multiplies, real for negative x."""
+        if not self.dtype.is_float and n < 0:
+            raise RuntimeError(
+                f"pow: a {self.dtype.name} tensor ** {n}: integers to negative integer powers are not allowed "
+                f"(torch raises too); cast to a float dtype first, e.g. x.cast('float32') ** {n}"
+            )
+        x = self.cast(dtypes.int32) if self.dtype == dtypes.bool_ else self
+        if n == 0:
+            return Tensor.full(x.shape, True, device=x.device).where(1, x)  # x ** 0 = 1, linked to x (gradient 0)
+        dtype = x.dtype
+        x = x.cast(dtype.compute)  # half widths multiply in float32 and round once
+        result, square, k = None, x if n > 0 else x.reciprocal(), abs(n)
+        while k:  # x ** n = product of x ** (2 ** i) over the bits i of n
+            if k & 1:
+                result = square if result is None else result * square
+            k >>= 1
+            if k:
+                square = square * square
+        return result.cast(dtype)
 
     def rpow(self, base: Scalar) -> Tensor:
-        return (self._float() * math.log(base)).exp()  # b ** x = e ** (x log b)
+        """base ** self for a python number base, by the rules of pow: (-5.5) ** 2.0 = 30.25, 0 ** 0 = 1."""
+        if isinstance(base, np.generic):
+            base = base.item()
+        if not self.dtype.is_float and not isinstance(base, float):
+            raise TypeError(
+                f"pow: {base!r} ** a {self.dtype.name} tensor: limn has no exact int power with a tensor exponent "
+                f"(torch computes one in ints); make a side float, e.g. {float(base)!r} ** x"
+            )
+        x = self._float()
+        return Tensor.full(x.shape, base, x.dtype, device=x.device).pow(x)
 
     # comparisons: CMPLT is False whenever a side is NaN (IEEE), and everything below is composed so that
     # eq is False, ne True, and le/ge False with a NaN on either side, as in torch
@@ -1178,6 +1222,85 @@ def _tie_or_nan(a: Tensor, b: Tensor) -> Tensor:
     finite_tie = difference.lt(math.inf)  # difference is 0 or NaN here, and only 0 is below inf
     infinite_or_nan = total.isnan().where(total, total * 0.5)
     return finite_tie.where(a - (difference * 0.5 + 0.0), infinite_or_nan)
+
+
+@dataclass(frozen=True)
+class _PowRules:
+    """What C's pow decides per element of x ** y, as tensors of x's shape (from detached x and y)."""
+
+    sign: Tensor  # -1 where a negative base (-0.0 and -inf too) meets an odd integer power, else 1
+    flip: Tensor  # where |x| stands in for x: a negative base to an integer-valued power (or -0.0, -inf)
+    edge: Tensor  # where sign * e**(y log|x|) fails: x = +-0 or +-inf, and the 1s it cannot make
+    edge_value: Tensor  # x ** y at the edge points
+
+
+def _pow_rules(x: Tensor, y: Tensor) -> _PowRules:
+    magic = 2.0**52 if x.dtype == dtypes.float64 else 2.0**23  # from here up every float is an integer
+    ay = y.abs()
+    y_int = ay.ge(magic).logical_or((ay + magic - magic).eq(ay))  # ay + 2**23 rounds ay to an integer
+    half = ay * 0.5
+    y_odd = y_int.logical_and(ay.lt(2 * magic)).logical_and((half + magic - magic).eq(half).logical_not())
+    negative = x.lt(0).logical_or(x.reciprocal().lt(0))  # x < 0, or -0.0 (1 / -0.0 = -inf)
+    finite_negative = x.lt(0).logical_and(x.gt(-math.inf))
+    zero, infinite, unit = x.eq(0), x.isinf(), x.eq(1).logical_or(x.eq(-1))
+    one = y.eq(0).logical_or(x.eq(1)).logical_or(unit.logical_and(y.isinf()))  # C's pow gives exactly 1
+    fails = y.eq(0).logical_and(x.isnan()).logical_or(x.eq(1).logical_and(y.isnan()))
+    fails = fails.logical_or(unit.logical_and(y.isinf()))  # e**(nan * 0) and e**(inf * 0) are NaN, not 1
+    large = y.gt(0).eq(infinite)  # for |x| in {0, inf}: |x| ** y is inf where y > 0 matches |x| = inf
+    magnitude = y.isnan().where(math.nan, large.where(math.inf, 0.0))
+    sign = negative.logical_and(y_odd).where(-1.0, 1.0)
+    return _PowRules(
+        sign=sign,
+        flip=negative.logical_and(finite_negative.logical_and(y_int.logical_not()).logical_not()),
+        edge=zero.logical_or(infinite).logical_or(fails),
+        edge_value=one.where(1.0, sign * magnitude),
+    )
+
+
+def _pow(x: Tensor, y: Tensor) -> Tensor:
+    """x ** y for float tensors of one shape and dtype, by C's pow, with torch's gradients.
+
+    Away from the edges it is sign * e**(y log|x|), sign -1 for a negative base to an odd power (a finite
+    negative base to a non-integer power keeps x, and log x makes it NaN), which autograd differentiates as
+    written. At the edges (x = +-0 or +-inf, and 1s such as 1 ** nan) that gradient is 0/0 or inf/inf, so
+    the value comes from the rules and the gradient from torch's formulas, d/dx = y x**(y-1) (0 where y = 0)
+    and d/dy = x**y log x (0 where x = 0 <= y), by _gradient_carrier. The one gradient it cannot carry is
+    torch's +inf for (-inf) ** 2.5 (no composition rises to +inf at -inf): there it is 0."""
+    rules = _pow_rules(x.detach(), y.detach())
+    safe_base = rules.edge.where(1.0, rules.flip.where(-x, x))  # 1 ** 0 at the edges: gradient 0 there, not NaN
+    safe_y = rules.edge.where(0.0, y)
+    smooth = rules.sign * (safe_y * safe_base.log()).exp()  # x ** y = sign * e**(y log|x|)
+    at_edge = rules.edge_value
+    if autograd.is_grad_enabled() and x.requires_grad:
+        xd, yd = x.detach(), y.detach()
+        dx = yd.eq(0).where(0.0, yd * _pow(xd, yd - 1))  # torch: y x**(y-1), 0 where y = 0
+        at_edge = at_edge - (0 - _gradient_carrier(x, dx, at_edge, rules.edge))
+    if autograd.is_grad_enabled() and y.requires_grad:
+        xd, yd = x.detach(), y.detach()
+        dy = xd.eq(0).logical_and(yd.ge(0)).where(0.0, rules.edge_value * xd.log())  # torch: x**y log x
+        at_edge = at_edge - (0 - _gradient_carrier(y, dy, at_edge, rules.edge))
+    return rules.edge.where(at_edge, smooth)
+
+
+def _gradient_carrier(t: Tensor, d: Tensor, value: Tensor, at: Tensor) -> Tensor:
+    """A tensor whose gradient w.r.t. t is d (detached; inf and NaN too) where `at` holds and 0 elsewhere, and
+    whose value is +-0, or where t is infinite value's own infinity, so that value - (0 - carrier) is value
+    (-0.0 included).
+
+    Where t is finite, z = t - t.detach() is exactly +0 with gradient 1: z * d carries a finite d, and
+    sqrt(z), which is 0 with gradient 1 / (2 sqrt 0) = inf, carries d = +-inf (its sign taken outside) and,
+    times 0, NaN. Where t is infinite z is NaN, but t * d is value's infinity when the signs agree (t = -inf,
+    d = -inf, value = inf); nothing else carries a gradient there. Every branch is fed values whose gradient
+    is finite where it is not taken, so no NaN leaks through the where."""
+    finite_t = at.logical_and(t.isfinite())
+    linear = finite_t.logical_and(d.isfinite())
+    steep = finite_t.logical_and(d.isfinite().logical_not())
+    along = at.logical_and(t.isinf()).logical_and(value.isinf()).logical_and((t.detach() * d).eq(value))
+    z = t - t.detach()
+    by_linear = z * linear.where(d, 0.0)
+    by_steep = steep.where(z, 1.0).sqrt() * d.isnan().where(0.0, d.gt(0).where(1.0, -1.0))
+    by_along = t * along.where(d, 1.0)
+    return linear.where(by_linear, steep.where(by_steep, along.where(by_along, 0.0)))
 
 
 def _index_tensor(idx: TensorLike, what: str) -> Tensor:
