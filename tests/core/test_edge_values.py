@@ -656,3 +656,9 @@ def test_pow_keeps_the_half_width_dtype_rounding_once(device: str) -> None:
         np.testing.assert_array_equal(
             got, want.astype(got.dtype), err_msg=f"Tensor([1.5, -2.0, 0.3], dtype={dtype!r}) ** 3"
         )
+
+
+def test_var_gradient_over_a_slice_holding_inf_is_nan_only_where_x_minus_mean_is_as_torch(device: str) -> None:
+    x = np.array([[-0.0, -inf, -0.0], [1.0, inf, 2.0], [1.0, 2.0, 4.0], [nan, 1.0, 2.0]], np.float32)
+    agree(device, "x.var(1) * w", x=x, w=np.array([1.0, -2.0, 0.5, 1.0], np.float32))
+    agree(device, "x.var(1, correction=0) * w", x=x, w=np.array([1.0, -2.0, 0.5, 1.0], np.float32))

@@ -970,11 +970,16 @@ class Tensor:
         torch's rule for an axis; torch's all-dims form instead gives +inf throughout."""
         x = self._float()
         n = prod([self.shape[d] for d in self._axes(axis, "var")])
-        if n > correction:
-            centered = x - x.mean(axis, keepdim=True)
-            return (centered * centered).sum(axis, keepdim) * (1.0 / (n - correction))
-        centered = x - x.mean(axis, keepdim=True).detach()  # the mean's path would add inf * 0 = NaN
-        return (centered * centered).sum(axis, keepdim) * math.inf  # sum / 0
+        mean = x.mean(axis, keepdim=True)
+        if n <= correction:
+            centered = x - mean.detach()  # the mean's path would add inf * 0 = NaN to the gradient
+            return (centered * centered).sum(axis, keepdim) * math.inf  # sum / 0
+        # the mean's path adds sum(2 (x - mean)) / n = 0 to the gradient (it matters to second derivatives), but
+        # a slice holding inf or NaN makes that sum NaN for every element; torch's gradient, 2 (x - mean) / (n - c),
+        # is NaN only where x - mean is, so those slices (their mean is not finite) cut the mean's path
+        mean = mean.isfinite().where(mean, mean.detach())
+        centered = x - mean
+        return (centered * centered).sum(axis, keepdim) * (1.0 / (n - correction))
 
     def std(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
         """sqrt(var(x)), as torch, whose gradient is 0 where the std is 0.
