@@ -6,6 +6,11 @@ reproducer a failure prints is the code that failed, standalone. The generator r
 builds the program and keeps only steps whose inputs sit clear of kinks and ties (relu and abs away from 0,
 max and min with one clear winner, log and sqrt on positive values), where a rounding difference between two
 correct frameworks could flip a gradient.
+
+A fraction of the leaves carry special values (NaN, inf, -inf, -0.0), so comparisons, reductions and the
+rules above meet them at random: those are exact in both frameworks, so the kink and tie checks look only at
+the finite values, and a value or gradient that is NaN or inf in torch must be NaN or inf in limn too. A step
+may turn non-finite only by propagating a special value: one that overflows from finite inputs is dropped.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ TOLERANCE = 1e-4  # relative and absolute, for every value and every gradient
 MARGIN = 1e-2  # how far a value must sit from a kink or a tie; rounding differences are near 1e-6
 BOUND = 30.0  # steps whose values grow past this are dropped, keeping float32 error near 1e-6 of them
 MAX_SIZE = 720  # elements per value, so a case stays a few milliseconds of numpy
+SPECIAL_LEAVES = 0.2  # the fraction of leaves that carry special values
+SPECIALS = (math.nan, math.inf, -math.inf, -0.0)
 
 # op: (limn spelling, torch spelling). {0}, {1}, ... name the srcs; the other fields are the step's args.
 SPELLINGS: dict[str, tuple[str, str]] = {
@@ -123,6 +130,7 @@ class Case:
     steps: tuple[Step, ...]
     data: dict[int, np.ndarray]  # x{i}: the array behind source step i
     loss: int
+    special_reads: tuple[str, ...] = ()  # the ops of the steps that read a value holding NaN or inf
 
     def lines(self, framework: str) -> list[str]:
         prefix = PREFIX[framework]
@@ -149,11 +157,15 @@ class Case:
             "def diff(a, t):",
             "    if a is None or t is None:",
             "        return f'limn {type(a).__name__}, torch {type(t).__name__}'",
-            "    return float(np.abs(a.numpy().astype(np.float64) - t.detach().numpy()).max())",
+            "    a, t = a.numpy().astype(np.float64), t.detach().numpy()",
+            "    alike = (a == t) | (np.isnan(a) & np.isnan(t))  # NaN for NaN, inf for inf",
+            "    with np.errstate(invalid='ignore'):  # inf - inf, where alike already holds",
+            "        return float(np.where(alike, 0.0, np.abs(a - t)).max(initial=0.0))",
             "",
         ]
         for i, arr in self.data.items():
-            lines.append(f"x{i} = np.array({arr.tolist()!r}, dtype=np.{arr.dtype}).reshape({arr.shape})")
+            values = repr(arr.tolist()).replace("nan", "float('nan')").replace("inf", "float('inf')")
+            lines.append(f"x{i} = np.array({values}, dtype=np.{arr.dtype}).reshape({arr.shape})")
         lines += ["", "# limn", *self.lines("limn"), "", "# torch", *self.lines("torch"), ""]
         lines += [f"print('v{i}', diff(a{i}, t{i}))" for i in self.values]
         lines += [f"print('grad of v{i}', diff(a{i}.grad, t{i}.grad))" for i in self.leaves]
@@ -175,6 +187,11 @@ def _prime_factors(n: int) -> list[int]:
             n //= p
         p += 1
     return factors
+
+
+def finite(v: np.ndarray) -> np.ndarray:
+    """The finite values of v, flat: what the kink and tie checks look at (special values are exact)."""
+    return v[np.isfinite(v)]
 
 
 def _broadcastable(*shapes: tuple[int, ...]) -> bool:
@@ -200,14 +217,19 @@ class Generator:
     # -- emitting steps --
 
     def emit(self, op: str, *srcs: int, bound: float = BOUND, **args: Any) -> int | None:
-        """Appends op(srcs) when its value is finite, bounded and small; otherwise leaves no trace."""
+        """Appends op(srcs) when its value is small, its finite values bounded, and it is non-finite only where
+        a source is (a special value propagating, not an overflow); otherwise leaves no trace."""
         out = len(self.steps)
         step = Step(out, op, _ints(srcs), args)
         exec(step.line("torch"), self.ns)
         value = self.ns[f"t{out}"]
-        if value.numel() > MAX_SIZE or value.ndim > 5 or not torch.isfinite(value).all():
+        if value.numel() > MAX_SIZE or value.ndim > 5:
             return None
-        if value.numel() and value.abs().max().item() > bound:
+        sources_finite = all(torch.isfinite(self.ns[f"t{s}"]).all() for s in srcs)
+        if sources_finite and not torch.isfinite(value).all():
+            return None
+        finite_values = value[torch.isfinite(value)]
+        if finite_values.numel() and finite_values.abs().max().item() > bound:
             return None
         self.steps.append(step)
         self.pool.append(out)
@@ -226,7 +248,7 @@ class Generator:
 
     def leaf(self, shape: tuple[int, ...], dtype: Any = None, kind: str = "normal") -> int:
         """A new input that requires grad: standard normal, or `away` from 0 (|x| in [0.5, 2]), or
-        `positive` (in [0.5, 2])."""
+        `positive` (in [0.5, 2]); a fraction SPECIAL_LEAVES of them hold a few special values."""
         dtype = dtype or self.dtype
         if kind == "normal":
             arr = self.rng.standard_normal(shape)
@@ -234,7 +256,12 @@ class Generator:
             arr = self.rng.uniform(0.5, 2.0, shape)
             if kind == "away":
                 arr *= self.rng.choice([-1.0, 1.0], shape)
-        return self.source("leaf", np.asarray(arr, dtype=dtype))
+        arr = np.asarray(arr, dtype=dtype)
+        if arr.size and self.rng.random() < SPECIAL_LEAVES:
+            flat = arr.reshape(-1)
+            spots = self.rng.choice(flat.size, int(self.rng.integers(1, min(3, flat.size) + 1)), replace=False)
+            flat[spots] = self.rng.choice(SPECIALS, spots.size)
+        return self.source("leaf", arr)
 
     # -- reading the values built so far --
 
@@ -302,14 +329,18 @@ class Generator:
 
 
 def _clear_of_ties(values: np.ndarray, dims: tuple[int, ...], smallest: bool) -> bool:
-    """Whether the winner of a max (or min) over dims beats the runner-up by MARGIN in every slice."""
+    """Whether the winner of a max (or min) over dims beats the runner-up by MARGIN in every slice. A slice
+    holding NaN has NaN for its answer, and a tie of infinities is exact, so neither is a near tie."""
     rest = [d for d in range(values.ndim) if d not in dims]
     rows = values.transpose(rest + list(dims)).reshape(-1, math.prod(values.shape[d] for d in dims))
+    rows = rows[~np.isnan(rows).any(axis=1)]
     if rows.size == 0 or rows.shape[1] < 2:
         return True
     rows = np.sort(rows, axis=1)
-    gap = rows[:, 1] - rows[:, 0] if smallest else rows[:, -1] - rows[:, -2]
-    return bool(gap.min() > MARGIN)
+    winner, runner_up = (rows[:, 0], rows[:, 1]) if smallest else (rows[:, -1], rows[:, -2])
+    exact = np.isinf(winner) & (winner == runner_up)
+    with np.errstate(invalid="ignore"):  # inf - inf
+        return bool(((np.abs(winner - runner_up) > MARGIN) | exact).all())
 
 
 # -- one proposer per op family: each picks its sources, checks its preconditions, emits or gives up --
@@ -465,18 +496,27 @@ def propose_split(g: Generator) -> int | None:
 
 
 UNARY_PRECONDITIONS = {
-    "exp": lambda v: v.size == 0 or v.max() < 3,
-    "log": lambda v: v.size == 0 or v.min() > 0.1,
-    "sqrt": lambda v: v.size == 0 or v.min() > 0.1,
-    "relu": lambda v: v.size == 0 or np.abs(v).min() > MARGIN,
-    "abs": lambda v: v.size == 0 or np.abs(v).min() > MARGIN,
+    "exp": lambda v: finite(v).max(initial=0.0) < 3,
+    "log": lambda v: finite(v).min(initial=1.0) > 0.1,
+    "sqrt": lambda v: finite(v).min(initial=1.0) > 0.1,
+    "relu": lambda v: np.abs(finite(v)).min(initial=1.0) > MARGIN,
+    "abs": lambda v: np.abs(finite(v)).min(initial=1.0) > MARGIN,
 }
+# a leaf's -0.0 or 0.0 is exact in both frameworks, so relu and abs may meet it there (not a computed 0)
+EXACT_ZEROS_OK = ("relu", "abs")
 
 
 def propose_unary(g: Generator) -> int | None:
     op = str(g.rng.choice(["neg", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "abs", "contiguous"]))
     ok = UNARY_PRECONDITIONS.get(op, lambda v: True)
-    x = g.pick(where=lambda i: ok(g.value(i)))
+
+    def fits(i: int) -> bool:
+        v = g.value(i)
+        if op in EXACT_ZEROS_OK and g.steps[i].op == "leaf":
+            v = v[v != 0]
+        return ok(v)
+
+    x = g.pick(where=fits)
     if x is None:
         if op not in ("log", "sqrt"):
             return None
@@ -489,11 +529,13 @@ def propose_binary(g: Generator) -> int | None:
     x = g.pick()
     other = g.partner(x, kind="away" if op == "div" else "normal")
     a, b = (x, other) if g.rng.random() < 0.5 else (other, x)
-    if op == "div" and np.abs(g.value(b)).min(initial=1.0) < 0.2:
+    if op == "div" and np.abs(finite(g.value(b))).min(initial=1.0) < 0.2:
         return None
     if op in ("maximum", "minimum"):
         va, vb = np.broadcast_arrays(g.value(a), g.value(b))
-        if np.abs(va - vb).min(initial=1.0) < MARGIN:
+        with np.errstate(invalid="ignore"):  # inf - inf is an exact tie, and NaN no tie
+            gaps = finite(va - vb)
+        if np.abs(gaps).min(initial=1.0) < MARGIN:
             return None
     return g.emit(op, a, b)
 
@@ -505,15 +547,16 @@ def propose_scalar(g: Generator) -> int | None:
     if op == "pow":
         p = [2, 3, -1, -2, 0.5, 1.5][int(g.rng.integers(6))]
         if p < 0:
-            need = lambda v: np.abs(v).min(initial=1.0) > 0.3  # away from the pole at 0
+            need = lambda v: np.abs(finite(v)).min(initial=1.0) > 0.3  # away from the pole at 0
         elif isinstance(p, float):
-            need = lambda v: v.min(initial=1.0) > 0.1  # a fractional power needs a positive base
+            # a fractional power needs a positive base; -inf is the gradient limn cannot match (test_edge_values)
+            need = lambda v: finite(v).min(initial=1.0) > 0.1 and not (v == -math.inf).any()
         else:
             need = lambda v: True
         x = g.pick(where=lambda i: need(g.value(i)))
         return None if x is None else g.emit("pow", x, p=p)
     if op == "rdiv":
-        x = g.pick(where=lambda i: np.abs(g.value(i)).min(initial=1.0) > 0.2)
+        x = g.pick(where=lambda i: np.abs(finite(g.value(i))).min(initial=1.0) > 0.2)
         return None if x is None else g.emit("rdiv", x, c=c)
     return g.emit(op, g.pick(), c=c)
 
@@ -524,7 +567,7 @@ def propose_where(g: Generator) -> int | None:
     cond = g.pick(where=lambda i: _broadcastable(g.shape(i), g.shape(x)))
     values = g.value(cond)
     t = float(np.round(g.rng.normal(), 2))
-    if np.abs(values - t).min(initial=1.0) < MARGIN:
+    if np.abs(finite(values - t)).min(initial=1.0) < MARGIN:
         return None
     other = g.matching(g.partner(x), x)
     if not _broadcastable(g.shape(cond), g.shape(x), g.shape(other)):
@@ -640,7 +683,8 @@ def generate(seed: int) -> Case:
         w = g.source("data", g.rng.standard_normal(g.shape(i)).astype(np.float64 if g.is64(i) else np.float32))
         term = g.emit("weighted_sum", i, w, bound=math.inf)
         total = term if total is None else g.emit("add", total, term, bound=math.inf)
-    return Case(seed, tuple(g.steps), dict(g.data), total)
+    special = [s.op for s in g.steps if any(not torch.isfinite(g.ns[f"t{i}"]).all() for i in s.srcs)]
+    return Case(seed, tuple(g.steps), dict(g.data), total, tuple(special))
 
 
 # ---- running a case both ways ----
@@ -666,8 +710,9 @@ def first_mismatch(case: Case, ours: dict[str, Any], theirs: dict[str, Any]) -> 
         got_np, want_np = got.numpy(), want.detach().numpy()
         if got_np.shape != want_np.shape or got_np.dtype != want_np.dtype:
             return f"{what}: limn gives {got_np.dtype}{got_np.shape}, torch {want_np.dtype}{want_np.shape}"
-        if not np.allclose(got_np, want_np, rtol=TOLERANCE, atol=TOLERANCE):
-            err = np.abs(got_np.astype(np.float64) - want_np).max()
+        if not np.allclose(got_np, want_np, rtol=TOLERANCE, atol=TOLERANCE, equal_nan=True):
+            alike = (got_np == want_np) | (np.isnan(got_np) & np.isnan(want_np))
+            err = np.where(alike, 0.0, np.abs(got_np.astype(np.float64) - want_np)).max()
             return f"{what}: max |limn - torch| = {err:.3g}\nlimn:\n{got_np}\ntorch:\n{want_np}"
     return None
 
@@ -697,6 +742,17 @@ def test_the_cases_cover_every_op() -> None:
     used = Counter(step.op for seed in range(CASES) for step in generate(seed).steps)
     missing = [op for op in SPELLINGS if used[op] == 0]
     assert not missing, f"no case uses {missing}; op counts: {dict(used)}"
+
+
+# op families that must meet NaN or inf somewhere in the cases: comparisons (inside where), the kinked ops
+# and the reductions whose answers NaN and inf change
+MEETS_SPECIALS = ("where", "maximum", "minimum", "max", "min", "relu", "abs", "softmax", "log_softmax", "logsumexp")
+
+
+def test_the_cases_feed_special_values_to_comparisons_kinks_and_reductions() -> None:
+    met = Counter(op for seed in range(CASES) for op in generate(seed).special_reads)
+    missing = [op for op in MEETS_SPECIALS if met[op] == 0]
+    assert not missing, f"no case feeds NaN or inf to {missing}; counts: {dict(met)}"
 
 
 def test_the_cases_are_dags_with_shared_values() -> None:
