@@ -721,7 +721,7 @@ class Tensor:
             return self._int_pow(int(exponent))  # larger integer-valued floats are all even: _pow's |x| ** y
         if isinstance(exponent, float) and exponent in (0.5, -0.5):
             root = self._float().sqrt()
-            return root if exponent > 0 else root.reciprocal()  # as torch: sqrt(-0.0) ** -1 is -inf
+            return root if exponent > 0 else root.reciprocal()  # torch's rsqrt: (-0.0) ** -0.5 is -inf
         base = self if isinstance(exponent, Tensor) else self._float()
         x, y = base._operands(exponent, "pow")
         if not x.dtype.is_float:
@@ -1240,6 +1240,7 @@ class _PowRules:
 
 
 def _pow_rules(x: Tensor, y: Tensor) -> _PowRules:
+    """C's pow decisions for x ** y, from detached x and y of one shape and float dtype."""
     magic = 2.0**52 if x.dtype == dtypes.float64 else 2.0**23  # from here up every float is an integer
     ay = y.abs()
     y_int = ay.ge(magic).logical_or((ay + magic - magic).eq(ay))  # ay + 2**23 rounds ay to an integer
