@@ -4,8 +4,10 @@ Values keep the IR's names (in0, out, v3, acc0) and index arithmetic is printed 
 Five things are added on the way, none of which changes a single bit of any result:
  - threads: the leading non-reduce loops of a nest become one OpenMP `parallel for collapse(k)`, so each
    output cell is still computed start to finish by one thread in the serial fold order;
- - pad splitting: an innermost loop with range checks on its variable is cut at the mask's edges, so
-   every piece is wholly inside or outside the pad and the check folds to a literal;
+ - pad splitting: a loop with range checks on its variable is cut at the mask's edges, so every piece
+   is wholly inside or outside the pad and the check folds to a literal; no conditional load is left
+   for the compiler to vectorize with masks (which gcc 12 at -O3 gets wrong for small fixed loops:
+   tests/c/test_c_corpus.py's pad_outer_axis_of_narrow_rows);
  - matmul tiling: a nest that reads as a matmul keeps a patch of output cells in local accumulators,
    walking the reduce axis in the same order, so each cell's number is exactly the plain nest's;
  - folds: JAM cells' register folds run side by side as independent chains, and a fold whose values
@@ -284,8 +286,9 @@ class CRenderer:
             return
         innermost = not any(isinstance(i, Loop) for i in inner)
         collapse_here = pragma[0] if pragma is not None else collapsing
-        # a loop inside a collapse must keep plain bounds: only a loop that is alone may be split
-        may_split = innermost and self.options.split_pads and collapse_here <= 1 and collapsing == 0
+        # a loop inside a collapse must keep plain bounds, and an innermost one split under a collapse
+        # would leave its collapse nothing to fuse: those keep their checks
+        may_split = self.options.split_pads and collapsing == 0 and (collapse_here <= 1 or not innermost)
         pieces = _split_at_mask_edges(loop, inner) if may_split else [(0, loop.extent, {})]
         independent = innermost and not any(
             isinstance(i, Accum) and i.index is not None and _has_value_var(i.index) for i in inner
@@ -674,8 +677,8 @@ def _has_value_var(index: Index) -> bool:
 
 
 def _split_at_mask_edges(loop: Loop, inner: list[Instr]) -> list[tuple[int, int, dict[str, bool]]]:
-    """The pieces [lo, hi) of an innermost loop cut at every edge of a range check on its variable,
-    each with those checks decided (True inside the range, False outside)."""
+    """The pieces [lo, hi) of a loop cut at every edge of a range check on its variable (anywhere in the
+    nest inside it), each with those checks decided (True inside the range, False outside)."""
     ranges = {}
     for ins in inner:
         for r in getattr(ins, "valid", ()):
