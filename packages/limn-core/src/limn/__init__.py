@@ -12,7 +12,7 @@ from limn.device import DeviceError, current_device, devices, get_device, regist
 from limn.dtypes import DType, bfloat16, bool_, float16, float32, float64, int8, int16, int32
 from limn.tensor import Tensor, manual_seed, realize
 
-__version__ = "0.1.0"
+__version__ = "0.1.1"
 
 __all__ = [
     "DType",
