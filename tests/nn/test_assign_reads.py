@@ -227,3 +227,19 @@ def test_optimizer_state_read_after_the_step_is_the_state_torch_has(device):
     state = opt.state_dict()
     np.testing.assert_allclose(state["0.exp_avg"].numpy(), ref_opt.state[ref]["exp_avg"].numpy(), rtol=1e-5)
     np.testing.assert_allclose(state["0.exp_avg_sq"].numpy(), ref_opt.state[ref]["exp_avg_sq"].numpy(), rtol=1e-5)
+
+
+def test_a_refused_stale_read_in_an_assigning_run_leaves_the_assigned_buffers_as_they_were(device):
+    from limn.snapshot import StaleReadError
+
+    w = Tensor(W0.copy(), requires_grad=True)
+    opt = optim.AdamW([w], lr=0.1)
+    early = opt.state_dict()["0.exp_avg"] * 1
+    (Tensor(X) @ w).tanh().sum().backward()
+    opt.step()
+    p = Tensor(W).realize()
+    p.assign(p + early.sum())  # reads the overwritten state: refused before anything runs
+    with pytest.raises(StaleReadError):
+        p.realize()
+    p.node = p.node.srcs[0]
+    np.testing.assert_array_equal(p.numpy(), W, err_msg="a refused run changed the buffer it would assign")

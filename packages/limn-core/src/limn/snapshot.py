@@ -80,6 +80,16 @@ def prepare(sinks: Sequence[Node], realized: Callable[[Node], Node | None]) -> t
                 )
             targets[id(buf)] = buf
     forks = {key: fork(buf) for key, buf in targets.items()}
+    try:
+        return _rewritten(order, sinks, forks, realized), list(forks.values())
+    except BaseException:
+        undo(list(forks.values()))  # a stale read refused: nothing runs, nothing is forked
+        raise
+
+
+def _rewritten(
+    order: list[Node], sinks: Sequence[Node], forks: dict[int, Fork], realized: Callable[[Node], Node | None]
+) -> list[Node]:
     before = {key: f.before.node() for key, f in forks.items() if f.before is not None}
     new: dict[int, Node] = {}
     for n in order:  # a training step walks every node here, so the common cases come first
@@ -94,7 +104,7 @@ def prepare(sinks: Sequence[Node], realized: Callable[[Node], Node | None]) -> t
         if done.op is Op.BUFFER and id(done.arg) in before:
             done = before[id(done.arg)]
         new[id(n)] = check_readable(done)
-    return [new[id(s)] for s in sinks], list(forks.values())
+    return [new[id(s)] for s in sinks]
 
 
 def undo(forks: Sequence[Fork]) -> None:
