@@ -643,9 +643,8 @@ def test_pow_gradient_where_a_negative_base_rises_to_inf_is_zero_not_torchs_inf_
     assert t.grad[0] == inf, "torch's gradient changed: compare with it instead"
 
 
-def test_pow_keeps_the_half_width_dtype_rounding_once(device: str) -> None:
-    if device == "c":
-        pytest.skip("the c device declines half widths")
+def test_pow_keeps_the_half_width_dtype_rounding_once() -> None:
+    # on the numpy device alone: the c device declines half widths, by design (tests/c say so)
     for dtype in ("float16", "bfloat16"):
         x = Tensor(np.array([1.5, -2.0, 0.3]), dtype=dtype)
         want = np.array([1.5, -2.0, 0.3]).astype(limn.dtypes.as_dtype(dtype).np).astype(np.float32) ** 3
