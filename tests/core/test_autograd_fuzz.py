@@ -26,7 +26,8 @@ import pytest
 import torch
 
 import limn
-from limn import Tensor
+from limn import Tensor, autograd
+from limn.ops import Movement, Op, toposort
 
 CASES = 300
 TOLERANCE = 1e-4  # relative and absolute, for every value and every gradient
@@ -738,10 +739,38 @@ def test_reproducer_runs_standalone(capsys: pytest.CaptureFixture[str]) -> None:
     assert diffs and max(diffs) < TOLERANCE, printed
 
 
-def test_the_cases_cover_every_op() -> None:
+def test_the_cases_use_every_spelling() -> None:
     used = Counter(step.op for seed in range(CASES) for step in generate(seed).steps)
     missing = [op for op in SPELLINGS if used[op] == 0]
     assert not missing, f"no case uses {missing}; op counts: {dict(used)}"
+
+
+# the primitives no case reaches, and why: the fuzzer differentiates, and these make no gradient of their own
+UNREACHED = {
+    Op.ASSIGN: "a write into a buffer records no gradient history (tests/nn/test_assign_reads.py holds it)",
+    Op.CUSTOM: "a device kernel's backward is its own rule (tests/core/test_custom.py holds it against torch)",
+}
+
+
+def test_the_cases_reach_every_primitive_and_every_gradient_rule() -> None:
+    """Driven from the op table, not from SPELLINGS: every Op must appear in some case's graph (forward or
+    gradient), and every row of autograd.GRADIENTS must run, except the ops in UNREACHED."""
+    nodes: set[Op] = set()
+    rules: set[Op | Movement] = set()
+    for seed in range(CASES):
+        case = generate(seed)
+        ns = run(case, "limn")
+        values = [ns[f"a{i}"] for i in case.values]
+        grads = [ns[f"a{i}"].grad for i in case.leaves if ns[f"a{i}"].grad is not None]
+        nodes |= {n.op for n in toposort([t.node for t in values + grads])}
+        for t in values:
+            rules |= {u._ctx.rule for u in autograd._tensor_toposort(t) if u._ctx is not None}
+    missing_ops = [op for op in Op if op not in nodes and op not in UNREACHED]
+    assert not missing_ops, f"no case's graph holds {missing_ops}; add a proposer that reaches them"
+    missing_rules = [r for r in autograd.GRADIENTS if r not in rules and r not in UNREACHED]
+    assert not missing_rules, f"no case runs the gradient rules of {missing_rules}"
+    reached = [op for op in UNREACHED if op in nodes]
+    assert not reached, f"{reached} are reached now: take them out of UNREACHED"
 
 
 # op families that must meet NaN or inf somewhere in the cases: comparisons (inside where), the kinked ops

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from limn.ops import Node, Op, postorder
+from limn.ops import Movement, Node, Op, postorder
 
 if TYPE_CHECKING:
     from limn.tensor import Tensor
@@ -66,12 +66,16 @@ def is_grad_enabled() -> bool:
 
 @dataclass(frozen=True, eq=False)
 class Context:
-    """How a tensor was made: `rule` names a row of GRADIENTS, `parents` are the input tensors."""
+    """How a tensor was made: `rule` names a row of GRADIENTS (an Op, or for a VIEW the Movement that made
+    it), `parents` are the input tensors."""
 
-    rule: Op | str
+    rule: Op | Movement
     parents: tuple[Tensor, ...]
     out: Node
     arg: Any = None
+
+    def __post_init__(self) -> None:
+        assert self.rule in GRADIENTS, f"{self.rule!r} has no gradient rule, so nothing made by it may record one"
 
     def output(self) -> Tensor:
         """The op's output as a tensor that still differentiates through this context."""
@@ -136,7 +140,9 @@ def _custom_grad(ctx: Context, g: Tensor) -> tuple:
     return tuple(op.backward(list(ctx.parents), ctx.arg.output, ctx.output(), g, dict(ctx.arg.params)))
 
 
-GRADIENTS: dict[Op | str, Callable[[Context, Any], tuple]] = {
+# No row for the sources (BUFFER and CONST are leaves: a gradient stops there) or ASSIGN (a write into a buffer,
+# which records no history); VIEW has one row per Movement instead (tests/core/test_op_table.py holds this).
+GRADIENTS: dict[Op | Movement, Callable[[Context, Any], tuple]] = {
     Op.NEG: lambda ctx, g: (-g,),
     Op.EXP: lambda ctx, g: (g * ctx.output(),),  # d e**x = e**x
     Op.LOG: lambda ctx, g: (g / ctx.parents[0],),  # d log x = 1/x
@@ -154,11 +160,11 @@ GRADIENTS: dict[Op | str, Callable[[Context, Any], tuple]] = {
     Op.CONTIGUOUS: lambda ctx, g: (g,),
     Op.CUSTOM: _custom_grad,
     # movement: VIEW nodes carry a View, but the gradient needs to know which movement made it
-    "reshape": lambda ctx, g: (g.reshape(ctx.parents[0].shape),),
-    "permute": _permute_grad,
-    "expand": _expand_grad,
-    "pad": _pad_grad,
-    "shrink": _shrink_grad,
+    Movement.RESHAPE: lambda ctx, g: (g.reshape(ctx.parents[0].shape),),
+    Movement.PERMUTE: _permute_grad,
+    Movement.EXPAND: _expand_grad,
+    Movement.PAD: _pad_grad,
+    Movement.SHRINK: _shrink_grad,
 }
 
 

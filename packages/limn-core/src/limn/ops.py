@@ -53,9 +53,13 @@ class Op(Enum):
         return f"Op.{self.name}"
 
 
-SOURCES = frozenset({Op.BUFFER, Op.CONST})
+# the groups, as the spec lists them; code that means "every unary" or "a source" iterates these
+SOURCES = frozenset({Op.BUFFER, Op.CONST})  # leaves: a graph starts at them
 MOVEMENT = frozenset({Op.VIEW})
 UNARY = frozenset({Op.NEG, Op.EXP, Op.LOG, Op.SQRT, Op.RECIP, Op.CAST})
+# the unaries defined on floats only (Tensor casts an int or bool first, so no int kernel spells them); each is
+# a math-library call or a divide, the unaries that cost more than an add to recompute
+TRANSCENDENTAL = frozenset({Op.EXP, Op.LOG, Op.SQRT, Op.RECIP})
 BINARY = frozenset({Op.ADD, Op.MUL, Op.CMPLT})
 TERNARY = frozenset({Op.WHERE})
 ELEMENTWISE = UNARY | BINARY | TERNARY
@@ -65,6 +69,21 @@ BARRIERS = frozenset({Op.CONTIGUOUS, Op.ASSIGN})
 ESCAPE = frozenset({Op.CUSTOM})
 PRIMITIVES = SOURCES | MOVEMENT | ELEMENTWISE | REDUCE | INDEXED | BARRIERS
 assert len(PRIMITIVES) == 19 and len(Op) == 20, "the op set is closed: 19 primitives and CUSTOM"
+
+
+class Movement(Enum):
+    """Which movement made a VIEW node, each named after the View method that composes it. The graph keeps
+    only the resulting View; autograd needs the movement (a pad's gradient is a shrink), so its rows for VIEW
+    are keyed by these."""
+
+    RESHAPE = "reshape"  # arg = the new shape
+    PERMUTE = "permute"  # arg = the order of the dims
+    EXPAND = "expand"  # arg = the new shape (size-1 dims grown)
+    PAD = "pad"  # arg = (before, after) per dim
+    SHRINK = "shrink"  # arg = [start, end) per dim
+
+    def __repr__(self) -> str:
+        return f"Movement.{self.name}"
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from limn import autograd, dtypes, snapshot
 from limn.autograd import Context
 from limn.device import Buffer, DeviceError, current_device, get_device
 from limn.dtypes import DType
-from limn.ops import Node, Op, Shape
+from limn.ops import Movement, Node, Op, Shape
 from limn.view import View, prod
 
 Scalar = bool | int | float
@@ -309,7 +309,7 @@ class Tensor:
 
     # ---- primitives: each builds one Node (and a Context when gradients flow) ----
 
-    def _result(self, node: Node, rule: Op | str, parents: tuple[Tensor, ...], arg: Any = None) -> Tensor:
+    def _result(self, node: Node, rule: Op | Movement, parents: tuple[Tensor, ...], arg: Any = None) -> Tensor:
         device = _join_devices(parents, node.op.name)
         ctx = None
         if autograd.is_grad_enabled() and any(p.requires_grad for p in parents):
@@ -462,21 +462,23 @@ class Tensor:
 
     # ---- movement: each one composes into the tensor's View ----
 
-    def _movement(self, kind: str, arg: Any, change: Any) -> Tensor:
-        """Applies View method `change` to self's view; copies first where reshape cannot be a view."""
+    def _movement(self, kind: Movement, arg: Any) -> Tensor:
+        """Applies movement `kind` to self's view (the View method it is named after, with `arg`); copies
+        first where a reshape cannot be a view."""
+        change = getattr(View, kind.value)  # View.reshape, View.permute, ...: (view, arg) -> view
         node = self.node
-        if node.op is Op.CONST and kind != "pad":
-            shape = change(View.contiguous(node.shape)).shape
+        if node.op is Op.CONST and kind is not Movement.PAD:
+            shape = change(View.contiguous(node.shape), arg).shape
             new = Node(Op.CONST, (), node.dtype, shape, node.arg)
             return self._result(new, kind, (self,), arg)
         if node.op is Op.VIEW:
             base, view = node.srcs[0], node.arg
         else:
             base, view = node, View.contiguous(node.shape)
-        new_view = change(view)
+        new_view = change(view, arg)
         if new_view is None:  # only reshape says this: the strides cannot express the new shape
             base = Node(Op.CONTIGUOUS, (node,), node.dtype, node.shape)
-            new_view = change(View.contiguous(node.shape))
+            new_view = change(View.contiguous(node.shape), arg)
         if new_view.is_contiguous and new_view.shape == base.shape:
             new = base
         else:
@@ -499,7 +501,7 @@ class Tensor:
             raise ValueError(f"reshape {self.shape} -> {new}: {self.size} elements cannot become {prod(new)}")
         if new == self.shape:
             return self
-        return self._movement("reshape", new, lambda v: v.reshape(new))
+        return self._movement(Movement.RESHAPE, new)
 
     def permute(self, *order: int | Sequence[int]) -> Tensor:
         order = tuple(order[0]) if len(order) == 1 and not isinstance(order[0], int) else tuple(order)
@@ -508,7 +510,7 @@ class Tensor:
             raise ValueError(f"permute {order}: must name each of the {self.ndim} dims exactly once")
         if norm == tuple(range(self.ndim)):
             return self
-        return self._movement("permute", norm, lambda v: v.permute(norm))
+        return self._movement(Movement.PERMUTE, norm)
 
     def expand(self, *shape: int | Sequence[int]) -> Tensor:
         """Stretches size-1 dims to `shape` without copying (-1 keeps a dim)."""
@@ -521,7 +523,7 @@ class Tensor:
                 raise ValueError(f"expand {self.shape} -> {new}: only size-1 dims can grow")
         if new == self.shape:
             return self
-        return self._movement("expand", new, lambda v: v.expand(new))
+        return self._movement(Movement.EXPAND, new)
 
     def pad(self, widths: Sequence[tuple[int, int]], value: Scalar = 0) -> Tensor:
         """Adds (before, after) cells around each dim, filled with `value`."""
@@ -530,7 +532,7 @@ class Tensor:
             raise ValueError(f"pad {widths}: needs one non-negative (before, after) pair per dim of {self.shape}")
         if all(w == (0, 0) for w in widths):
             return self
-        out = self._movement("pad", widths, lambda v: v.pad(widths))
+        out = self._movement(Movement.PAD, widths)
         if value != 0:
             inside = Tensor.full(self.shape, True, dtypes.bool_, device=self.device).pad(widths)
             out = inside.where(out, value)
@@ -543,7 +545,7 @@ class Tensor:
             raise ValueError(f"shrink {box}: each (start, end) must satisfy 0 <= start <= end <= size of {self.shape}")
         if all((s, e) == (0, n) for (s, e), n in zip(box, self.shape)):
             return self
-        return self._movement("shrink", box, lambda v: v.shrink(box))
+        return self._movement(Movement.SHRINK, box)
 
     def broadcast_to(self, shape: Shape) -> Tensor:
         shape = tuple(shape)
