@@ -5,7 +5,7 @@ every backend's kernel is diffed against), the same computation composed from pr
 a device that registers no kernel for the name), and optionally a gradient rule. A kernel with several
 outputs becomes one CUSTOM node per output, sharing srcs; running it once per node is correct, and the
 executor may merge the siblings into one call.
-Pipeline: **tensor (apply)** -> graph (CUSTOM nodes) -> device.
+Pipeline: tensor -> **custom.apply** -> graph (CUSTOM nodes) -> device.
 """
 
 from __future__ import annotations
@@ -16,8 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from limn.autograd import is_grad_enabled
+from limn.device import get_device
 from limn.dtypes import DType
 from limn.ops import CustomArg, Node, Op, Shape
+from limn.tensor import Tensor
 
 
 @dataclass(frozen=True)
@@ -64,15 +67,18 @@ def run_reference(node: Node, srcs: list[np.ndarray], cache: dict) -> np.ndarray
     return cache[key][arg.output].astype(node.dtype.np).reshape(node.shape)
 
 
-def apply(name: str, *inputs: Any, **params: Any) -> list[Any]:
+def apply(name: str, *inputs: Any, **params: Any) -> list[Tensor]:
     """Runs custom op `name` on tensors: as CUSTOM nodes where the current device supplies the kernel,
-    composed from primitives otherwise. Returns one Tensor per output."""
-    from limn.tensor import Tensor, apply_custom
+    composed from primitives otherwise. Returns one Tensor per output.
 
+    Trap: an op without a backward rule is composed whenever an input requires grad, even where the device
+    has the kernel (only the composition knows its gradient)."""
     op = REGISTRY[name]
     tensors = [x if isinstance(x, Tensor) else Tensor(x) for x in inputs]
-    from limn.device import get_device
-
-    if name in get_device(tensors[0].device).custom_kernels:
-        return apply_custom(op, tensors, params)
-    return list(op.compose(*tensors, **params))
+    if name not in get_device(tensors[0].device).custom_kernels:
+        return list(op.compose(*tensors, **params))
+    needs_grad = is_grad_enabled() and any(t.requires_grad for t in tensors)
+    if needs_grad and op.backward is None:
+        return list(op.compose(*tensors, **params))  # only the composition knows its gradient
+    out = nodes(op, tuple(t.node for t in tensors), params)
+    return [tensors[0]._result(n, Op.CUSTOM, tuple(tensors), n.arg) for n in out]

@@ -8,7 +8,7 @@ Pipeline: tensor -> **graph** -> schedule -> IR -> renderer -> device.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
@@ -147,3 +147,21 @@ def postorder(roots: Iterable[T], children: Callable[[T], Iterable[T]]) -> list[
 def toposort(roots: Iterable[Node]) -> list[Node]:
     """Every node reachable from roots, each after its srcs."""
     return postorder(roots, lambda node: node.srcs)
+
+
+def substitute(
+    sinks: Sequence[Node], swap: Callable[[Node, tuple[Node, ...]], Node], order: list[Node] | None = None
+) -> list[Node]:
+    """The graph under `sinks` rebuilt bottom-up: each node becomes swap(node, srcs), where srcs are its srcs
+    as already substituted (`rebuilt(node, srcs)` is the node over them). Returns the new sinks. `order` is
+    toposort(sinks) when the caller has walked it already. The one graph rewrite in limn: realize swaps
+    realized nodes for their buffers (limn.snapshot), limn.capture swaps leaf buffers for placeholders."""
+    new: dict[int, Node] = {}
+    for n in toposort(sinks) if order is None else order:
+        new[id(n)] = swap(n, tuple([new[id(s)] for s in n.srcs]))
+    return [new[id(s)] for s in sinks]
+
+
+def rebuilt(node: Node, srcs: tuple[Node, ...]) -> Node:
+    """`node` over `srcs`: the node itself when they are its own srcs, else a new node with them."""
+    return node if srcs == node.srcs else Node(node.op, srcs, node.dtype, node.shape, node.arg)

@@ -10,7 +10,7 @@ node lives. Nothing is copied; the old bytes go back to the buffer as its spare 
 A buffer marked `in_place` (an optimizer's state, which nothing outside the optimizer reads) is written
 where it is instead, which saves a training step the memory traffic of a second block; a value built
 from its old bytes then cannot be computed, and says so when it is realized instead of reading the new.
-Pipeline: tensor -> **realize (assign transaction)** -> device.
+Pipeline: tensor -> **realize (limn.engine; the assign transaction)** -> device.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from limn.device import Buffer
-from limn.ops import Node, Op, toposort
+from limn.ops import Node, Op, rebuilt, substitute, toposort
 
 
 @dataclass
@@ -91,20 +91,18 @@ def _rewritten(
     order: list[Node], sinks: Sequence[Node], forks: dict[int, Fork], realized: Callable[[Node], Node | None]
 ) -> list[Node]:
     before = {key: f.before.node() for key, f in forks.items() if f.before is not None}
-    new: dict[int, Node] = {}
-    for n in order:  # a training step walks every node here, so the common cases come first
-        done = realized(n)
-        if done is None and n.srcs:
-            srcs = tuple([new[id(s)] for s in n.srcs])
+
+    def swap(n: Node, srcs: tuple[Node, ...]) -> Node:
+        done = realized(n)  # a training step swaps every node here, so the common case comes first
+        if done is None:
             if n.op is Op.ASSIGN:  # its own target is the write, not a read: it names the buffer itself
                 srcs = (n.srcs[0], *srcs[1:])
-            done = n if srcs == n.srcs else Node(n.op, srcs, n.dtype, n.shape, n.arg)
-        elif done is None:
-            done = n
+            done = rebuilt(n, srcs)
         if done.op is Op.BUFFER and id(done.arg) in before:
             done = before[id(done.arg)]
-        new[id(n)] = check_readable(done)
-    return [new[id(s)] for s in sinks]
+        return check_readable(done)
+
+    return substitute(sinks, swap, order)
 
 
 def undo(forks: Sequence[Fork]) -> None:

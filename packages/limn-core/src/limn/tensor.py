@@ -9,18 +9,17 @@ Pipeline: **tensor** -> graph -> schedule -> IR -> renderer -> device.
 from __future__ import annotations
 
 import math
-import threading
-import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from limn import autograd, dtypes, snapshot
+from limn import autograd, dtypes
 from limn.autograd import Context
 from limn.device import Buffer, DeviceError, current_device, get_device
 from limn.dtypes import DType
+from limn.engine import buffer_node, observers, realize
 from limn.ops import Movement, Node, Op, Shape
 from limn.view import View, prod
 
@@ -34,24 +33,6 @@ def manual_seed(seed: int) -> None:
     """Seeds rand/randn (and everything built on them) for reproducible runs."""
     global _rng
     _rng = np.random.default_rng(seed)
-
-
-# A node once realized is never computed again: later graphs that still hold it read its buffer.
-_realized: weakref.WeakKeyDictionary[Node, Node] = weakref.WeakKeyDictionary()
-
-
-class _Observers(threading.local):
-    """Whoever watches execution in this thread (limn.capture records a step this way) puts an object in
-    `active` with four methods: realized(device, sinks, buffers, forks) after each device run,
-    created(buffer) when host data becomes a buffer, assigned(tensor) when an assign is made, and
-    read_back(tensor) when a value is read into Python. Per thread, so a capture in one thread never
-    records another thread's work."""
-
-    def __init__(self) -> None:
-        self.active: list[Any] = []
-
-
-observers = _Observers()
 
 
 def _normalize_axis(axis: int, ndim: int, what: str) -> int:
@@ -139,7 +120,7 @@ class Tensor:
         else:
             arr = _host_array(data, dtype)
             self._device = device or current_device()
-            self.node = _buffer_node(self._device, arr)
+            self.node = buffer_node(self._device, arr)
         self.requires_grad = bool(requires_grad)
         self.grad: Tensor | None = None
         self._ctx: Context | None = None
@@ -1202,20 +1183,6 @@ class Tensor:
 # ---- helpers that need the Tensor class ----
 
 
-def _buffer_node(device: str, arr: np.ndarray) -> Node:
-    dev = get_device(device)
-    dtype = dtypes.from_numpy(arr.dtype)
-    if dev.host:
-        handle = arr
-    else:
-        handle = dev.alloc(dtype, arr.shape)
-        dev.copyin(handle, arr)
-    buf = Buffer(dev.name, dtype, arr.shape, handle)
-    for observer in observers.active:
-        observer.created(buf)
-    return buf.node()
-
-
 def _tie_or_nan(a: Tensor, b: Tensor) -> Tensor:
     """maximum's (and minimum's) answer where neither of a, b is below the other: a tie, or a NaN.
 
@@ -1328,71 +1295,3 @@ def _join_devices(tensors: Sequence[Tensor], what: str) -> str:
     if len(non_host) > 1:
         raise DeviceError(f"{what}: mixes tensors on devices {', '.join(non_host)}; move them to one with .to(name)")
     return non_host[0] if non_host else first
-
-
-def apply_custom(op: Any, inputs: list[Tensor], params: dict[str, Any]) -> list[Tensor]:
-    """CUSTOM nodes for `op` on inputs, one Tensor per output (see limn.custom.apply)."""
-    from limn import custom
-
-    needs_grad = autograd.is_grad_enabled() and any(t.requires_grad for t in inputs)
-    if needs_grad and op.backward is None:
-        return list(op.compose(*inputs, **params))  # only the composition knows its gradient
-    nodes = custom.nodes(op, tuple(t.node for t in inputs), params)
-    return [inputs[0]._result(n, Op.CUSTOM, tuple(inputs), n.arg) for n in nodes]
-
-
-def _resolved(node: Node) -> Node:
-    """The BUFFER node holding a realized node's value: one hop, or more when that buffer was then
-    assigned and the node read its old bytes (limn.snapshot)."""
-    while node in _realized:
-        node = _realized[node]
-    return node
-
-
-def _realized_as(node: Node) -> Node | None:
-    """The BUFFER node holding this node's value when it has been realized before, else None."""
-    return _resolved(node) if node in _realized else None
-
-
-def realize(*tensors: Tensor) -> None:
-    """Computes the tensors in one batch per device: one graph, one run, so every ASSIGN in the batch
-    reads pre-step values. Each tensor then holds a buffer."""
-    for t in tensors:
-        if t.node.op is Op.BUFFER and t.node in _realized:
-            t.node = snapshot.check_readable(_resolved(t.node))  # read before an assign: the old bytes
-    # a tensor asked for twice is updated once (its node changes under it below)
-    pending = list({id(t): t for t in tensors if t.node.op is not Op.BUFFER}.values())
-    by_device: dict[str, list[Tensor]] = {}
-    current = current_device()
-    for t in pending:
-        name = t.device
-        if get_device(name).host and get_device(current).host:
-            name = current  # host tensors run on the selected host device
-        by_device.setdefault(name, []).append(t)
-    for name, group in by_device.items():
-        # the same node asked for twice is computed once
-        unique: dict[int, Node] = {}
-        for t in group:
-            unique.setdefault(id(t.node), t.node)
-        originals = list(unique.values())
-        sinks, forks = snapshot.prepare(originals, _realized_as)
-        try:
-            buffers = get_device(name).run(sinks)
-        except BaseException:
-            snapshot.undo(forks)  # nothing was written: the targets keep their bytes
-            raise
-        for observer in observers.active:
-            observer.realized(name, sinks, buffers, forks)
-        done = {}
-        for original, buf in zip(originals, buffers):
-            node = buf.node()
-            done[id(original)] = node
-            _realized[original] = node
-        assigned = {id(f.target): f for f in forks}
-        for t in group:
-            f = assigned.get(id(t.node.srcs[0].arg)) if t.node.op is Op.ASSIGN else None
-            if f is not None:  # (an assign realized earlier through another tensor is no fork here)
-                f.owners.append(weakref.ref(t))
-            t.node = done[id(t.node)]
-            t._device = name if not get_device(name).host else t._device
-        snapshot.settle(forks, _realized.__setitem__)

@@ -33,10 +33,10 @@ from typing import Any
 import numpy as np
 
 import limn.tensor as tensor_module
-from limn import snapshot
+from limn import engine, snapshot
 from limn.device import Buffer, get_device
 from limn.dtypes import DType
-from limn.ops import Node, Op, toposort
+from limn.ops import Node, Op, rebuilt, substitute, toposort
 from limn.snapshot import Fork
 from limn.tensor import Tensor, realize
 
@@ -112,7 +112,7 @@ def _what(dtype: DType, shape: tuple[int, ...]) -> str:
 
 
 class _Recorder:
-    """The observer installed in limn.tensor while a call is recorded."""
+    """The observer (limn.engine.Observer) installed while a call is recorded."""
 
     def __init__(self, arg_buffers: dict[int, int]) -> None:
         self.arg_buffers = arg_buffers  # id(Buffer) -> argument index
@@ -192,24 +192,26 @@ def _leaf_buffers(sinks: list[Node]) -> list[Buffer]:
 
 
 def _template(sinks: list[Node], leaf_buffers: list[Buffer]) -> list[Node]:
-    """The graph with each leaf buffer swapped for a _Placeholder naming its position."""
+    """The graph with each leaf buffer swapped for a _Placeholder naming its position (an ASSIGN's target
+    too: the recording must hold no BUFFER node of a live buffer)."""
     position = {id(b): i for i, b in enumerate(leaf_buffers)}
-    return _rebuild(sinks, lambda n: Node(Op.BUFFER, (), n.dtype, n.shape, _Placeholder(position[id(n.arg)])))
+    return _swap_leaves(sinks, lambda n: _Placeholder(position[id(n.arg)]))
 
 
 def _bind(template: list[Node], leaves: list[Buffer]) -> list[Node]:
     """A recorded graph with its placeholders bound to this call's leaf buffers."""
-    return _rebuild(template, lambda n: Node(Op.BUFFER, (), n.dtype, n.shape, leaves[n.arg.index]))
+    return _swap_leaves(template, lambda n: leaves[n.arg.index])
 
 
-def _rebuild(sinks: list[Node], leaf: Callable[[Node], Node]) -> list[Node]:
-    new: dict[int, Node] = {}
-    for n in toposort(sinks):
+def _swap_leaves(sinks: list[Node], arg: Callable[[Node], Any]) -> list[Node]:
+    """The graph with every BUFFER node swapped for one holding arg(node) instead."""
+
+    def swap(n: Node, srcs: tuple[Node, ...]) -> Node:
         if n.op is Op.BUFFER:
-            new[id(n)] = leaf(n)
-        else:
-            new[id(n)] = Node(n.op, tuple(new[id(s)] for s in n.srcs), n.dtype, n.shape, n.arg)
-    return [new[id(s)] for s in sinks]
+            return Node(Op.BUFFER, (), n.dtype, n.shape, arg(n))
+        return rebuilt(n, srcs)
+
+    return substitute(sinks, swap)
 
 
 def _signature(args: tuple) -> tuple:
@@ -260,14 +262,14 @@ def _record(fn: Callable[..., Any], args: tuple) -> tuple[_Recording, Any]:
     arg_buffers = {id(a.node.arg): i for i, a in enumerate(args) if isinstance(a, Tensor)}
     recorder = _Recorder(arg_buffers)
     rng = _rng_state()
-    tensor_module.observers.active.append(recorder)
+    engine.observers.active.append(recorder)
     try:
         out = fn(*args)
         outs, rebuild = _flatten(out)
         pending = [t for t in recorder.assigns if t.node.op is Op.ASSIGN]
         realize(*outs, *pending)  # assigns the step left pending are part of what it did
     finally:
-        tensor_module.observers.active.remove(recorder)
+        engine.observers.active.remove(recorder)
     if _rng_state() != rng:
         recorder.refuse(
             "the step draws random numbers (randn, rand, ...) each call; a replay would reuse the first "
@@ -456,7 +458,7 @@ def _settle(run: _Run, forks: list[Fork]) -> None:
             t = ref()
             if t is not None:
                 t.node = f.target.node()
-    snapshot.settle(forks, tensor_module._realized.__setitem__)
+    snapshot.settle(forks, engine.remember)
 
 
 def _describe(sig: tuple) -> str:
