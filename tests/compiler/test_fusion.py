@@ -3,7 +3,8 @@ graph and counts its kernels, or reads the loop nest one of them lowers to, so a
 regression shows up as a changed number with the schedule printed beside it."""
 
 from limn import Tensor
-from limn.codegen import Acc, Accum, ConstI, EndLoop, Loop, Store, ir
+from limn.codegen import ir
+from limn.ir import Acc, Accum, ConstI, EndLoop, Loop, Store
 from limn.ops import Op
 from limn.schedule import Alu, Load, Schedule, describe, kernel_count, schedule, walk_expr
 
@@ -129,13 +130,13 @@ def test_reshape_that_cannot_be_a_view_makes_a_contiguous_kernel():
 
 
 def nest_loops(body) -> list[list[str]]:
-    """The loop variables of each top-level nest, outermost first."""
+    """The loop variables of each top-level nest, outermost first, as printed."""
     nests, depth = [], 0
     for ins in body:
         if isinstance(ins, Loop):
             if depth == 0:
                 nests.append([])
-            nests[-1].append(ins.var)
+            nests[-1].append(str(ins.var))
             depth += 1
         elif isinstance(ins, EndLoop):
             depth -= 1

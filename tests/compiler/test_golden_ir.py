@@ -10,7 +10,8 @@ import difflib
 import numpy as np
 
 from limn import Tensor
-from limn.codegen import Program, ir
+from limn.codegen import ir
+from limn.ir import Program
 
 
 def assert_dump(program: Program, golden: str, what: str) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from limn import dtypes
-from limn.codegen import Acc, Accum, Arith, EndLoop, Index, Instr, KernelIR, LoadI, Loop, Store
+from limn.ir import Acc, Accum, Arith, EndLoop, Index, Instr, KernelIR, LoadI, Loop, LoopVar, Store, Term
 from limn.ops import Op
 
 ROWS = 8  # output rows per tile
@@ -38,11 +38,11 @@ class Matmul:
     registers: bool  # the register form (no fill in front of it)
 
 
-def _coef(index: Index, var: str) -> int:
+def _coef(index: Index, var: LoopVar) -> int:
     return sum(c for v, c in index.terms if v == var)
 
 
-def _vars(index: Index) -> set[str]:
+def _vars(index: Index) -> set[Term]:
     return {v for v, _ in index.terms}
 
 

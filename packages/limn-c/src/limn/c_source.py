@@ -24,8 +24,24 @@ import math
 from dataclasses import dataclass
 
 from limn import dtypes
-from limn.codegen import Acc, Accum, Arith, ConstI, EndLoop, Index, Instr, KernelIR, LoadI, Loop, Range, Store
 from limn.dtypes import DType
+from limn.ir import (
+    Acc,
+    Accum,
+    Arith,
+    ConstI,
+    EndLoop,
+    Fixed,
+    Index,
+    Instr,
+    KernelIR,
+    LoadI,
+    Loop,
+    LoopVar,
+    Range,
+    Store,
+    Value,
+)
 from limn.ops import Op
 
 # storage type of each dtype in memory
@@ -185,7 +201,7 @@ class CRenderer:
 
     def _function_body(self, kernel: KernelIR) -> str:
         self.lines: list[str] = []
-        self.types: dict[str, DType] = {}
+        self.types: dict[Value, DType] = {}
         self.buf_types = {b.name: b.dtype for b in kernel.inputs + kernel.outputs}
         self.kernel = kernel
         self.fma_of = _FmaPairs(kernel.body)
@@ -339,11 +355,11 @@ class CRenderer:
         reduce_block, store = inner[1:-1], inner[-1]
         copies = []
         for u in range(JAM):
-            names = {var: f"{var}_{u}"}
+            names: dict[LoopVar | Value, LoopVar | Value] = {var: LoopVar(f"{var}_{u}")}
             for ins in inner:
                 dst = getattr(ins, "dst", None)
                 if dst is not None:
-                    names[dst] = f"{dst}_{u}"
+                    names[dst] = Value(f"{dst}_{u}")
             self._emit(f"const int64_t {var}_{u} = {var} + {u};", depth + 1)
             copies.append(names)
         for names in copies:
@@ -436,7 +452,7 @@ class CRenderer:
                 if not fixed[key]:
                     return "false"
                 continue
-            var = "0" if r.var == "0" else f"(int64_t){r.var}"
+            var = "0" if isinstance(r.var, Fixed) else f"(int64_t){r.var}"
             conds.append(f"({r.lo} <= {var} && {var} < {r.hi})")
         return " && ".join(conds) if conds else None
 
@@ -486,7 +502,7 @@ class CRenderer:
         operand_dtype = self.types[srcs[-1]] if ins.op is Op.WHERE else self.types[srcs[0]]
         return self.op_expr(ins.op, srcs, operand_dtype, ins.dtype)
 
-    def op_expr(self, op: Op, srcs: list[str], operand: DType, result: DType) -> str:
+    def op_expr(self, op: Op, srcs: list[Value | str], operand: DType, result: DType) -> str:
         names = dict(zip("abc", srcs))
         if operand.kind == "b" and op in C_BOOL_OPS:
             return C_BOOL_OPS[op].format(**names)
@@ -499,7 +515,7 @@ class CRenderer:
     def _fused_into_accum(self, ins: Arith) -> bool:
         return ins.dst in self.fma_of.fused
 
-    def accum(self, ins: Accum, rename: dict[str, str] | None = None) -> str:
+    def accum(self, ins: Accum, rename: dict[Value, str] | None = None) -> str:
         """The C for an ACCUM; `rename` reads some operands from elsewhere (a chunked fold's arrays)."""
         rename = rename or {}
         if ins.index is None:  # a register accumulator: its dtype is already the compute dtype
@@ -570,7 +586,7 @@ def _row_fold(loop: Loop, inner: list[Instr]) -> bool:
     )
 
 
-def _renamed_instr(ins: Instr, names: dict[str, str]) -> Instr:
+def _renamed_instr(ins: Instr, names: dict[LoopVar | Value, LoopVar | Value]) -> Instr:
     """A copy of an instruction with its value and loop-variable names mapped through `names`."""
     n = lambda name: names.get(name, name)  # noqa: E731
     index = lambda ix: Index(tuple((n(v), c) for v, c in ix.terms), ix.const)  # noqa: E731
@@ -595,12 +611,12 @@ class _FmaPairs:
     which is both faster and what the tiled matmul does, so the two agree bit for bit."""
 
     def __init__(self, body: tuple[Instr, ...]) -> None:
-        reads: dict[str, int] = {}
+        reads: dict[Value, int] = {}
         for ins in body:
             for r in _reads(ins):
                 reads[r] = reads.get(r, 0) + 1
         self.by_accum: dict[int, Arith] = {}
-        self.fused: set[str] = set()
+        self.fused: set[Value] = set()
         self.keep: list[Accum] = []
         for prev, ins in zip(body, body[1:]):
             if (
@@ -625,7 +641,7 @@ class _FmaPairs:
         self.keep.append(accum)  # ids stay unique only while the objects live
 
 
-def _reads(ins: Instr) -> tuple[str, ...]:
+def _reads(ins: Instr) -> tuple[Value, ...]:
     if isinstance(ins, Arith):
         return ins.srcs
     if isinstance(ins, (Accum, Store)):
@@ -673,7 +689,7 @@ def _matching_end(seq, start: int) -> int:
 
 
 def _has_value_var(index: Index) -> bool:
-    return any(var.startswith("v") for var, _ in index.terms)
+    return any(isinstance(term, Value) for term, _ in index.terms)
 
 
 def _split_at_mask_edges(loop: Loop, inner: list[Instr]) -> list[tuple[int, int, dict[str, bool]]]:

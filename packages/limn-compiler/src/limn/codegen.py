@@ -1,196 +1,43 @@
-"""Lowering: each scheduled kernel becomes a loop nest in a small, printable, backend-neutral IR.
+"""Lowering: each scheduled kernel becomes a loop nest in the IR of ir.py (eight opcodes, printable).
 
-The IR has eight opcodes. LOOP/ENDLOOP open and close a counted loop; CONST and LOAD make values (a
-load's index is explicit arithmetic over loop variables, and a masked load is guarded by range checks on
-them); ARITH applies one elementwise primitive; ACC opens a register accumulator; ACCUM folds a value
-into an accumulator or into output memory; STORE writes. The same instruction stream renders as C and
-as CUDA C. `ir(tensor)` prints the nests for everything a tensor still has to compute.
+Views turn into index arithmetic over loop variables and pads into range checks on them; the loop order
+is chosen here, and so is where a reduce keeps its total (a register, or the output's memory).
+`ir(tensor)` prints the nests for everything a tensor still has to compute; LIMN_DEBUG>=1 checks each one.
 Pipeline: tensor -> graph -> schedule -> **IR** -> renderer -> device.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from limn.dtypes import DType
+from limn.ir import (
+    Acc,
+    Accum,
+    Arith,
+    BufferArg,
+    ConstI,
+    EndLoop,
+    Fixed,
+    Index,
+    Instr,
+    KernelIR,
+    LoadI,
+    Loop,
+    LoopVar,
+    Program,
+    Range,
+    Store,
+    Term,
+    Value,
+    check,
+)
 from limn.ops import Op, Shape
 from limn.schedule import Alu, Const, Expr, Gather, Kernel, Load, Schedule, schedule, walk_expr
 from limn.view import View, row_major_strides
-
-# ---- the instructions ----
-
-
-@dataclass(frozen=True)
-class Index:
-    """const + sum(coef * var): a position in a buffer. Vars are loop variables (i0, r2) or loaded
-    int values (v4, for gathers and scatters)."""
-
-    terms: tuple[tuple[str, int], ...]
-    const: int = 0
-
-    def __str__(self) -> str:
-        parts = [var if coef == 1 else f"{var}*{coef}" for var, coef in self.terms]
-        text = " + ".join(parts)
-        if self.const or not parts:
-            sign = "-" if self.const < 0 else "+"
-            text = f"{text} {sign} {abs(self.const)}" if parts else str(self.const)
-        return text
-
-
-@dataclass(frozen=True)
-class Range:
-    """lo <= var < hi: one dim of a mask, checked before a load or const that a pad guards."""
-
-    var: str
-    lo: int
-    hi: int
-
-    def __str__(self) -> str:
-        return f"{self.lo}<={self.var}<{self.hi}"
-
-
-@dataclass(frozen=True)
-class Loop:
-    var: str
-    extent: int
-    reduce: bool = False
-
-    def __str__(self) -> str:
-        return f"LOOP    {self.var} < {self.extent}"
-
-
-@dataclass(frozen=True)
-class EndLoop:
-    var: str
-
-    def __str__(self) -> str:
-        return f"ENDLOOP {self.var}"
-
-
-@dataclass(frozen=True)
-class ConstI:
-    dst: str
-    value: bool | int | float
-    dtype: DType
-    valid: tuple[Range, ...] = ()  # outside these ranges the value is zero
-
-    def __str__(self) -> str:
-        return f"CONST   {self.dst} = {_literal(self.value)}{_guard(self.valid)} : {self.dtype.name}"
-
-
-@dataclass(frozen=True)
-class LoadI:
-    dst: str
-    buf: str
-    index: Index
-    dtype: DType
-    valid: tuple[Range, ...] = ()  # outside these ranges the load reads zero
-
-    def __str__(self) -> str:
-        return f"LOAD    {self.dst} = {self.buf}[{self.index}]{_guard(self.valid)} : {self.dtype.name}"
-
-
-@dataclass(frozen=True)
-class Arith:
-    dst: str
-    op: Op
-    srcs: tuple[str, ...]
-    dtype: DType
-
-    def __str__(self) -> str:
-        return f"ARITH   {self.dst} = {self.op.name} {', '.join(self.srcs)} : {self.dtype.name}"
-
-
-@dataclass(frozen=True)
-class Acc:
-    """A register accumulator, opened at the reduce identity."""
-
-    dst: str
-    identity: bool | int | float
-    dtype: DType
-
-    def __str__(self) -> str:
-        return f"ACC     {self.dst} = {_literal(self.identity)} : {self.dtype.name}"
-
-
-@dataclass(frozen=True)
-class Accum:
-    """target = op(target, src), where target is a register (index None) or buf[index]."""
-
-    target: str
-    index: Index | None
-    op: Op
-    src: str
-
-    def __str__(self) -> str:
-        where = self.target if self.index is None else f"{self.target}[{self.index}]"
-        return f"ACCUM   {where} = {self.op.name} {where}, {self.src}"
-
-
-@dataclass(frozen=True)
-class Store:
-    buf: str
-    index: Index
-    src: str
-
-    def __str__(self) -> str:
-        return f"STORE   {self.buf}[{self.index}] = {self.src}"
-
-
-Instr = Loop | EndLoop | ConstI | LoadI | Arith | Acc | Accum | Store
-OPCODES = ("LOOP", "ENDLOOP", "CONST", "LOAD", "ARITH", "ACC", "ACCUM", "STORE")
-
-
-def _literal(value: bool | int | float) -> str:
-    return repr(value) if isinstance(value, float) else str(value)
-
-
-def _guard(valid: tuple[Range, ...]) -> str:
-    return "" if not valid else " if " + ", ".join(str(r) for r in valid)
-
-
-@dataclass(frozen=True)
-class BufferArg:
-    """A kernel parameter: its name in the nest (in0, out), the schedule slot, dtype and shape."""
-
-    name: str
-    slot: int
-    dtype: DType
-    shape: Shape
-
-
-@dataclass(frozen=True)
-class KernelIR:
-    """One kernel's loop nests. A CUSTOM kernel has no body: the device supplies it whole."""
-
-    name: str
-    op: Op
-    loop_shape: Shape
-    inputs: tuple[BufferArg, ...]
-    outputs: tuple[BufferArg, ...]
-    body: tuple[Instr, ...]
-    custom: str | None = None
-
-    def __str__(self) -> str:
-        lines = [f"{self.name}  {self.op.name}  loop{list(self.loop_shape)}"]
-        for b in self.inputs + self.outputs:
-            lines.append(f"    {b.name} = buf{b.slot}  {b.dtype.name}{list(b.shape)}")
-        if self.custom is not None:
-            ins = ", ".join(b.name for b in self.inputs)
-            outs = ", ".join(b.name for b in self.outputs)
-            lines.append(f"  CUSTOM  {self.custom}({ins}) -> {outs}")
-        depth = 1
-        for ins in self.body:
-            if isinstance(ins, EndLoop):
-                depth -= 1
-            lines.append("  " * depth + str(ins))
-            if isinstance(ins, Loop):
-                depth += 1
-        return "\n".join(lines)
-
 
 # ---- lowering ----
 
@@ -205,8 +52,9 @@ def identity(op: Op, dtype: DType) -> bool | int | float:
     return float("-inf") if dtype.is_float else int(np.iinfo(dtype.np).min)
 
 
-def loop_var(dim: int, reduce: bool) -> str:
-    return f"r{dim}" if reduce else f"i{dim}"
+def loop_var(dim: int, reduce: bool) -> LoopVar:
+    """The counter of the loop over `dim`: i<dim>, or r<dim> for a reduce dim."""
+    return LoopVar(f"r{dim}" if reduce else f"i{dim}")
 
 
 def loop_order(
@@ -240,15 +88,16 @@ def loop_order_plain(dims: list[int], views: Sequence[View]) -> list[int]:
     return [d for d in dims if d != best] + [best]
 
 
-def view_index(view: View, names: Sequence[str | None]) -> tuple[Index, tuple[Range, ...]]:
-    """The index a view gives at loop variables `names` (None: a dim fixed at 0), and its mask checks."""
+def view_index(view: View, names: Sequence[Term | None]) -> tuple[Index, tuple[Range, ...]]:
+    """The index a view gives at terms `names`, one per dim (None: a size-1 dim, fixed at 0), and its
+    mask checks."""
     terms = tuple((n, st) for n, st in zip(names, view.strides) if n is not None and st != 0)
     valid: list[Range] = []
     if view.mask is not None:
         for n, (lo, hi), size in zip(names, view.mask, view.shape):
             if (lo, hi) == (0, size):
                 continue
-            valid.append(Range(n if n is not None else "0", lo, hi))
+            valid.append(Range(n if n is not None else Fixed(), lo, hi))
     return Index(terms, view.offset), tuple(valid)
 
 
@@ -264,8 +113,9 @@ class _Lowerer:
         self.out = BufferArg("out", kernel.out, out_slot.dtype, out_slot.shape)
         self.names[kernel.out] = "out"
 
-    def value(self) -> str:
-        name = f"v{self.counter}"
+    def value(self, prefix: str = "v") -> Value:
+        """A fresh value: v<n>, or acc<n> for a register total (one counter numbers both)."""
+        name = Value(f"{prefix}{self.counter}")
         self.counter += 1
         return name
 
@@ -277,9 +127,9 @@ class _Lowerer:
             self.names[slot] = name
         return self.names[slot]
 
-    def emit_expr(self, root: Expr, names: Sequence[str | None]) -> str:
+    def emit_expr(self, root: Expr, names: Sequence[Term | None]) -> Value:
         """Instructions computing `root` at loop variables `names`; returns the value's name."""
-        values: dict[int, str] = {}
+        values: dict[int, Value] = {}
         for e in walk_expr([root]):
             if isinstance(e, Gather):
                 values[id(e)] = self._gather(e, names)
@@ -299,7 +149,7 @@ class _Lowerer:
             values[id(e)] = dst
         return values[id(root)]
 
-    def _gather(self, e: Gather, names: Sequence[str | None]) -> str:
+    def _gather(self, e: Gather, names: Sequence[Term | None]) -> Value:
         idx_index, idx_valid = view_index(e.idx.view, names)
         assert not idx_valid, "gather indices are read unmasked"
         idx_name = self.value()
@@ -330,7 +180,7 @@ class _Lowerer:
                 self._scatter()
         return KernelIR(k.name, k.op, k.loop_shape, tuple(self.inputs), (self.out,), tuple(self.body))
 
-    def _names(self, shape: Shape, reduce_axes: tuple[int, ...] = ()) -> list[str | None]:
+    def _names(self, shape: Shape, reduce_axes: tuple[int, ...] = ()) -> list[Term | None]:
         return [loop_var(d, d in reduce_axes) if s != 1 else None for d, s in enumerate(shape)]
 
     def _elementwise(self, expr: Expr, shape: Shape) -> None:
@@ -359,8 +209,7 @@ class _Lowerer:
         if all(dims.index(r) > dims.index(d) for r in reduce_dims for d in keep_dims):
             # every reduce loop is inside every output loop: the total lives in a register
             self.open_loops(keep_dims, shape, axes)
-            acc = f"acc{self.counter}"
-            self.counter += 1
+            acc = self.value("acc")
             self.body.append(Acc(acc, start, acc_dtype))
             self.open_loops(reduce_dims, shape, axes)
             v = self.emit_expr(expr, names)
@@ -472,28 +321,23 @@ def coalesce_reduce_dims(
 
 
 def lower(kernel: Kernel, sched: Schedule) -> KernelIR:
-    """The loop nests of one scheduled kernel."""
-    return _Lowerer(kernel, sched).lower()
-
-
-@dataclass(frozen=True)
-class Program:
-    """Everything one realize() runs: the schedule and each kernel's IR, printable as a whole."""
-
-    schedule: Schedule
-    kernels: tuple[KernelIR, ...]
-
-    def __str__(self) -> str:
-        parts = [str(k) for k in self.kernels]
-        sinks = []
-        for i, (slot, shape) in enumerate(self.schedule.sinks):
-            dtype = self.schedule.slots[slot].dtype
-            sinks.append(f"sink {i} = buf{slot}  {dtype.name}{list(shape)}")
-        return "\n\n".join(parts + ["\n".join(sinks)])
+    """The loop nests of one scheduled kernel; with LIMN_DEBUG>=1 they pass ir.check first (an IRError
+    prints the nest, marking the instruction that breaks a rule)."""
+    nest = _Lowerer(kernel, sched).lower()
+    return check(nest) if _debug_level() >= 1 else nest
 
 
 def lower_schedule(sched: Schedule) -> Program:
+    """The loop nests of every kernel of a schedule, as one printable Program."""
     return Program(sched, tuple(lower(k, sched) for k in sched.kernels))
+
+
+def _debug_level() -> int:
+    """LIMN_DEBUG, as limn.jit reads it (which imports this module, so cannot be imported here)."""
+    try:
+        return int(os.environ.get("LIMN_DEBUG", "0"))
+    except ValueError:
+        return 0
 
 
 def ir(*tensors) -> Program:

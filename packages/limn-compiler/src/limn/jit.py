@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from limn.codegen import KernelIR, Program, lower_schedule
+from limn.codegen import lower_schedule
 from limn.device import Buffer, DeviceError, get_device
 from limn.dtypes import DType
+from limn.ir import KernelIR, Program
 from limn.ops import Node, Op, Shape, toposort
 from limn.schedule import Gather, Load, Schedule, schedule, walk_expr
 
