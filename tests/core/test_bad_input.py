@@ -141,6 +141,52 @@ def test_mistake_raises_a_typed_error_that_says_why(mistake: str) -> None:
     assert raised_by_limn(excinfo), f"raised from {excinfo.traceback[-1].path}, not limn"
 
 
+# ---- creation arguments: dtype, device and requires_grad are keyword-only, and a misspelled one raises ----
+
+CREATORS: dict[str, Callable[..., Any]] = {
+    "Tensor": lambda **kw: Tensor([1.0, 2.0], **kw),
+    "full": lambda **kw: Tensor.full((2,), 1.0, **kw),
+    "zeros": lambda **kw: Tensor.zeros((2,), **kw),
+    "ones": lambda **kw: Tensor.ones((2,), **kw),
+    "arange": lambda **kw: Tensor.arange(0.0, 2.0, **kw),
+    "eye": lambda **kw: Tensor.eye(2, **kw),
+    "rand": lambda **kw: Tensor.rand((2,), **kw),
+    "randn": lambda **kw: Tensor.randn((2,), **kw),
+    "zeros_like": lambda **kw: ones(2).zeros_like(**kw),
+    "ones_like": lambda **kw: ones(2).ones_like(**kw),
+}
+
+
+@pytest.mark.parametrize("creator", CREATORS)
+def test_a_misspelled_creation_argument_raises_type_error_naming_it(creator: str) -> None:
+    with pytest.raises(TypeError, match="requires_gard"):
+        CREATORS[creator](requires_gard=True)
+    t = CREATORS[creator](dtype=limn.float64, device="numpy", requires_grad=True)  # the spelled ones all work
+    assert (t.dtype, t.device, t.requires_grad) == (limn.float64, "numpy", True)
+
+
+def test_dtype_device_and_requires_grad_are_keyword_only() -> None:
+    with pytest.raises(TypeError, match="positional"):
+        Tensor.zeros((2,), limn.float64)
+    with pytest.raises(TypeError, match="positional"):
+        Tensor([1.0], limn.float64)
+    with pytest.raises(TypeError, match="positional"):
+        Tensor.full((2,), 1.0, limn.float64)
+
+
+def test_requires_grad_on_an_int_dtype_raises_from_every_creation_function() -> None:
+    for make in (lambda: Tensor([1, 2], requires_grad=True), lambda: Tensor.full((2,), 3, requires_grad=True)):
+        with pytest.raises(TypeError, match="requires_grad=True needs a float dtype; this tensor is int32") as excinfo:
+            make()
+        assert raised_by_limn(excinfo)
+
+
+def test_an_unknown_device_raises_at_the_creation_call() -> None:
+    for make in (lambda: Tensor.zeros(2, device="no-such-device"), lambda: Tensor([1.0], device="no-such-device")):
+        with pytest.raises(limn.DeviceError, match="no device named 'no-such-device'"):
+            make()
+
+
 # ---- index checks that only the data can answer: raised by the numpy device at realize ----
 
 OUT_OF_RANGE = {

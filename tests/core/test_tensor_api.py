@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 import limn
 from limn import Tensor
+from limn.ops import Op
 
 TOLERANCE = 1e-5
 
@@ -77,6 +78,21 @@ def test_tensor_from_numpy_copies_the_data() -> None:
     t = Tensor(a)
     a[0] = 100.0
     assert t.numpy()[0] == 1.0
+
+
+def test_tensor_of_a_tensor_on_another_device_is_a_copy_there_as_torch_tensor() -> None:
+    t = Tensor([1.0, 2.0]) * 3  # lazy, on numpy
+    moved = Tensor(t, device="c")
+    assert moved.device == "c" and moved.node.op is Op.BUFFER, "a copy on c, computed now"
+    assert moved.tolist() == [3.0, 6.0]
+    moved.assign(Tensor([0.0, 0.0], device="c")).realize()
+    assert t.tolist() == [3.0, 6.0], "the copy is no alias of the original"
+
+
+def test_tensor_of_a_tensor_on_its_own_device_shares_its_value() -> None:
+    t = Tensor([1.0, 2.0]) * 3
+    for same in (Tensor(t), Tensor(t, device="numpy")):
+        assert same.node is t.node and same.device == "numpy" and same._ctx is None
 
 
 def test_tensor_takes_an_explicit_dtype() -> None:

@@ -167,7 +167,7 @@ def _recorded(*values):
 
 CHANGED_ARGUMENTS = {
     "shape": (lambda: (Tensor(XS[2][:6]), Tensor(XS[3][:6])), r"float32\[6, 4\] on \w+, .*recorded with"),
-    "dtype": (lambda: (Tensor(XS[2], limn.float64), Tensor(XS[3])), r"\(float64\[8, 4\] on \w+, .*recorded with"),
+    "dtype": (lambda: (Tensor(XS[2], dtype=limn.float64), Tensor(XS[3])), r"\(float64\[8, 4\] on \w+, .*recorded with"),
     "fewer arguments": (lambda: (Tensor(XS[2]),), r"with arguments \(float32\[8, 4\] on \w+\), recorded with"),
     "more arguments": (lambda: (Tensor(XS[2]), Tensor(XS[3]), 0.5), r"float 0\.5\), recorded with"),
     "device": (lambda: (Tensor(XS[2], device="numpy"), Tensor(XS[3], device="c")), r"on numpy, .* on c\)"),

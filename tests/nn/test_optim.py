@@ -60,7 +60,7 @@ def twins(dtype=limn.float32):
 
 
 def limn_step(model, opt, s, dtype=limn.float32):
-    loss = nn.mse_loss(model(limn.Tensor(XS[s], dtype)), limn.Tensor(YS[s], dtype))
+    loss = nn.mse_loss(model(limn.Tensor(XS[s], dtype=dtype)), limn.Tensor(YS[s], dtype=dtype))
     loss.backward()
     opt.step(loss)
     return loss

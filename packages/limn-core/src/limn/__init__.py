@@ -8,9 +8,11 @@ packages) are found through the `limn.devices` entry point group and chosen with
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)  # limn.* modules ship in several packages
 
 from limn.autograd import enable_grad, is_grad_enabled, no_grad
+from limn.creation import manual_seed
 from limn.device import DeviceError, current_device, devices, get_device, register_device, set_device
 from limn.dtypes import DType, bfloat16, bool_, float16, float32, float64, int8, int16, int32
-from limn.tensor import Tensor, manual_seed, realize
+from limn.engine import realize
+from limn.tensor import Tensor
 
 __version__ = "0.1.1"
 

@@ -25,6 +25,9 @@ from limn.tensor import Tensor
 
 @dataclass(frozen=True)
 class CustomOp:
+    """A kernel a device may supply whole, with its reference, its composition and its gradient (see above).
+    register() makes it known by `name`; custom.apply(name, ...) runs it."""
+
     name: str
     n_outputs: int
     # (input dtypes and shapes, params) -> the dtype and shape of each output
@@ -41,6 +44,8 @@ REGISTRY: dict[str, CustomOp] = {}
 
 
 def register(op: CustomOp) -> CustomOp:
+    """Makes `op` known by its name (to apply, to the numpy device, to devices that supply kernels); returns it.
+    A second op of the same name replaces the first."""
     REGISTRY[op.name] = op
     return op
 

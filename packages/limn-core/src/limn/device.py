@@ -226,4 +226,6 @@ def set_device(name: str) -> None:
 
 
 def current_device() -> str:
+    """The name of the device set_device() selected ("numpy" until then): where new tensors are made and
+    host tensors run. It is one setting for the process, not per thread."""
     return _current

@@ -2,7 +2,7 @@
 
 Every Tensor operation becomes Nodes over these 19 primitives (CUSTOM is the one escape hatch). A Node
 is immutable: its op, its srcs, its dtype and shape, and one op-specific `arg`. Backends implement the
-primitives; everything else (sub, matmul, softmax, ...) is composed from them in tensor.py.
+primitives; everything else (sub, matmul, softmax, ...) is composed from them (limn.tensor lists where).
 Pipeline: tensor -> **graph** -> schedule -> IR -> renderer -> device.
 """
 

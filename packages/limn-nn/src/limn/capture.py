@@ -32,8 +32,7 @@ from typing import Any
 
 import numpy as np
 
-import limn.tensor as tensor_module
-from limn import engine, snapshot
+from limn import creation, engine, snapshot
 from limn.device import Buffer, get_device
 from limn.dtypes import DType
 from limn.ops import Node, Op, rebuilt, substitute, toposort
@@ -252,7 +251,7 @@ def _flatten(out: Any) -> tuple[list[Tensor], Callable[[list[Tensor]], Any]]:
 
 
 def _rng_state() -> tuple[int, str]:
-    rng = tensor_module._rng
+    rng = creation._rng
     return id(rng), repr(rng.bit_generator.state)
 
 

@@ -50,7 +50,7 @@ IntOrPair = int | Sequence[int]
 def _uniform(shape: tuple[int, ...], bound: float, dtype: DType) -> Tensor:
     """A trainable tensor uniform in [-bound, bound), as torch's kaiming_uniform_(a=sqrt(5)) gives a weight
     with fan_in inputs when bound = 1/sqrt(fan_in)."""
-    u = Tensor.rand(shape, dtypes.float64).numpy()  # [0, 1); drawn on the host, so init compiles nothing
+    u = Tensor.rand(shape, dtype=dtypes.float64).numpy()  # [0, 1); drawn on the host, so init compiles nothing
     return Tensor((2 * u - 1) * bound, dtype=dtype, requires_grad=True)
 
 
@@ -121,7 +121,7 @@ class Embedding:
     The table starts N(0, 1), as torch's does."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, dtype: DType = dtypes.float32):
-        self.weight = Tensor.randn((num_embeddings, embedding_dim), dtype, requires_grad=True)
+        self.weight = Tensor.randn((num_embeddings, embedding_dim), dtype=dtype, requires_grad=True)
 
     def __call__(self, idx: Tensor) -> Tensor:
         return self.weight.embedding(idx)

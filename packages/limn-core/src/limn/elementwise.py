@@ -1,0 +1,264 @@
+"""The composed elementwise ops: sub, div, comparisons, NaN tests, logic, activations, maximum, clip.
+
+Each function takes a tensor (and a second operand, promoted and broadcast as in +) and gives a tensor
+built from the elementwise primitives alone, with its formula in a comment, so a device that implements
+the primitives runs all of them. Edge values follow torch (NaN, inf, -0.0, ties), and tests/core/
+test_edge_values.py holds each rule. The functions are named as the methods limn.tensor makes of them
+(abs among them, as numpy's and torch's are), so this module does not use Python's builtin abs.
+Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+import math
+
+from limn import dtypes
+from limn.primitives import Tensor, TensorLike
+
+# ---- arithmetic ----
+
+
+def sub(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
+    """x - other (other - x with reverse=True), promoted and broadcast as in +. Ints wrap."""
+    a, b = x._operands(other, "sub", reverse)
+    return a + b.neg()  # a - b = a + (-b)
+
+
+def div(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
+    """x / other (other / x with reverse=True), true division: int and bool operands give float32, as in
+    torch. Trap: it is x * (1 / other), which can differ from a correctly rounded x / other in the last bit."""
+    a, b = x._float()._operands(other, "div", reverse)
+    a, b = a._float(), b._float()
+    return a * b.reciprocal()  # a / b = a * (1/b)
+
+
+# ---- comparisons: CMPLT is False whenever a side is NaN (IEEE), and everything below is composed so
+# that eq is False, ne True, and le/ge False with a NaN on either side, as in torch ----
+
+
+def eq(x: Tensor, other: TensorLike) -> Tensor:
+    """x == other as a bool tensor, promoted and broadcast; False where either side is NaN."""
+    a, b = x._operands(other, "eq")
+    neither_below = a.lt(b).where(False, b.lt(a).where(False, True))
+    if not a.dtype.is_float:
+        return neither_below  # ints and bools have no NaN
+    # a NaN is below nothing and above nothing, so it passes the test above: rule it out. a + b is NaN
+    # when a side is (and for inf + -inf, which that test already rejects), one isnan for both sides
+    return neither_below.where((a + b).isnan().logical_not(), False)
+
+
+def ne(x: Tensor, other: TensorLike) -> Tensor:
+    """x != other as a bool tensor; True where either side is NaN."""
+    return x.eq(other).logical_not()
+
+
+def gt(x: Tensor, other: TensorLike) -> Tensor:
+    """x > other as a bool tensor; False where either side is NaN."""
+    return x.lt(other, reverse=True)
+
+
+def le(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
+    """x <= other as a bool tensor (other <= x with reverse=True); False where either side is NaN."""
+    a, b = x._operands(other, "le", reverse)
+    if not a.dtype.is_float:
+        return b.lt(a).logical_not()  # a <= b: b is not below a
+    return a.lt(b).where(True, a.eq(b))  # a <= b: a is below b or equal to it (so neither is NaN)
+
+
+def ge(x: Tensor, other: TensorLike) -> Tensor:
+    """x >= other as a bool tensor; False where either side is NaN."""
+    return x.le(other, reverse=True)
+
+
+def isnan(x: Tensor) -> Tensor:
+    """True where the value is NaN: the one value neither below inf nor above -inf. Ints and bools
+    have no NaN, so it is all False for them, as in torch.
+
+    >>> Tensor([float("nan"), 1.0, float("inf")]).isnan().tolist()
+    [True, False, False]
+    """
+    if not x.dtype.is_float:
+        return Tensor.full(x.shape, False, device=x.device)
+    return x.lt(math.inf).where(False, x.gt(-math.inf).where(False, True))  # not (x < inf or -inf < x)
+
+
+def isinf(x: Tensor) -> Tensor:
+    """True where the value is inf or -inf (never for ints and bools).
+
+    >>> Tensor([float("-inf"), 1.0, float("nan")]).isinf().tolist()
+    [True, False, False]
+    """
+    if not x.dtype.is_float:
+        return Tensor.full(x.shape, False, device=x.device)
+    below_inf, above_minus_inf = x.lt(math.inf), x.gt(-math.inf)
+    # isinf(x) = (x < inf) xor (-inf < x): a finite x passes both tests, NaN neither, inf and -inf one
+    return below_inf.where(above_minus_inf.logical_not(), above_minus_inf)
+
+
+def isfinite(x: Tensor) -> Tensor:
+    """True where the value is neither inf, -inf nor NaN (always for ints and bools).
+
+    >>> Tensor([float("-inf"), 1.0, float("nan")]).isfinite().tolist()
+    [False, True, False]
+    """
+    if not x.dtype.is_float:
+        return Tensor.full(x.shape, True, device=x.device)
+    return x.lt(math.inf).logical_and(x.gt(-math.inf))  # isfinite(x) = x < inf and -inf < x
+
+
+# ---- logic: any value is true where it is nonzero (NaN included) ----
+
+
+def logical_not(x: Tensor) -> Tensor:
+    """not x, elementwise, as a bool tensor (True where x is 0)."""
+    return x.cast(dtypes.bool_).where(False, True)
+
+
+def logical_and(x: Tensor, other: TensorLike) -> Tensor:
+    """x and other, elementwise, as a bool tensor."""
+    return x.cast(dtypes.bool_).where(other, False).cast(dtypes.bool_)
+
+
+def logical_or(x: Tensor, other: TensorLike) -> Tensor:
+    """x or other, elementwise, as a bool tensor."""
+    return x.cast(dtypes.bool_).where(True, other).cast(dtypes.bool_)
+
+
+# ---- activations ----
+
+
+def relu(x: Tensor) -> Tensor:
+    """max(x, 0) as torch computes it: 0 below 0, x itself elsewhere (so relu(-0.0) is -0.0 and
+    relu(nan) is nan). The gradient flows where x > 0 or x is NaN, and is 0 at 0, as torch's."""
+    if not x.dtype.is_float:
+        return x.gt(0).where(x, 0)  # relu(x) = x if x > 0 else 0
+    flows = x.gt(0).where(True, x.lt(math.inf).logical_not())  # x > 0, or NaN (NaN is not below inf)
+    return flows.where(x, x.lt(0).where(0.0, x.detach()))  # relu(x) = 0 if x < 0 else x
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    """1 / (1 + e**-x), computed so that it neither overflows nor loses its gradient for large |x|."""
+    # sigmoid(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) below, with e = e**-|x| in (0, 1]: the plain
+    # 1 / (1 + e**-x) overflows to inf below x = -88 in float32, and inf * 0 makes its gradient NaN
+    x = x._float()
+    nonneg = x.ge(0)
+    e = nonneg.where(-x, x).exp()
+    return nonneg.where(1.0, e) / (1 + e)
+
+
+def tanh(x: Tensor) -> Tensor:
+    """The hyperbolic tangent, as 2 sigmoid(2x) - 1."""
+    return 2 * (2 * x._float()).sigmoid() - 1  # tanh(x) = 2 sigmoid(2x) - 1
+
+
+def erf(x: Tensor) -> Tensor:
+    """The error function, by Abramowitz & Stegun 7.1.26: within 1.5e-7 of it, not correctly rounded."""
+    # t = 1/(1 + p|x|); erf = 1 - poly(t) e**(-x**2), with the sign of x
+    x = x._float()
+    a = x.abs()
+    t = (1 + 0.3275911 * a).reciprocal()
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    y = 1 - poly * (-(a * a)).exp()
+    return x.sign() * y
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """x * Phi(x), with erf (torch's default, "none") or with torch's "tanh" approximation."""
+    x = x._float()
+    if approximate == "tanh":
+        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
+        return 0.5 * x * (1 + inner.tanh())
+    if approximate != "none":
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
+    return 0.5 * x * (1 + (x * (1 / math.sqrt(2))).erf())  # x * (1 + erf(x / sqrt 2)) / 2
+
+
+def silu(x: Tensor) -> Tensor:
+    """x * sigmoid(x) (swish)."""
+    return x * x.sigmoid()
+
+
+def sign(x: Tensor) -> Tensor:
+    """-1, 0 or 1 in x's dtype: 0 at 0 and at NaN, as torch."""
+    return x.gt(0).cast(x.dtype) - x.lt(0).cast(x.dtype)  # (x > 0) - (x < 0): 0 at 0 and NaN, as torch
+
+
+def abs(x: Tensor) -> Tensor:
+    """|x|: |-0.0| is +0.0 and the gradient is sign(x), so 0 at 0, as torch. Ints wrap at their minimum."""
+    if not x.dtype.is_float:
+        return x * x.sign()  # |x| = x sign(x)
+    # |x| = x sign(x) + 0: the + 0 makes |-0.0| +0.0, as torch; gradient sign(x), so 0 at 0 and at NaN
+    return x * x.sign() + 0.0
+
+
+def square(x: Tensor) -> Tensor:
+    """x * x."""
+    return x * x
+
+
+def rsqrt(x: Tensor) -> Tensor:
+    """1 / sqrt(x): inf at 0 and -inf at -0.0, as torch's rsqrt."""
+    return x.sqrt().reciprocal()
+
+
+# ---- maximum, minimum and clip ----
+
+
+def maximum(x: Tensor, other: TensorLike) -> Tensor:
+    """The larger of x and other, elementwise, in their promoted dtype, as torch.maximum: exact for
+    every value (ints at their limits, inf, subnormals), NaN wins, a tie gives x's value with half the
+    gradient to each side, and a NaN gives each side the whole gradient.
+
+    >>> Tensor([1.0, 5.0]).maximum(Tensor([3.0, 2.0])).tolist()
+    [3.0, 5.0]
+    """
+    a, b = x._operands(other, "maximum")
+    return b.lt(a).where(a, a.lt(b).where(b, _tie_or_nan(a, b)))
+
+
+def minimum(x: Tensor, other: TensorLike) -> Tensor:
+    """The smaller of x and other, by the rules of maximum."""
+    a, b = x._operands(other, "minimum")
+    return a.lt(b).where(a, b.lt(a).where(b, _tie_or_nan(a, b)))
+
+
+def _tie_or_nan(a: Tensor, b: Tensor) -> Tensor:
+    """maximum's (and minimum's) answer where neither of a, b is below the other: a tie, or a NaN.
+
+    A tie gives a's value exactly with half the gradient to each side, and a NaN gives NaN with the whole
+    gradient to both, as torch. (a + b) / 2 would overflow at the float limits and round subnormals, so a
+    finite tie takes a - ((a - b) / 2 + 0), whose added term is exactly +0 there (so -0.0 keeps its sign)
+    and whose gradient is the half-half split. At an infinite tie a - b is NaN, but (a + b) / 2 is a itself."""
+    if not a.dtype.is_float:
+        return a  # ints and bools: a tie, and no gradient to split
+    difference, total = a - b, a + b  # at a tie: 0 (finite) or NaN (infinite); a NaN side makes both NaN
+    finite_tie = difference.lt(math.inf)  # difference is 0 or NaN here, and only 0 is below inf
+    infinite_or_nan = total.isnan().where(total, total * 0.5)
+    return finite_tie.where(a - (difference * 0.5 + 0.0), infinite_or_nan)
+
+
+def clip(x: Tensor, lo: TensorLike | None = None, hi: TensorLike | None = None) -> Tensor:
+    """Clamps into [lo, hi], as torch.clamp: min(max(x, lo), hi), so NaN stays NaN and lo > hi gives hi.
+
+    With number bounds the gradient flows only strictly inside (lo < x < hi), so it is 0 at the bounds
+    and at NaN, as torch's. Tensor bounds are maximum(x, lo) then minimum(., hi), whose ties split the
+    gradient between x and the bound, which is torch's rule for one tensor bound.
+
+    >>> Tensor([-2.0, 0.5, 3.0]).clip(-1.0, 1.0).tolist()
+    [-1.0, 0.5, 1.0]
+    """
+    if isinstance(lo, Tensor) or isinstance(hi, Tensor):
+        out = x if lo is None else x.maximum(lo)
+        return out if hi is None else out.minimum(hi)
+    value, inside = x.detach(), None
+    if lo is not None:
+        value = value.lt(lo).where(lo, value)  # max(x, lo)
+        inside = x.gt(lo)
+    if hi is not None:
+        value = value.gt(hi).where(hi, value)  # min(., hi)
+        inside = x.lt(hi) if inside is None else inside.logical_and(x.lt(hi))
+    if inside is None:
+        return x
+    if any(isinstance(bound, float) and math.isnan(bound) for bound in (lo, hi)):
+        value = value.where(math.nan, math.nan)  # a NaN bound makes every value NaN, as in torch
+    return inside.where(x, value)  # x where it is strictly inside, so the gradient flows only there
