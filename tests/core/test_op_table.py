@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import importlib
 import string
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -36,8 +34,6 @@ from limn.ops import (
     Op,
 )
 from limn.view import View
-
-TESTS = Path(__file__).resolve().parents[1]
 
 
 def test_every_op_is_in_exactly_one_group():
@@ -107,21 +103,11 @@ FOLDS = {Op.SUM: Op.ADD, Op.MAX: Op.MAX}
 ARITH_OPS = (ELEMENTWISE - {Op.CAST}) | set(FOLDS.values())
 
 
-def _table(module: str, name: str, *, path: Path | None = None) -> dict:
-    """Table `name` of `module` (imported from `path` for a module under tests/)."""
-    if path is not None and str(path) not in sys.path:
-        sys.path.insert(0, str(path))
+def _table(module: str, name: str) -> dict:
+    """Table `name` of `module`, or a failure that says the table moved."""
     mod = importlib.import_module(module)
     assert hasattr(mod, name), f"{module} has no {name}: the table moved? point this test at its new home"
     return getattr(mod, name)
-
-
-def _interpreter_arith() -> dict:
-    """The IR interpreter's row per op: in limn.ir once the IR module lands (issue 10), in tests/ before."""
-    try:
-        return _table("limn.ir", "ARITH")
-    except ModuleNotFoundError:
-        return _table("ir_interpreter", "ARITH", path=TESTS / "compiler")
 
 
 def test_the_reduce_folds_cover_every_reduce():
@@ -134,7 +120,7 @@ def test_the_reduce_folds_cover_every_reduce():
 
 
 def test_the_ir_interpreter_computes_every_arith_op():
-    arith = _interpreter_arith()
+    arith = _table("limn.ir", "ARITH")
     assert set(arith) == ARITH_OPS, f"the interpreter's ARITH misses {sorted(map(repr, ARITH_OPS - set(arith)))}"
 
 

@@ -152,11 +152,26 @@ class Chain:
     must step in one realize(): stepping them one after the other would let the second read gradients
     whose graphs see parameters the first has already changed.
 
+    >>> from limn import nn
+    >>> class Model:
+    ...     def __init__(self):
+    ...         self.wte = nn.Embedding(10, 4)
+    ...         self.hidden = nn.Linear(4, 4)
+    ...         self.head = nn.Linear(4, 10)
+    >>> model = Model()
     >>> named = list(nn.named_parameters(model))
     >>> hidden = [(n, p) for n, p in named if p.ndim == 2 and not n.startswith(("wte", "head"))]
     >>> rest = [(n, p) for n, p in named if n not in dict(hidden)]
+    >>> [n for n, _ in hidden], [n for n, _ in rest]
+    (['hidden.weight'], ['wte.weight', 'hidden.bias', 'head.weight', 'head.bias'])
     >>> opt = Chain(Muon(hidden, lr=0.02), AdamW(rest, lr=3e-4))
-    >>> opt.step(loss)
+    >>> logits = model.head(model.hidden(model.wte(Tensor([1, 2, 3]))))
+    >>> loss = logits.cross_entropy(Tensor([2, 3, 4]))
+    >>> loss.backward()
+    >>> before = model.hidden.weight.numpy()
+    >>> opt.step(loss)  # both optimizers, and the loss, in one realize()
+    >>> bool((model.hidden.weight.numpy() != before).any()), model.hidden.weight.grad is None
+    (True, True)
     """
 
     def __init__(self, *optimizers: Optimizer) -> None:

@@ -1,0 +1,46 @@
+"""Rule: every `>>>` example in a limn module's docstrings runs and prints what it says it prints.
+
+Each module of the `limn` namespace (all installed packages) whose source holds an example is imported by
+name and its examples run on the numpy device from seed 0, as tests/test_readmes.py runs the READMEs'.
+"""
+
+import doctest
+import importlib
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+import limn
+
+
+def _modules_with_examples() -> list[str]:
+    names = []
+    for info in pkgutil.iter_modules(limn.__path__, "limn."):
+        spec = importlib.util.find_spec(info.name)
+        if spec is not None and spec.origin and ">>>" in Path(spec.origin).read_text():
+            names.append(info.name)
+    return sorted(names)
+
+
+MODULES = _modules_with_examples()
+
+
+def test_the_examples_are_found():
+    assert {"limn.primitives", "limn.optim", "limn.capture"} <= set(MODULES), MODULES
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_module_examples_run_as_printed(name: str):
+    module = importlib.import_module(name)
+    limn.set_device("numpy")
+    limn.manual_seed(0)
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    report: list[str] = []
+    for test in finder.find(module, name):
+        runner.run(test, out=report.append)
+    limn.set_device("numpy")
+    results = runner.summarize(verbose=False)
+    assert results.attempted > 0, f"{name} has `>>>` in its source but no example doctest can find"
+    assert results.failed == 0, f"{name}: {results.failed} of {results.attempted} examples failed:\n" + "".join(report)
