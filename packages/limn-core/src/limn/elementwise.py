@@ -2,9 +2,8 @@
 
 Each function takes a tensor (and a second operand, promoted and broadcast as in +) and gives a tensor
 built from the elementwise primitives alone, with its formula in a comment, so a device that implements
-the primitives runs all of them. Edge values follow torch (NaN, inf, -0.0, ties), and tests/core/
-test_edge_values.py holds each rule. The functions are named as the methods limn.tensor makes of them
-(abs among them, as numpy's and torch's are), so this module does not use Python's builtin abs.
+the primitives runs all of them. Edge values follow torch (NaN, inf, -0.0, ties; tests/core/test_edge_values.py).
+Named as the methods limn.tensor makes of them (abs too, as numpy's is), so Python's abs is not used here.
 Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> device.
 """
 

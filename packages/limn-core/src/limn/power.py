@@ -1,9 +1,8 @@
 """Powers: x ** n by squaring for integer n, and x ** y by C's pow rules with torch's gradients otherwise.
 
-pow takes a tensor and an exponent (a python number or a tensor) and gives a tensor composed from
-primitives; rpow is a python number to a tensor power. An integer exponent multiplies by squaring, exact
-for every n. Any other goes through _pow: e**(y log|x|) with a sign, and the points where that formula fails
-(zeros, infinities, the exact 1s) get their values from C's pow and their gradients from torch's formulas.
+pow takes a tensor and an exponent (a python number or a tensor; rpow a number base) and gives a tensor
+composed from primitives. Any exponent but an integer goes through _pow: e**(y log|x|) with a sign, and
+where that fails (zeros, infinities, exact 1s) C's pow gives the value and torch's formulas the gradient.
 tests/core/test_edge_values.py holds every value and gradient here against torch.
 Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> device.
 """

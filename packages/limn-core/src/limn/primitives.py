@@ -1,10 +1,9 @@
 """The Tensor class: a lazy value (a Node in the op graph, plus what autograd needs) and its primitives.
 
-Each primitive method builds one Node of the op table, and a Context for autograd when a parent requires
-grad: the two sources (Tensor(data) a BUFFER, Tensor.full a CONST), the elementwise ops, the reduces, the
-indexed ops, the barriers and the five movements, which compose into one View. Everything else is
-composed from these in the modules limn.tensor attaches to the class. Bytes appear only at .numpy(),
-.item() or .realize(), which hand the graph to limn.engine.
+Each primitive method takes tensors and gives a tensor of one new Node (with a Context for autograd when
+a parent requires grad): Tensor(data) a BUFFER, Tensor.full a CONST, the elementwise ops, reduces, indexed
+ops, barriers and the five movements. limn.tensor attaches everything composed from these. Bytes appear
+only at .numpy(), .item() or .realize(), which hand the graph to limn.engine.
 Pipeline: **tensor** -> graph -> schedule -> IR -> renderer -> device.
 """
 

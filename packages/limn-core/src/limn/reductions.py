@@ -1,10 +1,8 @@
-"""The reductions, composed from SUM and MAX: sum, max, min, mean, var, std, logsumexp, softmax, argmax,
-any, all, and matmul, which is a broadcast multiply and a SUM.
+"""The reductions, composed from SUM and MAX: sum, max, min, mean, var, std, softmax, argmax, any, all, matmul.
 
-Each takes a tensor and `axis` (an int, a tuple of ints, or None for every dim) with `keepdim`, and gives
-a tensor; edge values follow torch (empty axes, NaN, infinities, 0-d tensors), held by tests/core/
-test_edge_values.py. The functions are named as the methods limn.tensor makes of them (sum, max, min,
-any, all, as numpy's and torch's are), so this module does not use Python's builtins of those names.
+Each takes a tensor and `axis` (an int, a tuple of ints, or None for every dim) with `keepdim`, and gives a
+tensor; edge values follow torch (empty axes, NaN, inf, 0-d tensors; tests/core/test_edge_values.py). Named
+as the methods limn.tensor makes of them (sum, max, ... as numpy's are), so Python's builtins are not used here.
 Pipeline: **tensor (composed ops)** -> graph (SUM, MAX) -> schedule -> IR -> renderer -> device.
 """
 
