@@ -6,7 +6,7 @@ from limn import Tensor
 from limn.codegen import ir
 from limn.ir import Acc, Accum, ConstI, EndLoop, Loop, Store
 from limn.ops import Op
-from limn.schedule import Alu, Load, Schedule, describe, kernel_count, schedule, walk_expr
+from limn.schedule import Alu, Load, Schedule, Sink, describe, kernel_count, schedule, walk_expr
 
 
 def schedule_of(*tensors: Tensor) -> Schedule:
@@ -64,7 +64,7 @@ def test_sum_of_padded_view_does_not_copy():
 def test_matmul_sink_aliases_the_kernel_buffer():
     sched = schedule_of(Tensor.randn((4, 5)) @ Tensor.randn((5, 3)))
     (kernel,) = sched.kernels
-    assert sched.sinks == [(kernel.out, (4, 3))], (
+    assert sched.sinks == [Sink(kernel.out, (4, 3))], (
         f"sink 0 should read the kernel's output slot {kernel.out} as (4, 3), got {sched.sinks}"
     )
     assert sched.slots[kernel.out].shape == (4, 3, 1), "the kernel's buffer keeps the reduced dim"
@@ -75,7 +75,7 @@ def test_sink_reshaping_a_callers_buffer_is_a_copy():
     x = Tensor.randn((2, 3))
     sched = schedule_of(x.reshape(6))
     assert len(sched.kernels) == 1, f"the reshape of a leaf is copied into its own buffer:\n{describe(sched)}"
-    assert sched.sinks[0][0] not in sched.inputs, f"sink {sched.sinks} must not alias input slots {sched.inputs}"
+    assert sched.sinks[0].slot not in sched.inputs, f"sink {sched.sinks} must not alias input slots {sched.inputs}"
 
 
 def test_softmax_is_three_kernels():

@@ -185,6 +185,15 @@ def test_debug_2_prints_the_ir_of_each_plan(ir_device, capsys, monkeypatch):
     )
 
 
+def test_debug_2_says_which_rule_stored_each_buffer(ir_device, capsys, monkeypatch):
+    monkeypatch.setenv("LIMN_DEBUG", "2")
+    run_twice(np.ones((3, 4), np.float32))
+    err = capsys.readouterr().err
+    assert err.count("buf1 <- k0 SUM float32[1, 1]: a reduce is always stored; sink 0\n") == 1, (
+        f"LIMN_DEBUG=2 should say once, per buffer, which fusion rule stored it:\n{err}"
+    )
+
+
 def test_debug_3_prints_sources_and_per_kernel_timings(ir_device, capsys, monkeypatch):
     monkeypatch.setenv("LIMN_DEBUG", "3")
     run_twice(np.ones((3, 4), np.float32))

@@ -5,7 +5,7 @@ program per kernel), caches that plan by the graph's structure, and replays it a
 each call. Programs are cached by source hash, so two plans that render the same kernel share it. A
 backend supplies only `render` (IR -> source), `compile` (source -> program), `launch`, and the five
 hooks for moving bytes; everything else here is common to C and CUDA.
-Set LIMN_DEBUG=1 (plans built), 2 (their IR), 3 (rendered source and per-kernel timings).
+Set LIMN_DEBUG=1 (plans built), 2 (why each buffer is stored, and the IR), 3 (rendered source and per-kernel timings).
 Pipeline: tensor -> graph -> schedule -> IR -> **plan executor** -> renderer -> device.
 """
 
@@ -27,7 +27,7 @@ from limn.device import Buffer, DeviceError, get_device
 from limn.dtypes import DType
 from limn.ir import KernelIR, Program
 from limn.ops import Node, Op, Shape, toposort
-from limn.schedule import Gather, Load, Schedule, schedule, walk_expr
+from limn.schedule import Gather, Load, Schedule, explain, schedule, walk_expr
 
 
 def debug_level() -> int:
@@ -146,6 +146,7 @@ class CompiledDevice:
         if debug_level() >= 1:
             print(f"[limn {self.name}] plan {len(self.plans)}: {len(sched.kernels)} kernels", file=sys.stderr)
         if debug_level() >= 2:
+            print(explain(sched), file=sys.stderr)  # per buffer, the fusion rule that stored it
             print(program, file=sys.stderr)
         return plan, leaves
 
