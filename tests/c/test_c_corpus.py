@@ -3,7 +3,9 @@
   half width's own rounding);
 - threading changes which core computes a cell, not the cell: every nest threaded equals serial, bit for bit;
 - splitting a masked innermost loop at the mask's edges changes nothing: split equals unsplit, bit for bit;
-- the register-tiled matmul equals the plain nest, bit for bit."""
+- the register-tiled matmul equals the plain nest, bit for bit;
+- chunked and jammed folds equal plain folds, and hoisting loop invariants equals computing them in the loop,
+  bit for bit."""
 
 import numpy as np
 import pytest
@@ -20,6 +22,7 @@ limn.register_device("c_nosplit", lambda: CDevice(split_pads=False, parallel_wor
 limn.register_device("c_notile", lambda: CDevice(tile_matmuls=False, parallel_work=0))
 limn.register_device("c_nochunk", lambda: CDevice(chunk_folds=False, parallel_work=0))
 limn.register_device("c_plainfold", lambda: CDevice(chunk_folds=False, jam_folds=False, parallel_work=0))
+limn.register_device("c_nohoist", lambda: CDevice(hoist_invariants=False, parallel_work=0))
 
 
 def on(device: str, case: Case) -> list[np.ndarray]:
@@ -66,6 +69,17 @@ def test_chunked_and_jammed_folds_equal_plain_folds_bit_for_bit(case: Case):
     plain, chunked = on("c_plainfold", case), on("c_threads", case)
     for i, (p, c) in enumerate(zip(plain, chunked)):
         assert _same_bits(p, c), f"{case} output {i}: chunked fold differs from the plain one\n" + _reproducer(case)
+
+
+# the cases whose nests hoist something: reductions beside broadcast values, wrapping int arithmetic, scatters
+HOISTS = ("reduces", "softmax", "reduce_of_expression", "permute_and_reshape", "int_wraparound", "scatter", "autograd")
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if any(key in c.name for key in HOISTS)], ids=str)
+def test_hoisted_invariants_equal_unhoisted_bit_for_bit(case: Case):
+    unhoisted, hoisted = on("c_nohoist", case), on("c_threads", case)
+    for i, (u, h) in enumerate(zip(unhoisted, hoisted)):
+        assert _same_bits(u, h), f"{case} output {i}: hoisting changed the numbers\n" + _reproducer(case)
 
 
 MATMULS = {

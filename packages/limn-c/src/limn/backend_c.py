@@ -30,9 +30,9 @@ import numpy as np
 from limn.c_matmul import VECTOR_PRELUDE
 from limn.c_prelude import PRELUDE
 from limn.c_source import CRenderer, Options
-from limn.codegen import KernelIR
 from limn.device import DeviceError
 from limn.dtypes import DType
+from limn.ir import KernelIR
 from limn.jit import CompiledDevice
 from limn.ops import Shape
 
@@ -167,9 +167,9 @@ class Toolchain:
 
 class CDevice(CompiledDevice):
     """The c device. threads=False emits serial nests (what the threaded ones are tested against);
-    split_pads, tile_matmuls, chunk_folds and jam_folds likewise turn off the bit-exact rewrites for
-    tests, and nests with fewer than `parallel_work` iterations stay serial (0 threads every nest that
-    can be)."""
+    split_pads, tile_matmuls, chunk_folds, jam_folds and hoist_invariants likewise turn off the bit-exact
+    rewrites for tests, and nests with fewer than `parallel_work` iterations stay serial (0 threads every
+    nest that can be)."""
 
     name = "c"
     host = True
@@ -183,6 +183,7 @@ class CDevice(CompiledDevice):
         parallel_work: int = 32768,
         chunk_folds: bool = True,
         jam_folds: bool = True,
+        hoist_invariants: bool = True,
     ) -> None:
         super().__init__()
         self.toolchain = Toolchain(cc)
@@ -193,6 +194,7 @@ class CDevice(CompiledDevice):
             tile_matmuls=tile_matmuls,
             chunk_folds=chunk_folds,
             parallel_work=parallel_work,
+            hoist_invariants=hoist_invariants,
         )
         self.renderer = CRenderer(self.options)
         self.libraries: list[ctypes.CDLL] = []  # kept alive while their functions may be called

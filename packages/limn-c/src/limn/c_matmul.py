@@ -1,12 +1,9 @@
-"""Register-tiled C for nests that read as a matmul, bit-identical to the plain nest.
+"""Matmul tiles: register-tiled C for nests that read as a matmul, bit-identical to the plain nest.
 
-The plain nest for out[i, j] += a[i, r] * b[r, j] walks i, r, j and folds into memory. The tiled form
-keeps an 8 x (2 vectors) patch of output cells in local accumulators, copies the column panel of b it
-needs into a contiguous per-thread buffer (R_BLOCK rows of it at a time, the totals stored and reloaded
-between blocks, exactly), and walks r in the same order, so every cell sees the same
-fma sequence from the same identity: only where operands are read from changes, never the numbers.
-Column panels go to the OpenMP team; edges that do not fill a whole tile use the scalar fold.
-Pipeline: IR -> C source (c_source.py, which calls this for matching nests) -> cc.
+An 8 x (2 vectors) patch of output cells stays in local accumulators while r is walked in order over a packed,
+contiguous panel of b (R_BLOCK rows at a time, totals stored and reloaded exactly), so each cell sees the plain
+nest's fma sequence from the same identity; edges use the scalar fold. Held to the plain nest by
+tests/c/test_c_corpus.py::test_tiled_matmul_equals_plain_nest_bit_for_bit. Pipeline: IR -> C source -> cc.
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from limn import dtypes
-from limn.ir import Acc, Accum, Arith, EndLoop, Index, Instr, KernelIR, LoadI, Loop, LoopVar, Store, Term
+from limn.ir import Acc, Accum, Arith, ConstI, EndLoop, Index, Instr, KernelIR, LoadI, Loop, LoopVar, Store, Term
 from limn.ops import Op
 
 ROWS = 8  # output rows per tile
@@ -119,6 +116,24 @@ def match_matmul(nest: list[Instr], kernel: KernelIR) -> Matmul | None:
         return None
     ctype = "double" if dtype == dtypes.float64 else "float"
     return Matmul(batch, i, r, j, la, lb, out, out_index, ctype, registers)
+
+
+def fill_overwritten_by_tile(nest: list[Instr], following: list[Instr], kernel: KernelIR) -> bool:
+    """True for the identity fill in front of a nest that renders as a tiled matmul in the memory form, which
+    stores every output cell itself (full tiles and edges alike) rather than adding to it."""
+    if not isinstance(following[0], Loop):
+        return False
+    m = match_matmul(following, kernel)
+    if m is None or m.registers:
+        return False
+    fills = [i for i in nest if not isinstance(i, (Loop, EndLoop))]
+    return (
+        len(fills) == 2
+        and isinstance(fills[0], ConstI)
+        and isinstance(fills[1], Store)
+        and fills[1].buf == m.out
+        and fills[0].value == 0
+    )
 
 
 def _offset(index: Index, batch: tuple[Loop, ...]) -> str:

@@ -1,9 +1,25 @@
-"""The C every kernel library starts with: the helpers rendered kernels call.
+"""The C every kernel library starts with: the helpers rendered kernels call, and the rows that name them.
 
-float16 and bfloat16 conversions (round to nearest even, bit for bit what ml_dtypes does), float32 exp
-and log that vectorize, and LIMN_IVDEP, which marks loops whose iterations are independent. The
-renderer (c_source.py) spells ops in terms of these; nothing here depends on a kernel.
+float16 and bfloat16 conversions (round to nearest even, bit for bit what ml_dtypes does), float32 exp and log
+that vectorize, and LIMN_IVDEP, which marks loops whose iterations are independent. HALF_WIDTHS and MATH_FUNCS
+are the entries of the C-style base (limn.cstyle) that CRenderer (c_source.py) overrides to call them.
+Pipeline: IR -> C source (c_source.py) -> **this prelude + the kernels** -> cc.
 """
+
+from limn import cstyle, dtypes
+from limn.cstyle import CType
+
+# the half widths are 16-bit patterns in memory and floats while computed, converted by the helpers below
+HALF_WIDTHS: dict[dtypes.DType, CType] = {
+    dtypes.float16: CType("uint16_t", "float", "limn_f16_to_f32", "limn_f32_to_f16", "limn_round_f16"),
+    dtypes.bfloat16: CType("uint16_t", "float", "limn_bf16_to_f32", "limn_f32_to_bf16", "limn_round_bf16"),
+}
+
+# float32 exp and log are the prelude's polynomials, which vectorize; the rest is C99's <math.h>
+MATH_FUNCS: dict[str, dict[str, str]] = {
+    **cstyle.MATH_FUNCS,
+    "float": {**cstyle.MATH_FUNCS["float"], "exp": "limn_expf", "log": "limn_logf"},
+}
 
 PRELUDE = r"""#include <stdint.h>
 #include <string.h>
