@@ -328,9 +328,9 @@ class Program:
     def __str__(self) -> str:
         parts = [str(k) for k in self.kernels]
         sinks = []
-        for i, (slot, shape) in enumerate(self.schedule.sinks):
-            dtype = self.schedule.slots[slot].dtype
-            sinks.append(f"sink {i} = buf{slot}  {dtype.name}{list(shape)}")
+        for i, sink in enumerate(self.schedule.sinks):
+            dtype = self.schedule.slots[sink.slot].dtype
+            sinks.append(f"sink {i} = buf{sink.slot}  {dtype.name}{list(sink.shape)}")
         return "\n\n".join(parts + ["\n".join(sinks)])
 
 

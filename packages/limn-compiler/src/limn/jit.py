@@ -189,7 +189,7 @@ class CompiledDevice:
         handles: list[Any] = [None] * len(sched.slots)
         for slot, buf in zip(sched.inputs, leaves):
             handles[slot] = self._bind(buf)
-        kept = {slot for slot, _ in sched.sinks}
+        kept = {sink.slot for sink in sched.sinks}
         scratch = plan.scratch()
         for slot in sched.slots:
             if slot.kind == "input":
@@ -267,15 +267,15 @@ class CompiledDevice:
     def _results(self, sched: Schedule, leaves: list[Buffer], handles: list[Any]) -> list[Buffer]:
         leaf_of = dict(zip(sched.inputs, leaves))
         out = []
-        for slot, shape in sched.sinks:
-            if slot in leaf_of and leaf_of[slot].shape == shape:
-                out.append(leaf_of[slot])  # an ASSIGN's target, or a sink that is a leaf as it is
+        for sink in sched.sinks:
+            leaf = leaf_of.get(sink.slot)
+            if leaf is not None and leaf.shape == sink.shape:
+                out.append(leaf)  # an ASSIGN's target, or a sink that is a leaf as it is
                 continue
-            info = sched.slots[slot]
-            handle = handles[slot]
+            handle = handles[sink.slot]
             if self.host:
-                handle = handle.reshape(shape)  # an alias: same bytes, the sink's shape
-            out.append(Buffer(self.name, info.dtype, shape, handle))
+                handle = handle.reshape(sink.shape)  # an alias: same bytes, the sink's shape
+            out.append(Buffer(self.name, sched.slots[sink.slot].dtype, sink.shape, handle))
         return out
 
 

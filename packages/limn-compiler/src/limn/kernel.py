@@ -8,7 +8,7 @@ Pipeline: tensor -> graph -> **schedule** -> IR (codegen.py) -> renderer -> devi
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -156,11 +156,6 @@ class Sink:
 
     slot: int
     shape: Shape
-
-    def __iter__(self) -> Iterator[Any]:
-        """Unpacks as (slot, shape), for `for slot, shape in sched.sinks` in ir.py and jit.py until they read
-        the fields by name."""
-        return iter((self.slot, self.shape))
 
 
 @dataclass
