@@ -35,7 +35,7 @@ from limn.ir import (
     Value,
     check,
 )
-from limn.ops import Op, Shape
+from limn.ops import REDUCE, Op, Shape
 from limn.schedule import Alu, Const, Expr, Gather, Kernel, Load, Schedule, schedule, walk_expr
 from limn.view import View, row_major_strides
 
@@ -172,7 +172,7 @@ class _Lowerer:
         k = self.kernel
         if k.custom is not None:
             return self._custom()
-        if k.op in (Op.SUM, Op.MAX):
+        if k.op in REDUCE:
             self._reduce()
         else:
             self._elementwise(k.expr, k.loop_shape)
