@@ -25,6 +25,12 @@ limn.register_device("c_plainfold", lambda: CDevice(chunk_folds=False, jam_folds
 limn.register_device("c_nohoist", lambda: CDevice(hoist_invariants=False, parallel_work=0))
 
 
+@pytest.mark.parametrize("switch", ["split_pads", "tile_matmuls", "chunk_folds", "jam_folds", "hoist_invariants"])
+def test_each_rewrite_switch_reaches_the_renderer(switch: str):
+    # a switch dropped on the way would leave its bit-for-bit test below comparing the rewrite with itself
+    assert getattr(CDevice(**{switch: False}).renderer.options, switch) is False
+
+
 def on(device: str, case: Case) -> list[np.ndarray]:
     limn.set_device(device)
     return run_case(case)

@@ -193,6 +193,7 @@ class CDevice(CompiledDevice):
             split_pads=split_pads,
             tile_matmuls=tile_matmuls,
             chunk_folds=chunk_folds,
+            jam_folds=jam_folds,
             parallel_work=parallel_work,
             hoist_invariants=hoist_invariants,
         )
