@@ -125,9 +125,9 @@ def test_the_ir_interpreter_computes_every_arith_op():
 
 
 def test_the_c_spellings_cover_every_arith_op_of_their_dtype_family():
-    c_ops = _table("limn.c_source", "C_OPS")
-    c_int_ops = _table("limn.c_source", "C_INT_OPS")
-    c_bool_ops = _table("limn.c_source", "C_BOOL_OPS")
+    c_ops = _table("limn.cstyle", "C_OPS")
+    c_int_ops = _table("limn.cstyle", "C_INT_OPS")
+    c_bool_ops = _table("limn.cstyle", "C_BOOL_OPS")
     # ints never meet the float-only unaries (Tensor casts them to float first); bools never meet NEG either
     # (Tensor.neg refuses a bool tensor)
     families = {
@@ -137,14 +137,14 @@ def test_the_c_spellings_cover_every_arith_op_of_their_dtype_family():
     }
     for name, (table, expected) in families.items():
         assert set(table) == expected, (
-            f"limn.c_source.{name} misses {sorted(map(repr, expected - set(table)))} "
+            f"limn.cstyle.{name} misses {sorted(map(repr, expected - set(table)))} "
             f"and has {sorted(map(repr, set(table) - expected))} beyond its family"
         )
 
 
 def test_the_c_float_spellings_name_only_math_functions_c_provides():
-    c_ops = _table("limn.c_source", "C_OPS")
-    math_funcs = _table("limn.c_source", "MATH_FUNCS")
+    c_ops = _table("limn.cstyle", "C_OPS")
+    math_funcs = _table("limn.c_prelude", "MATH_FUNCS")  # C's own: the C-style names with its exp and log
     for op, template in c_ops.items():
         fields = {f for _, f, _, _ in string.Formatter().parse(template) if f}
         for ctype, names in math_funcs.items():

@@ -17,12 +17,8 @@ from limn.c_matmul import fill_overwritten_by_tile, match_matmul, render_tiled
 from limn.c_pad_split import split_at_mask_edges, whole
 from limn.c_prelude import HALF_WIDTHS, MATH_FUNCS
 from limn.c_threads import Pragma, scatters, team_pragma
-from limn.cstyle import C_BOOL_OPS, C_INT_OPS, C_OPS, TYPES, CStyle, Decided
+from limn.cstyle import TYPES, CStyle, Decided
 from limn.ir import EndLoop, Instr, KernelIR, Loop
-
-# C spells the ops as the C-style base does: limn.cstyle's C_OPS, C_INT_OPS and C_BOOL_OPS are C's, and
-# tests/core/test_op_table.py reads them here, beside MATH_FUNCS (C's own exp and log).
-__all__ = ["C_BOOL_OPS", "C_INT_OPS", "C_OPS", "MATH_FUNCS", "CRenderer", "Options"]
 
 
 @dataclass
