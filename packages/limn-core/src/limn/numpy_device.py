@@ -46,8 +46,8 @@ def _widened(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     """Runs fn in the node's compute dtype and stores the result in the node's dtype (one rounding)."""
 
     def kernel(node: Node, *xs: np.ndarray) -> np.ndarray:
-        wide = [x.astype(node.dtype.compute.np) if x.dtype != np.bool_ else x for x in xs]
-        return np.asarray(fn(*wide)).astype(node.dtype.np)
+        wide = [x.astype(node.dtype.compute.np, copy=False) if x.dtype != np.bool_ else x for x in xs]
+        return np.asarray(fn(*wide)).astype(node.dtype.np, copy=False)
 
     return kernel
 
@@ -63,12 +63,12 @@ def _cast(node: Node, x: np.ndarray) -> np.ndarray:
 
 def _cmplt(node: Node, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if node.srcs[0].dtype.is_half:
-        a, b = a.astype(np.float32), b.astype(np.float32)  # exact: every half value is a float32
+        a, b = a.astype(np.float32, copy=False), b.astype(np.float32, copy=False)  # exact: halves are float32s
     return np.less(a, b)
 
 
 def _where(node: Node, c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.where(c, a, b).astype(node.dtype.np)
+    return np.where(c, a, b).astype(node.dtype.np, copy=False)
 
 
 def _reduce(op: Op) -> Callable[..., np.ndarray]:
@@ -81,10 +81,10 @@ def _reduce(op: Op) -> Callable[..., np.ndarray]:
                 return np.sum(x, axis=axes, keepdims=True, dtype=node.dtype.np)
             initial = np.iinfo(node.dtype.np).min
             return np.max(x, axis=axes, keepdims=True, initial=initial)
-        wide = x.astype(node.dtype.compute.np)  # half widths keep their running total in float32
+        wide = x.astype(node.dtype.compute.np, copy=False)  # half widths keep their running total in float32
         if op is Op.SUM:
-            return np.sum(wide, axis=axes, keepdims=True).astype(node.dtype.np)
-        return np.max(wide, axis=axes, keepdims=True, initial=-np.inf).astype(node.dtype.np)
+            return np.sum(wide, axis=axes, keepdims=True).astype(node.dtype.np, copy=False)
+        return np.max(wide, axis=axes, keepdims=True, initial=-np.inf).astype(node.dtype.np, copy=False)
 
     return kernel
 
@@ -172,13 +172,20 @@ class NumpyDevice:
 
     def run(self, sinks: Sequence[Node]) -> list[Buffer]:
         """Computes every sink. ASSIGNs are a transaction: all values are computed from the pre-step
-        buffers first, then every write lands at once."""
+        buffers first, then every write lands at once. Each intermediate is dropped after the last node
+        that reads it, so a training step holds only the values still to be read."""
+        order = toposort(sinks)
+        last_read = {id(s): i for i, n in enumerate(order) for s in n.srcs}
+        keep = {id(s) for s in sinks}
         values: dict[int, np.ndarray] = {}
         writes: list[tuple[np.ndarray, np.ndarray]] = []
         with np.errstate(all="ignore"):
-            for node in toposort(sinks):
+            for i, node in enumerate(order):
                 values[id(node)] = self._eval(node, values, writes)
                 self.nodes_run += 1
+                for s in node.srcs:
+                    if last_read[id(s)] == i and id(s) not in keep:
+                        values.pop(id(s), None)
             # sinks that alias a buffer about to be written must keep the pre-step values
             results = [np.array(values[id(s)], copy=True) for s in sinks]
         for target, value in writes:
