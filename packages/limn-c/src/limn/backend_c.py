@@ -19,6 +19,7 @@ import platform
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import warnings
 from dataclasses import dataclass, field
@@ -27,16 +28,17 @@ from typing import Any
 
 import numpy as np
 
+from limn import c_isa
 from limn.c_matmul import VECTOR_PRELUDE
 from limn.c_prelude import PRELUDE
 from limn.c_source import CRenderer, Options
 from limn.device import DeviceError
 from limn.dtypes import DType
 from limn.ir import KernelIR
-from limn.jit import CompiledDevice
+from limn.jit import CompiledDevice, debug_level
 from limn.ops import Shape
 
-BASE_FLAGS = ["-O3", "-march=native", "-fPIC", "-shared", "-std=c11", "-fno-math-errno", "-ffp-contract=off"]
+BASE_FLAGS = ["-O3", "-fPIC", "-shared", "-std=c11", "-fno-math-errno", "-ffp-contract=off"]
 
 
 class CompileError(RuntimeError):
@@ -115,7 +117,7 @@ def team_size() -> int:
 class Toolchain:
     """A C compiler that is known to build shared libraries, with or without OpenMP."""
 
-    def __init__(self, cc: str | None = None) -> None:
+    def __init__(self, cc: str | None = None, march: str | None = None) -> None:
         name = cc or os.environ.get("CC") or "cc"
         path = shutil.which(name)
         if path is None:
@@ -128,13 +130,25 @@ class Toolchain:
         except (OSError, subprocess.TimeoutExpired) as e:
             raise DeviceError(f"the c device could not run the C compiler {path}: {e}") from e
         self.identity = f"{path} {version.stdout.splitlines()[0] if version.stdout else ''}"
-        self.openmp = self._builds(["-fopenmp"])
-        if not self.openmp and not self._builds([]):
-            raise DeviceError(
-                f"the c device cannot build a shared library with {path} {' '.join(BASE_FLAGS)}; "
-                "check that the compiler and its linker work"
-            )
-        self.flags = BASE_FLAGS + (["-fopenmp"] if self.openmp else [])
+        self.target = self._target(march or os.environ.get("LIMN_C_MARCH") or "native")
+        self.openmp = self._builds(self.target + ["-fopenmp"])
+        self.flags = BASE_FLAGS + self.target + (["-fopenmp"] if self.openmp else [])
+        self.isa, why = c_isa.probe(self.cc, self.flags)
+        self.isa_reason = f"{' '.join(self.target) or 'no -march'}: {why}"
+
+    def _target(self, march: str) -> list[str]:
+        """The -march flag kernels are built with. A requested target the compiler cannot build for is
+        an error; `native` that fails (a compiler too old for this CPU, or one that has no such flag)
+        falls back to the compiler's default target, whose kernels are correct, only slower."""
+        if self._builds([f"-march={march}"]):
+            return [f"-march={march}"]
+        if march == "native" and self._builds([]):
+            return []
+        raise DeviceError(
+            f"the c device cannot build a shared library with {self.cc} {' '.join(BASE_FLAGS)} -march={march}; "
+            "check that the compiler and its linker work, and that it knows that target "
+            "(LIMN_C_MARCH, or CDevice(march=...), names it)"
+        )
 
     def _builds(self, extra: list[str]) -> bool:
         with tempfile.TemporaryDirectory() as tmp:
@@ -181,12 +195,13 @@ class CDevice(CompiledDevice):
         tile_matmuls: bool = True,
         cc: str | None = None,
         parallel_work: int = 32768,
+        march: str | None = None,
         chunk_folds: bool = True,
         jam_folds: bool = True,
         hoist_invariants: bool = True,
     ) -> None:
         super().__init__()
-        self.toolchain = Toolchain(cc)
+        self.toolchain = Toolchain(cc, march)
         team = team_size() if threads and self.toolchain.openmp else 1
         self.options = Options(
             threads=team,
@@ -196,7 +211,10 @@ class CDevice(CompiledDevice):
             jam_folds=jam_folds,
             parallel_work=parallel_work,
             hoist_invariants=hoist_invariants,
+            isa=self.toolchain.isa,
         )
+        if debug_level() >= 1:
+            print(f"[limn c] ISA table {self.toolchain.isa.describe()} ({self.toolchain.isa_reason})", file=sys.stderr)
         self.renderer = CRenderer(self.options)
         self.libraries: list[ctypes.CDLL] = []  # kept alive while their functions may be called
 

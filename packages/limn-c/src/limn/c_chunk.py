@@ -1,8 +1,9 @@
 """Chunked folds: a register fold whose values are costly makes them a chunk at a time, then folds them.
 
-Takes an innermost reduce LOOP ending in an ACCUM into a register, and the renderer; emits the values of CHUNK
-iterations in a loop with no dependence (it vectorizes), then folds them one by one in the same order: same
-bits, held to the plain fold by tests/c/test_c_corpus.py::test_chunked_and_jammed_folds_equal_plain_folds_bit_for_bit.
+Takes an innermost reduce LOOP ending in an ACCUM into a register, and the renderer; emits the values of a chunk
+of iterations (its size from the ISA table, limn.c_isa) in a loop with no dependence (it vectorizes), then folds
+them one by one in the same order: same bits, held to the plain fold by
+tests/c/test_c_corpus.py::test_chunked_and_jammed_folds_equal_plain_folds_bit_for_bit.
 Pipeline: IR -> C source (c_source.py chunks the folds worth it) -> cc.
 """
 
@@ -16,8 +17,6 @@ from limn.ops import TRANSCENDENTAL
 
 if TYPE_CHECKING:
     from limn.c_source import CRenderer
-
-CHUNK = 16  # values made ahead of a chunked fold: a 64-byte vector of float32 (more for narrower loads)
 
 
 def costly(instrs: list[Instr]) -> bool:
@@ -45,9 +44,11 @@ def render_chunked(
     fold: Accum = inner[-1]
     mul = r.fma_of.get(fold)
     operands = list(dict.fromkeys(mul.srcs if mul is not None else (fold.src,)))  # x * x: one array
-    # a vector of the narrowest type read must fill: 16 floats, but 64 one-byte bools
+    # chunk_bytes of the widest values made (16 float32 for 64 bytes), more if the narrowest load (a bool
+    # mask) would not fill a vector
+    isa = r.options.isa
     narrowest = min((i.dtype.itemsize for i in inner if isinstance(i, LoadI)), default=4)
-    chunk = max(CHUNK, 64 // narrowest)
+    chunk = max(isa.chunk_bytes // 4, isa.vector_bytes // narrowest)
     n_full = (hi - lo) // chunk * chunk
     var, base = loop.var, f"{loop.var}_chunk"
     if n_full > 0:

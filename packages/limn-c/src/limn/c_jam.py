@@ -1,9 +1,10 @@
-"""Jammed folds: JAM cells of a register fold computed side by side, as independent chains of adds.
+"""Jammed folds: several cells of a register fold computed side by side, as independent chains of adds.
 
 Takes a LOOP over cells whose body opens a register total, folds into it over one reduce loop and stores it, and
-the renderer; emits JAM renamed copies of that body in one loop. Each cell still folds its own values in its own
-order from its own identity: the same bits, held to the plain fold by tests/c/test_c_corpus.py::
-test_chunked_and_jammed_folds_equal_plain_folds_bit_for_bit. Pipeline: IR -> C source (c_source.py) -> cc.
+the renderer; emits renamed copies of that body in one loop, as many as the ISA table's `jam` (limn.c_isa). Each
+cell still folds its own values in its own order from its own identity: the same bits, held to the plain fold
+by tests/c/test_c_corpus.py::test_chunked_and_jammed_folds_equal_plain_folds_bit_for_bit.
+Pipeline: IR -> C source (c_source.py) -> cc.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from limn.ir import Acc, Accum, Arith, ConstI, EndLoop, Index, Instr, LoadI, Loo
 
 if TYPE_CHECKING:
     from limn.c_source import CRenderer
-
-JAM = 8  # cells of a register fold computed side by side (independent add chains)
 
 Names = dict[LoopVar | Value, LoopVar | Value]
 
@@ -73,17 +72,18 @@ def renamed(ins: Instr, names: Names) -> Instr:
 def render_jammed(
     r: CRenderer, loop: Loop, inner: list[Instr], depth: int, decided: Decided, pragma: Pragma | None
 ) -> None:
-    """Emits the row fold `loop` (see is_row_fold) JAM cells at a time, then the cells left over one by one.
+    """Emits the row fold `loop` (see is_row_fold) `jam` cells at a time, then the cells left over one by one.
     Copy u of the body counts cell `var + u` and names its values v3_u, acc0_u."""
     var = loop.var
-    n_full = loop.extent // JAM * JAM
+    jam = r.options.isa.jam
+    n_full = loop.extent // jam * jam
     if pragma is not None:
         r.emit(pragma.line(), depth, raw=True)
-    r.emit(f"for (int64_t {var} = 0; {var} < {n_full}; {var} += {JAM}) {{", depth)
+    r.emit(f"for (int64_t {var} = 0; {var} < {n_full}; {var} += {jam}) {{", depth)
     acc: Acc = inner[0]
     reduce_block, store = inner[1:-1], inner[-1]
     copies: list[Names] = []
-    for u in range(JAM):
+    for u in range(jam):
         names: Names = {var: LoopVar(f"{var}_{u}")}
         for ins in inner:
             dst = getattr(ins, "dst", None)

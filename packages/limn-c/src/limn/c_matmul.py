@@ -1,9 +1,10 @@
 """Matmul tiles: register-tiled C for nests that read as a matmul, bit-identical to the plain nest.
 
-An 8 x (2 vectors) patch of output cells stays in local accumulators while r is walked in order over a packed,
-contiguous panel of b (R_BLOCK rows at a time, totals stored and reloaded exactly), so each cell sees the plain
-nest's fma sequence from the same identity; edges use the scalar fold. Held to the plain nest by
-tests/c/test_c_corpus.py::test_tiled_matmul_equals_plain_nest_bit_for_bit. Pipeline: IR -> C source -> cc.
+A patch of output cells (rows x vectors, sized for the target by limn.c_isa) stays in local accumulators while r
+is walked in order over a packed, contiguous panel of b (R_BLOCK rows at a time, totals stored and reloaded
+exactly), so each cell sees the plain nest's fma sequence from the same identity; edges use the scalar fold.
+Held to the plain nest by tests/c/test_c_corpus.py::test_tiled_matmul_equals_plain_nest_bit_for_bit.
+Pipeline: IR -> C source -> cc.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ from limn import dtypes
 from limn.ir import Acc, Accum, Arith, ConstI, EndLoop, Index, Instr, KernelIR, LoadI, Loop, LoopVar, Store, Term
 from limn.ops import Op
 
-ROWS = 8  # output rows per tile
-VECTORS = 2  # vectors of output columns per tile row
 R_BLOCK = 512  # reduce steps per panel block: 512 x 32 floats, 64 KiB, stays near the core (L1/L2)
 
 
@@ -147,12 +146,13 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
     """C lines for the tiled nest (see the module docstring)."""
     if (
         not m.batch
-        and m.i.extent >= ROWS
+        and m.i.extent >= renderer.options.isa.tile_rows
         and m.r.extent * m.j.extent <= PACKED_B_LIMIT
         and m.j.extent <= PACKED_COLUMNS
     ):
         return render_packed(m, renderer, depth)
     t, threads = m.ctype, renderer.options.threads
+    rows, vectors = renderer.options.isa.tile_rows, renderer.options.isa.tile_vectors
     fma = "fma" if t == "double" else "fmaf"
     width = f"LIMN_VEC_{t.upper()}"
     ni, nr, nj = m.i.extent, m.r.extent, m.j.extent
@@ -161,10 +161,10 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
     o_i = _coef(m.out_index, m.i.var)
     a, b, out = m.a.buf, m.b.buf, m.out
     i, r, j = m.i.var, m.r.var, m.j.var
-    tj = f"({VECTORS} * {width})"
+    tj = f"({vectors} * {width})"
     kc = min(nr, R_BLOCK)
     lines = [
-        f"/* matmul tile: {ROWS} rows x {VECTORS} vectors of cells in registers; {r} walked in order */",
+        f"/* matmul tile: {rows} rows x {vectors} vectors of cells in registers; {r} walked in order */",
         "{",
     ]
     work = ni * nj * nr
@@ -200,11 +200,11 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
         f"for (int64_t kb = 0; kb < {nr}; kb += {kc}) {{ /* a block of r whose panel stays in L1 */",
         f"const int64_t ke = kb + {kc} < {nr} ? kb + {kc} : {nr};",
         f"if (full_cols) for (int64_t {r} = kb; {r} < ke; {r}++) {pack}",
-        f"for (int64_t it = 0; it < {ni}; it += {ROWS}) {{",
-        f"    if (full_cols && it + {ROWS} <= {ni}) {{",
-        *_indented(8, _tile_fold(m, f"{out} + {o0} + (it + ii) * (int64_t){o_i} + jt", a_row)),
+        f"for (int64_t it = 0; it < {ni}; it += {rows}) {{",
+        f"    if (full_cols && it + {rows} <= {ni}) {{",
+        *_indented(8, _tile_fold(m, f"{out} + {o0} + (it + ii) * (int64_t){o_i} + jt", a_row, rows, vectors)),
         "    } else if (kb == 0) { /* an edge tile: the plain fold, cell by cell, all r at once */",
-        f"        for (int64_t {i} = it; {i} < it + {ROWS} && {i} < {ni}; {i}++)",
+        f"        for (int64_t {i} = it; {i} < it + {rows} && {i} < {ni}; {i}++)",
         f"        for (int64_t {j} = jt; {j} < jt + {tj} && {j} < {nj}; {j}++) {{",
         f"            {t} total = 0;",
         f"            for (int64_t {r} = 0; {r} < {nr}; {r}++)",
@@ -268,28 +268,28 @@ static inline limn_vec_double limn_vfma_d(double x, limn_vec_double b, limn_vec_
 """
 
 
-def _tile_fold(m: Matmul, out_row: str, a_value: str) -> list[str]:
-    """One ROWS x VECTORS tile's fold over the r block [kb, ke): totals from 0 (first block) or from what
+def _tile_fold(m: Matmul, out_row: str, a_value: str, rows: int, vectors: int) -> list[str]:
+    """One rows x vectors tile's fold over the r block [kb, ke): totals from 0 (first block) or from what
     the last block stored, one fma per cell per r in order, stored back. `panel` holds the block of b's
     columns row by row; `out_row` addresses row it + ii of the tile, `a_value` its a[it + ii, r]."""
     t, r = m.ctype, m.r.var
-    vec, width, tj = f"limn_vec_{t}", f"LIMN_VEC_{t.upper()}", f"({VECTORS} * LIMN_VEC_{t.upper()})"
+    vec, width, tj = f"limn_vec_{t}", f"LIMN_VEC_{t.upper()}", f"({vectors} * LIMN_VEC_{t.upper()})"
     return [
-        f"{vec} acc[{ROWS}][{VECTORS}]; /* the totals so far: 0, then what the last block stored */",
-        f"for (int ii = 0; ii < {ROWS}; ii++) for (int v = 0; v < {VECTORS}; v++) {{",
+        f"{vec} acc[{rows}][{vectors}]; /* the totals so far: 0, then what the last block stored */",
+        f"for (int ii = 0; ii < {rows}; ii++) for (int v = 0; v < {vectors}; v++) {{",
         f"    if (kb == 0) acc[ii][v] = ({vec}){{0}};",
         f"    else memcpy(&acc[ii][v], {out_row} + v * {width}, sizeof acc[ii][v]);",
         "}",
         f"for (int64_t {r} = kb; {r} < ke; {r}++) {{",
-        f"    {vec} row[{VECTORS}];",
-        f"    for (int v = 0; v < {VECTORS}; v++)",
+        f"    {vec} row[{vectors}];",
+        f"    for (int v = 0; v < {vectors}; v++)",
         f"        memcpy(&row[v], panel + ({r} - kb) * {tj} + v * {width}, sizeof row[v]);",
-        f"    for (int ii = 0; ii < {ROWS}; ii++) {{",
+        f"    for (int ii = 0; ii < {rows}; ii++) {{",
         f"        const {t} x = {a_value};",
-        f"        for (int v = 0; v < {VECTORS}; v++) acc[ii][v] = LIMN_VEC_FMA(x, row[v], acc[ii][v]);",
+        f"        for (int v = 0; v < {vectors}; v++) acc[ii][v] = LIMN_VEC_FMA(x, row[v], acc[ii][v]);",
         "    }",
         "}",
-        f"for (int ii = 0; ii < {ROWS}; ii++) for (int v = 0; v < {VECTORS}; v++)",
+        f"for (int ii = 0; ii < {rows}; ii++) for (int v = 0; v < {vectors}; v++)",
         f"    memcpy({out_row} + v * {width}, &acc[ii][v], sizeof acc[ii][v]);",
     ]
 
@@ -311,6 +311,7 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
     again per tile. Full tiles fold block after block from their stored totals; the cells of partial
     tiles fold whole at the end. Every cell sees the same fmas in the same order as the plain nest."""
     t, threads = m.ctype, renderer.options.threads
+    rows, vectors = renderer.options.isa.tile_rows, renderer.options.isa.tile_vectors
     fma = "fma" if t == "double" else "fmaf"
     width = f"LIMN_VEC_{t.upper()}"
     ni, nr, nj = m.i.extent, m.r.extent, m.j.extent
@@ -320,13 +321,13 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
     a, b, out = m.a.buf, m.b.buf, m.out
     a0, b0, o0 = m.a.index.const, m.b.index.const, m.out_index.const
     i, r, j = m.i.var, m.r.var, m.j.var
-    tj, kc, ni_full = f"({VECTORS} * {width})", min(nr, R_BLOCK), ni // ROWS * ROWS
+    tj, kc, ni_full = f"({vectors} * {width})", min(nr, R_BLOCK), ni // rows * rows
     out_row = f"{out} + {o0} + (it + ii) * (int64_t){o_i} + jt"
     if threads <= 1 or ni * nj * nr < renderer.options.parallel_work:
         threads = 1
     omp_for = "#pragma omp for schedule(static)" if threads > 1 else None
     lines = [
-        f"/* matmul tile, blocked: {ROWS} x {VECTORS} vectors of cells in registers, packed panels; {r} in order */",
+        f"/* matmul tile, blocked: {rows} x {vectors} vectors of cells in registers, packed panels; {r} in order */",
         "{",
         f"const int64_t nj_full = {nj} / {tj} * {tj};",
         f"{t}* bpack = ({t}*)malloc(sizeof({t}) * {kc} * (nj_full > 0 ? nj_full : 1));",
@@ -336,7 +337,7 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
         lines.append(f"#pragma omp parallel num_threads({threads})")
     lines += [
         "{",
-        f"{t} apack[{kc} * {ROWS}]; /* a's tile rows, r-major: this thread's own */",
+        f"{t} apack[{kc} * {rows}]; /* a's tile rows, r-major: this thread's own */",
         f"for (int64_t kb = 0; packed && kb < {nr}; kb += {kc}) {{",
         f"    const int64_t ke = kb + {kc} < {nr} ? kb + {kc} : {nr};",
     ]
@@ -352,14 +353,14 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
     if omp_for:
         lines.append(omp_for)
     lines += [
-        f"    for (int64_t it = 0; it < {ni_full}; it += {ROWS}) {{",
+        f"    for (int64_t it = 0; it < {ni_full}; it += {rows}) {{",
         f"        for (int64_t {r} = kb; {r} < ke; {r}++)",
-        f"            for (int ii = 0; ii < {ROWS}; ii++)",
-        f"                apack[({r} - kb) * {ROWS} + ii] =",
+        f"            for (int ii = 0; ii < {rows}; ii++)",
+        f"                apack[({r} - kb) * {rows} + ii] =",
         f"                    {a}[{a0} + (it + ii) * (int64_t){a_i} + {r} * (int64_t){a_r}];",
         f"        for (int64_t jt = 0; jt < nj_full; jt += {tj}) {{",
         f"            const {t}* panel = bpack + jt * {kc};",
-        *_indented(12, _tile_fold(m, out_row, f"apack[({r} - kb) * {ROWS} + ii]")),
+        *_indented(12, _tile_fold(m, out_row, f"apack[({r} - kb) * {rows} + ii]", rows, vectors)),
         "        }",
         "    }",
         "}",

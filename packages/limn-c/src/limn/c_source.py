@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from limn import c_isa
 from limn.c_chunk import costly, render_chunked, worth_chunking
 from limn.c_hoist import hoist
-from limn.c_jam import JAM, is_row_fold, render_jammed
+from limn.c_jam import is_row_fold, render_jammed
 from limn.c_matmul import fill_overwritten_by_tile, match_matmul, render_tiled
 from limn.c_pad_split import split_at_mask_edges, whole
 from limn.c_prelude import HALF_WIDTHS, MATH_FUNCS
@@ -33,6 +34,7 @@ class Options:
     jam_folds: bool = True
     parallel_work: int = 32768  # a nest with fewer loop iterations than this runs serially
     hoist_invariants: bool = True
+    isa: c_isa.ISA = c_isa.TABLE[0]  # the target's row of the ISA table: tile, chunk and jam sizes
 
 
 class CRenderer(CStyle):
@@ -118,7 +120,9 @@ class CRenderer(CStyle):
     def _jams(self, loop: Loop, inner: list[Instr], collapsing: int) -> bool:
         """Whether a loop is a row fold to jam: long enough, outside a collapse, and not one whose values are
         costly enough to chunk instead (a vectorized exp beats eight scalar ones)."""
-        if not self.options.jam_folds or collapsing != 0 or not is_row_fold(loop, inner) or loop.extent < JAM:
+        if not self.options.jam_folds or collapsing != 0 or not is_row_fold(loop, inner):
+            return False
+        if loop.extent < self.options.isa.jam:
             return False
         return not (self.options.chunk_folds and costly(inner))
 
