@@ -17,6 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from _bench import first_call_seconds, median_seconds, table
+from _limits import measure, report, share
 
 import limn
 from limn import Tensor, nn
@@ -36,6 +37,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     limn.set_device("c")
+    limits = measure(limn.get_device())
     threads = team_size()
     torch.set_num_threads(threads)
     b, c, s = args.batch, args.channels, args.size
@@ -63,14 +65,17 @@ def main() -> None:
         first = first_call_seconds(run_limn)
         t = [median_seconds(f, args.repeats) for f in (run_limn, run_np, run_torch)]
         seconds[name] = t[0]
-        rows.append([name, *(f"{flops / v / 1e9:.1f}" for v in t), f"{t[1] / t[0]:.2f}x", f"{first * 1e3:.0f} ms"])
+        figures = [f"{flops / v / 1e9:.1f}" for v in t]
+        peak = share(flops / t[0] / 1e9, limits.fma_gflops)
+        rows.append([name, *figures, peak, f"{t[1] / t[0]:.2f}x", f"{first * 1e3:.0f} ms"])
     got = nn.conv(x, w, None, (1, 1), (1, 1), (1, 1), 1).numpy()
     err = np.abs(got - numpy_conv(x_padded_np, w_np)).max()
+    print(report(limits))
     print(
         f"conv2d 3x3, ({b}, {c}, {s}, {s}) -> ({b}, {c}, {s}, {s}); GFLOP/s (median of {args.repeats}); "
         f"limn c device with {threads} threads; max abs diff vs numpy {err:.1e}"
     )
-    print(table(["conv", "limn c", "numpy", "torch", "limn/numpy", "limn first call"], rows))
+    print(table(["conv", "limn c", "numpy", "torch", "limn % peak", "limn/numpy", "limn first call"], rows))
     ratio = seconds["padded conv (padding=1)"] / seconds["unpadded twin"]
     print(f"padded / unpadded time: {ratio:.2f}x")
 

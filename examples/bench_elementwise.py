@@ -15,6 +15,7 @@ import argparse
 import numpy as np
 import torch
 from _bench import first_call_seconds, median_seconds, table
+from _limits import measure, report, share
 
 import limn
 from limn.backend_c import team_size
@@ -36,6 +37,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     limn.set_device("c")
+    limits = measure(limn.get_device())
     threads = team_size()
     torch.set_num_threads(threads)
     rng = np.random.default_rng(0)
@@ -56,6 +58,7 @@ def main() -> None:
         [
             "chain, 16M",
             *(f"{moved / t / 1e9:.1f}" for t in times.values()),
+            share(moved / times["limn c"] / 1e9, limits.copy_gbs),
             f"{times['numpy'] / times['limn c']:.2f}x",
             f"{times['torch'] / times['limn c']:.2f}x",
             f"{first * 1e3:.0f} ms",
@@ -77,6 +80,7 @@ def main() -> None:
         [
             "row sum, 4096^2",
             *(f"{moved / t / 1e9:.1f}" for t in times.values()),
+            share(moved / times["limn c"] / 1e9, limits.copy_gbs),
             f"{times['numpy'] / times['limn c']:.2f}x",
             f"{times['torch'] / times['limn c']:.2f}x",
             f"{first * 1e3:.0f} ms",
@@ -84,13 +88,10 @@ def main() -> None:
         ]
     )
 
-    print(f"GB/s (median of {args.repeats}); limn c device with {threads} threads")
-    print(
-        table(
-            ["work", "limn c", "numpy", "torch", "vs numpy", "vs torch", "limn first call", "max abs diff"],
-            rows,
-        )
-    )
+    print(report(limits))
+    print(f"GB/s (median of {args.repeats}); limn c device with {threads} threads; limn % copy: of the copy bandwidth")
+    headers = ["work", "limn c", "numpy", "torch", "limn % copy", "vs numpy", "vs torch", "limn first call"]
+    print(table([*headers, "max abs diff"], rows))
 
 
 if __name__ == "__main__":

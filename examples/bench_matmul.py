@@ -15,6 +15,7 @@ import os
 import numpy as np
 import torch
 from _bench import first_call_seconds, median_seconds, table
+from _limits import measure, report, share
 
 import limn
 from limn.backend_c import team_size
@@ -26,6 +27,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     limn.set_device("c")
+    limits = measure(limn.get_device())
     threads = team_size()
     torch.set_num_threads(threads)
     rows = []
@@ -48,16 +50,19 @@ def main() -> None:
                 f"{flops / t_limn / 1e9:.1f}",
                 f"{flops / t_np / 1e9:.1f}",
                 f"{flops / t_torch / 1e9:.1f}",
+                share(flops / t_limn / 1e9, limits.fma_gflops),
                 f"{t_np / t_limn:.2f}x",
                 f"{first * 1e3:.0f} ms",
                 f"{check:.1e}",
             ]
         )
+    print(report(limits))
     print(
         f"float32 matmul, GFLOP/s (median of {args.repeats}); limn c device with {threads} threads "
         f"(OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')})"
     )
-    print(table(["n", "limn c", "numpy", "torch", "limn/numpy", "limn first call", "max rel diff"], rows))
+    headers = ["n", "limn c", "numpy", "torch", "limn % peak", "limn/numpy", "limn first call", "max rel diff"]
+    print(table(headers, rows))
 
 
 if __name__ == "__main__":

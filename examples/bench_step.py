@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _limits import Limits, measure, report
 
 VOCAB, D_MODEL, LAYERS, HEADS, CONTEXT, BATCH = 256, 128, 4, 4, 128, 16
 DATA = Path(__file__).resolve().parent / "data" / "tinystories-sample.txt"  # see data/README.md
@@ -36,6 +37,27 @@ def batches(steps: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
         rows = np.stack([text[s : s + CONTEXT + 1] for s in starts]).astype(np.int32)
         out.append((rows[:, :-1], rows[:, 1:]))
     return out
+
+
+def matmul_flops() -> float:
+    """The matmul FLOPs of one step: 2 m k n per product in the forward, three times over (the backward
+    computes a gradient for each of a product's two inputs, each costing what the forward product did)."""
+    rows = BATCH * CONTEXT
+    per_layer = 2 * rows * D_MODEL * (3 + 1 + 4 + 4) * D_MODEL  # attn, proj, fc, fc_proj
+    per_layer += 2 * 2 * rows * CONTEXT * D_MODEL  # q @ k^T and att @ v, over all heads: (B, nh, T, T) each
+    forward = LAYERS * per_layer + 2 * rows * D_MODEL * VOCAB  # the blocks, then the head
+    return 3 * forward
+
+
+def machine_limits() -> Limits | None:
+    """The c device's limits, measured in this (parent) process before the children run."""
+    import limn
+
+    try:
+        return measure(limn.get_device("c"))
+    except limn.DeviceError as e:
+        print(f"machine limits not measured: {e}")
+        return None
 
 
 # ---- limn ----
@@ -191,6 +213,7 @@ def main() -> None:
     if args.child:
         child(args.child, args.steps, args.device, threads)
         return
+    limits = machine_limits()
     # the two alternate for a few rounds, so a noisy stretch of the machine lands on both
     runs: dict[str, list[dict]] = {"limn": [], "torch": []}
     for _ in range(args.rounds):
@@ -199,6 +222,8 @@ def main() -> None:
             done = subprocess.run(cmd, capture_output=True, text=True, check=True)
             runs[framework].append(json.loads(done.stdout.strip().splitlines()[-1]))
     limn_r, torch_r = ({k: statistics.median(r[k] for r in rs) for k in rs[0]} for rs in runs.values())
+    if limits is not None:
+        print(report(limits))
     print(
         f"GPT training step: vocab {VOCAB}, d_model {D_MODEL}, {LAYERS} layers x {HEADS} heads, context {CONTEXT}, "
         f"batch {BATCH}, AdamW; {args.steps} steps x {args.rounds} alternating rounds, {threads} threads"
@@ -209,6 +234,13 @@ def main() -> None:
     print(f"{'peak memory (MB)':22}{limn_r['peak_mb']:>22.0f}{torch_r['peak_mb']:>14.0f}")
     print(f"{'loss after last step':22}{limn_r['loss']:>22.3f}{torch_r['loss']:>14.3f}")
     print(f"limn / torch step time: {limn_r['median'] / torch_r['median']:.2f}x")
+    if limits is not None and limits.fma_gflops is not None and args.device == "c":
+        flops = matmul_flops()
+        at_peak = flops / (limits.fma_gflops * 1e9)
+        print(
+            f"matmul FLOPs per step: {flops / 1e9:.1f} GFLOP (forward x 3), {at_peak * 1e3:.1f} ms at the fma peak; "
+            f"limn's step takes {limn_r['median'] / at_peak:.1f}x that"
+        )
 
 
 if __name__ == "__main__":
