@@ -3,16 +3,19 @@
   half width's own rounding);
 - threading changes which core computes a cell, not the cell: every nest threaded equals serial, bit for bit;
 - splitting a masked innermost loop at the mask's edges changes nothing: split equals unsplit, bit for bit;
-- the register-tiled matmul equals the plain nest, bit for bit;
+- the register-tiled matmul equals the plain nest, bit for bit, for every tile shape of the ISA table (edge
+  tiles included);
 - chunked and jammed folds equal plain folds, and hoisting loop invariants equals computing them in the loop,
   bit for bit."""
+
+import dataclasses
 
 import numpy as np
 import pytest
 from corpus import CASES, Case, run_case, tolerance
 
 import limn
-from limn import Tensor
+from limn import Tensor, c_isa
 from limn.backend_c import CDevice
 from limn.codegen import ir
 
@@ -23,6 +26,18 @@ limn.register_device("c_notile", lambda: CDevice(tile_matmuls=False, parallel_wo
 limn.register_device("c_nochunk", lambda: CDevice(chunk_folds=False, parallel_work=0))
 limn.register_device("c_plainfold", lambda: CDevice(chunk_folds=False, jam_folds=False, parallel_work=0))
 limn.register_device("c_nohoist", lambda: CDevice(hoist_invariants=False, parallel_work=0))
+
+
+def _tiled_as(isa: c_isa.ISA) -> CDevice:
+    """A threaded c device whose tiles take another ISA row's shape (at this host's vector width)."""
+    device = CDevice(parallel_work=0)
+    device.options.isa = dataclasses.replace(device.options.isa, tile_rows=isa.tile_rows, tile_vectors=isa.tile_vectors)
+    return device
+
+
+TILE_SHAPES = sorted({(isa.tile_rows, isa.tile_vectors) for isa in c_isa.TABLE})
+for _isa in c_isa.TABLE:
+    limn.register_device(f"c_tile{_isa.tile_rows}x{_isa.tile_vectors}", lambda isa=_isa: _tiled_as(isa))
 
 
 @pytest.mark.parametrize("switch", ["split_pads", "tile_matmuls", "chunk_folds", "jam_folds", "hoist_invariants"])
@@ -96,31 +111,35 @@ MATMULS = {
 
 
 @pytest.mark.parametrize(
-    "shape",
-    [(8, 32, 32), (17, 13, 70), (64, 5, 33), (1, 40, 100), (9, 64, 31), (16, 600, 64)],  # 600: 3 r blocks
+    "shape",  # 600: 2 r blocks; 17, 23, 9: rows left below the last full tile; 70, 33, 31, 45: a partial panel
+    [(8, 32, 32), (17, 13, 70), (64, 5, 33), (1, 40, 100), (9, 64, 31), (16, 600, 64), (23, 600, 45)],
 )
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("form", list(MATMULS))
-def test_tiled_matmul_equals_plain_nest_bit_for_bit(shape, dtype, form):
+@pytest.mark.parametrize("tile", TILE_SHAPES, ids=lambda t: f"tile{t[0]}x{t[1]}")
+def test_tiled_matmul_equals_plain_nest_bit_for_bit(shape, dtype, tile):
+    # every form in one realize: one library per device, so the cold-cache cost stays one cc run
     n, k, m = shape
     rng = np.random.default_rng(1)
     a_np, b_np = rng.standard_normal((n, k)), rng.standard_normal((k, m))
     results = {}
-    for device in ("c_notile", "c_threads"):
+    tiled = f"c_tile{tile[0]}x{tile[1]}"
+    for device in ("c_notile", tiled, "numpy"):
         limn.set_device(device)
         a, b = Tensor(a_np, dtype=dtype), Tensor(b_np, dtype=dtype)
-        out = MATMULS[form](a, b)
-        if device == "c_threads" and n >= 8 and m >= 32:
-            source = "".join(limn.get_device().render(k) for k in ir(out).kernels)
-            assert "matmul tile" in source, f"{form} {shape} was not tiled"
-        results[device] = out.numpy()
-    assert _same_bits(results["c_notile"], results["c_threads"]), f"tiled matmul {form} {shape} {dtype} differs"
+        outs = [make(a, b) for make in MATMULS.values()]
+        if device == tiled and n >= 8 and m >= 32:
+            for form, out in zip(MATMULS, outs):
+                source = "".join(limn.get_device().render(k) for k in ir(out).kernels)
+                assert "matmul tile" in source, f"{form} {shape} was not tiled"
+        limn.realize(*outs)
+        results[device] = [out.numpy() for out in outs]
     limn.set_device("numpy")
-    expected = MATMULS[form](Tensor(a_np, dtype=dtype), Tensor(b_np, dtype=dtype)).numpy()
     rtol = 1e-5 if dtype == "float32" else 1e-12
     # a long sum that cancels keeps its absolute error, not its relative one: allow it per term summed
     atol = rtol * max(1.0, k / 32)
-    np.testing.assert_allclose(results["c_threads"], expected, rtol=rtol, atol=atol)
+    for form, plain, got, expected in zip(MATMULS, results["c_notile"], results[tiled], results["numpy"]):
+        assert _same_bits(plain, got), f"tiled matmul {form} {shape} {dtype} tile {tile} differs from the plain nest"
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, err_msg=f"{form} {shape} {dtype} tile {tile}")
 
 
 def _reproducer(case: Case) -> str:

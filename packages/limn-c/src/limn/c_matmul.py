@@ -143,40 +143,33 @@ def _offset(index: Index, batch: tuple[Loop, ...]) -> str:
 
 
 def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
-    """C lines for the tiled nest (see the module docstring)."""
+    """C lines for the tiled nest (see the module docstring): per batch and per panel of columns, b's
+    panel is packed block by block of r, and every row tile folds that block from its stored totals."""
+    rows, vectors = renderer.options.isa.tile_rows, renderer.options.isa.tile_vectors
     if (
         not m.batch
-        and m.i.extent >= renderer.options.isa.tile_rows
+        and m.i.extent >= rows
         and m.r.extent * m.j.extent <= PACKED_B_LIMIT
         and m.j.extent <= PACKED_COLUMNS
     ):
         return render_packed(m, renderer, depth)
     t, threads = m.ctype, renderer.options.threads
-    rows, vectors = renderer.options.isa.tile_rows, renderer.options.isa.tile_vectors
-    fma = "fma" if t == "double" else "fmaf"
-    width = f"LIMN_VEC_{t.upper()}"
     ni, nr, nj = m.i.extent, m.r.extent, m.j.extent
     a_i, a_r = _coef(m.a.index, m.i.var), _coef(m.a.index, m.r.var)
     b_r, b_j = _coef(m.b.index, m.r.var), _coef(m.b.index, m.j.var)
     o_i = _coef(m.out_index, m.i.var)
-    a, b, out = m.a.buf, m.b.buf, m.out
-    i, r, j = m.i.var, m.r.var, m.j.var
-    tj = f"({vectors} * {width})"
-    kc = min(nr, R_BLOCK)
-    lines = [
-        f"/* matmul tile: {rows} rows x {vectors} vectors of cells in registers; {r} walked in order */",
-        "{",
-    ]
+    a, out, r = m.a.buf, m.out, m.r.var
+    tj, kc = _panel_width(m, vectors), min(nr, R_BLOCK)
     work = ni * nj * nr
     for bl in m.batch:
         work *= bl.extent
-    if threads > 1 and work >= renderer.options.parallel_work:
+    threads = threads if threads > 1 and work >= renderer.options.parallel_work else 1
+    lines = [f"/* matmul tile: {rows} rows x {vectors} vectors of cells in registers; {r} walked in order */", "{"]
+    if threads > 1:
         lines.append(f"#pragma omp parallel num_threads({threads})")
-    else:
-        threads = 1
     lines += [
         "{",
-        f"{t}* panel = ({t}*)malloc(sizeof({t}) * {kc} * {tj}); /* b's columns [jt, jt + TJ), rows [kb, ke) */",
+        f"{t}* panel = ({t}*)malloc(sizeof({t}) * {kc} * {tj}); /* b's columns [jt, jt + cols), rows [kb, ke) */",
     ]
     loops = [(bl.var, bl.extent, 1) for bl in m.batch] + [("jt", nj, tj)]
     if threads > 1:
@@ -186,33 +179,27 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
         inc = f"{var}++" if step == 1 else f"{var} += {step}"
         lines.append(f"for (int64_t {var} = 0; {var} < {extent}; {inc}) {{")
     a0, b0, o0 = _offset(m.a.index, m.batch), _offset(m.b.index, m.batch), _offset(m.out_index, m.batch)
+    b_cell = f"bb[(int64_t){r}*{b_r} + (jt + c)*(int64_t){b_j}]"
     if b_j == 1:  # b's columns are contiguous already: copy each panel row in one go
-        pack = f"memcpy(panel + ({r} - kb) * {tj}, bb + (int64_t){r}*{b_r} + jt, sizeof({t}) * {tj});"
+        pack_full = f"memcpy(panel + ({r} - kb) * {tj}, bb + (int64_t){r}*{b_r} + jt, sizeof({t}) * {tj});"
     else:  # b is read across its rows (say a transposed weight): gather each panel row
-        pack = (
-            f"for (int64_t c = 0; c < {tj}; c++) "
-            f"panel[({r} - kb) * {tj} + c] = bb[(int64_t){r}*{b_r} + (jt + c)*{b_j}];"
-        )
+        pack_full = f"for (int64_t c = 0; c < {tj}; c++) panel[({r} - kb) * {tj} + c] = {b_cell};"
+    out_row = f"{out} + {o0} + (it + ii) * (int64_t){o_i} + jt"
     a_row = f"{a}[{a0} + (it + ii) * (int64_t){a_i} + {r} * (int64_t){a_r}]"
     lines += [
-        f"const {t}* bb = {b} + {b0};",
-        f"const int full_cols = jt + {tj} <= {nj} && panel != 0;",
+        f"const {t}* bb = {m.b.buf} + {b0};",
+        f"const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj}; /* the last panel may be partial */",
+        "if (panel == 0) { /* no memory for the panel: the plain fold, cell by cell */",
+        *_indented(4, _plain_fold(m, f"{a}[{a0}", "bb[0", f"{out}[{o0}", ("0", str(ni)), ("jt", "jt + cols"))),
+        "    continue;",
+        "}",
         f"for (int64_t kb = 0; kb < {nr}; kb += {kc}) {{ /* a block of r whose panel stays in L1 */",
         f"const int64_t ke = kb + {kc} < {nr} ? kb + {kc} : {nr};",
-        f"if (full_cols) for (int64_t {r} = kb; {r} < ke; {r}++) {pack}",
+        f"if (cols == {tj}) for (int64_t {r} = kb; {r} < ke; {r}++) {pack_full}",
+        f"else for (int64_t {r} = kb; {r} < ke; {r}++) for (int64_t c = 0; c < {tj}; c++)",
+        f"    panel[({r} - kb) * {tj} + c] = c < cols ? {b_cell} : 0; /* zeros past the edge: lanes never stored */",
         f"for (int64_t it = 0; it < {ni}; it += {rows}) {{",
-        f"    if (full_cols && it + {rows} <= {ni}) {{",
-        *_indented(8, _tile_fold(m, f"{out} + {o0} + (it + ii) * (int64_t){o_i} + jt", a_row, rows, vectors)),
-        "    } else if (kb == 0) { /* an edge tile: the plain fold, cell by cell, all r at once */",
-        f"        for (int64_t {i} = it; {i} < it + {rows} && {i} < {ni}; {i}++)",
-        f"        for (int64_t {j} = jt; {j} < jt + {tj} && {j} < {nj}; {j}++) {{",
-        f"            {t} total = 0;",
-        f"            for (int64_t {r} = 0; {r} < {nr}; {r}++)",
-        f"                total = {fma}({a}[{a0} + {i} * (int64_t){a_i} + {r} * (int64_t){a_r}],",
-        f"                              bb[(int64_t){r}*{b_r} + {j}*(int64_t){b_j}], total);",
-        f"            {out}[{o0} + {i} * (int64_t){o_i} + {j}] = total;",
-        "        }",
-        "    }",
+        *_indented(4, _row_tile(m, rows, vectors, ni % rows, f"{ni}", out_row, a_row)),
         "}",
         "}",
     ]
@@ -222,6 +209,48 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
     return [line if line.startswith("#pragma") else pad + line for line in lines]
 
 
+def _panel_width(m: Matmul, vectors: int) -> str:
+    """The columns one panel (and one tile) spans, as a C constant expression."""
+    return f"({vectors} * LIMN_VEC_{m.ctype.upper()})"
+
+
+def _row_tile(m: Matmul, rows: int, vectors: int, rest: int, ni: str, out_row: str, a_value: str) -> list[str]:
+    """The tile at row `it`: a full one (fast when its panel is full too), or the `rest` rows left at the
+    bottom edge. `cols` says how many of the panel's columns are the output's."""
+    tj = _panel_width(m, vectors)
+    lines = [
+        f"if (it + {rows} <= {ni} && cols == {tj}) {{",
+        *_indented(4, _tile_fold(m, out_row, a_value, rows, vectors, partial=False)),
+        f"}} else if (it + {rows} <= {ni}) {{ /* the right edge: a partial panel */",
+        *_indented(4, _tile_fold(m, out_row, a_value, rows, vectors, partial=True)),
+        "}",
+    ]
+    if rest:
+        lines[-1] = "} else { /* the bottom edge: the rows left over */"
+        lines += [*_indented(4, _tile_fold(m, out_row, a_value, rest, vectors, partial=True)), "}"]
+    return lines
+
+
+def _plain_fold(m: Matmul, a: str, b: str, out: str, i_range: tuple[str, str], j_range: tuple[str, str]) -> list[str]:
+    """The plain nest's fold for the cells in i_range x j_range (C bounds), each over all of r: what runs
+    when a panel could not be allocated. `a`, `b`, `out` open each buffer's subscript at its base."""
+    t, i, r, j = m.ctype, m.i.var, m.r.var, m.j.var
+    fma = "fma" if t == "double" else "fmaf"
+    a_i, a_r = _coef(m.a.index, m.i.var), _coef(m.a.index, m.r.var)
+    b_r, b_j = _coef(m.b.index, m.r.var), _coef(m.b.index, m.j.var)
+    o_i = _coef(m.out_index, m.i.var)
+    return [
+        f"for (int64_t {i} = {i_range[0]}; {i} < {i_range[1]}; {i}++)",
+        f"    for (int64_t {j} = {j_range[0]}; {j} < {j_range[1]}; {j}++) {{",
+        f"        {t} total = 0;",
+        f"        for (int64_t {r} = 0; {r} < {m.r.extent}; {r}++)",
+        f"            total = {fma}({a} + {i} * (int64_t){a_i} + {r} * (int64_t){a_r}],",
+        f"                          {b} + (int64_t){r}*{b_r} + {j}*(int64_t){b_j}], total);",
+        f"        {out} + {i} * (int64_t){o_i} + {j}] = total;",
+        "    }",
+    ]
+
+
 # Vector types for the tiles, sized to the widest the target has. LIMN_VEC_FMA must be a true fused
 # multiply-add in every lane, or a tile would round differently from the scalar fmaf fold: x86 gets the
 # FMA intrinsics, anything else a per-lane fma loop that the compiler may vectorize.
@@ -229,7 +258,7 @@ VECTOR_PRELUDE = r"""
 #include <stdlib.h>
 #if defined(__AVX512F__)
 #define LIMN_VEC_BYTES 64
-#elif defined(__AVX__)
+#elif defined(__AVX2__)
 #define LIMN_VEC_BYTES 32
 #else
 #define LIMN_VEC_BYTES 16
@@ -268,17 +297,30 @@ static inline limn_vec_double limn_vfma_d(double x, limn_vec_double b, limn_vec_
 """
 
 
-def _tile_fold(m: Matmul, out_row: str, a_value: str, rows: int, vectors: int) -> list[str]:
+def _tile_fold(m: Matmul, out_row: str, a_value: str, rows: int, vectors: int, partial: bool) -> list[str]:
     """One rows x vectors tile's fold over the r block [kb, ke): totals from 0 (first block) or from what
     the last block stored, one fma per cell per r in order, stored back. `panel` holds the block of b's
-    columns row by row; `out_row` addresses row it + ii of the tile, `a_value` its a[it + ii, r]."""
+    columns row by row; `out_row` addresses row it + ii of the tile, `a_value` its a[it + ii, r]. A partial
+    tile loads and stores only its first `cols` columns; its other lanes fold the panel's zeros, unread."""
     t, r = m.ctype, m.r.var
     vec, width, tj = f"limn_vec_{t}", f"LIMN_VEC_{t.upper()}", f"({vectors} * LIMN_VEC_{t.upper()})"
+    if partial:
+        lanes = f"(cols - v * {width} < 0 ? 0 : cols - v * {width} > {width} ? {width} : cols - v * {width})"
+        load = [
+            f"    acc[ii][v] = ({vec}){{0}};",
+            f"    if (kb != 0) memcpy(&acc[ii][v], {out_row} + v * {width}, sizeof({t}) * {lanes});",
+        ]
+        store = f"    memcpy({out_row} + v * {width}, &acc[ii][v], sizeof({t}) * {lanes});"
+    else:
+        load = [
+            f"    if (kb == 0) acc[ii][v] = ({vec}){{0}};",
+            f"    else memcpy(&acc[ii][v], {out_row} + v * {width}, sizeof acc[ii][v]);",
+        ]
+        store = f"    memcpy({out_row} + v * {width}, &acc[ii][v], sizeof acc[ii][v]);"
     return [
         f"{vec} acc[{rows}][{vectors}]; /* the totals so far: 0, then what the last block stored */",
         f"for (int ii = 0; ii < {rows}; ii++) for (int v = 0; v < {vectors}; v++) {{",
-        f"    if (kb == 0) acc[ii][v] = ({vec}){{0}};",
-        f"    else memcpy(&acc[ii][v], {out_row} + v * {width}, sizeof acc[ii][v]);",
+        *load,
         "}",
         f"for (int64_t {r} = kb; {r} < ke; {r}++) {{",
         f"    {vec} row[{vectors}];",
@@ -290,7 +332,7 @@ def _tile_fold(m: Matmul, out_row: str, a_value: str, rows: int, vectors: int) -
         "    }",
         "}",
         f"for (int ii = 0; ii < {rows}; ii++) for (int v = 0; v < {vectors}; v++)",
-        f"    memcpy({out_row} + v * {width}, &acc[ii][v], sizeof acc[ii][v]);",
+        store,
     ]
 
 
@@ -306,82 +348,74 @@ PACKED_COLUMNS = 256
 
 def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
     """The tiled nest for an unbatched matmul, blocked the way BLAS libraries block: for each block of r,
-    the team packs every full column panel of b once, then splits the row tiles, each thread packing
-    its tile's rows of a once and sweeping them across all the panels, so neither operand is read
-    again per tile. Full tiles fold block after block from their stored totals; the cells of partial
-    tiles fold whole at the end. Every cell sees the same fmas in the same order as the plain nest."""
+    the team packs every column panel of b once (the last one zero-padded), then splits the row tiles,
+    each thread packing its tile's rows of a once and sweeping them across all the panels, so neither
+    operand is read again per tile. Tiles fold block after block from their stored totals; the edge tiles
+    are the same fold over fewer rows or columns. Every cell sees the plain nest's fmas in its order."""
     t, threads = m.ctype, renderer.options.threads
     rows, vectors = renderer.options.isa.tile_rows, renderer.options.isa.tile_vectors
-    fma = "fma" if t == "double" else "fmaf"
-    width = f"LIMN_VEC_{t.upper()}"
     ni, nr, nj = m.i.extent, m.r.extent, m.j.extent
     a_i, a_r = _coef(m.a.index, m.i.var), _coef(m.a.index, m.r.var)
     b_r, b_j = _coef(m.b.index, m.r.var), _coef(m.b.index, m.j.var)
     o_i = _coef(m.out_index, m.i.var)
-    a, b, out = m.a.buf, m.b.buf, m.out
+    a, b, out, r = m.a.buf, m.b.buf, m.out, m.r.var
     a0, b0, o0 = m.a.index.const, m.b.index.const, m.out_index.const
-    i, r, j = m.i.var, m.r.var, m.j.var
-    tj, kc, ni_full = f"({vectors} * {width})", min(nr, R_BLOCK), ni // rows * rows
-    out_row = f"{out} + {o0} + (it + ii) * (int64_t){o_i} + jt"
+    tj, kc = _panel_width(m, vectors), min(nr, R_BLOCK)
     if threads <= 1 or ni * nj * nr < renderer.options.parallel_work:
         threads = 1
-    omp_for = "#pragma omp for schedule(static)" if threads > 1 else None
+    omp_for = ["#pragma omp for schedule(static)"] if threads > 1 else []
+    b_cell = f"{b}[{b0} + (int64_t){r}*{b_r} + (jt + c)*(int64_t){b_j}]"
+    slot = f"bpack[jt * {kc} + ({r} - kb) * {tj} + c]"
     lines = [
         f"/* matmul tile, blocked: {rows} x {vectors} vectors of cells in registers, packed panels; {r} in order */",
         "{",
-        f"const int64_t nj_full = {nj} / {tj} * {tj};",
-        f"{t}* bpack = ({t}*)malloc(sizeof({t}) * {kc} * (nj_full > 0 ? nj_full : 1));",
-        "const int packed = bpack != 0;",
-    ]
-    if threads > 1:
-        lines.append(f"#pragma omp parallel num_threads({threads})")
-    lines += [
+        f"{t}* bpack = ({t}*)malloc(sizeof({t}) * {kc} * (({nj} + {tj} - 1) / {tj} * {tj}));",
+        "if (bpack == 0) { /* no memory for the panels: the plain fold, cell by cell */",
+        *([f"#pragma omp parallel for schedule(static) num_threads({threads})"] if threads > 1 else []),
+        *_plain_fold(m, f"{a}[{a0}", f"{b}[{b0}", f"{out}[{o0}", ("0", str(ni)), ("0", str(nj))),
+        "} else {",
+        *([f"#pragma omp parallel num_threads({threads})"] if threads > 1 else []),
         "{",
         f"{t} apack[{kc} * {rows}]; /* a's tile rows, r-major: this thread's own */",
-        f"for (int64_t kb = 0; packed && kb < {nr}; kb += {kc}) {{",
+        f"for (int64_t kb = 0; kb < {nr}; kb += {kc}) {{",
         f"    const int64_t ke = kb + {kc} < {nr} ? kb + {kc} : {nr};",
-    ]
-    if omp_for:
-        lines.append(omp_for)
-    lines += [
-        f"    for (int64_t jt = 0; jt < nj_full; jt += {tj}) /* panel jt/TJ: rows [kb, ke) of b's columns */",
+        *omp_for,
+        f"    for (int64_t jt = 0; jt < {nj}; jt += {tj}) {{ /* panel jt/TJ: rows [kb, ke) of b's columns */",
+        f"        const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj};",
+        f"        if (cols == {tj}) for (int64_t {r} = kb; {r} < ke; {r}++) for (int64_t c = 0; c < {tj}; c++)",
+        f"            {slot} = {b_cell};",
+        f"        else for (int64_t {r} = kb; {r} < ke; {r}++) for (int64_t c = 0; c < {tj}; c++)",
+        f"            {slot} = c < cols ? {b_cell} : 0; /* zeros past the edge: lanes never stored */",
+        "    }",
+        *omp_for,
+        f"    for (int64_t it = 0; it < {ni}; it += {rows}) {{",
+        f"        const int64_t here = {ni} - it < {rows} ? {ni} - it : {rows}; /* rows in this tile */",
         f"        for (int64_t {r} = kb; {r} < ke; {r}++)",
-        f"            for (int64_t c = 0; c < {tj}; c++)",
-        f"                bpack[jt * {kc} + ({r} - kb) * {tj} + c] =",
-        f"                    {b}[{b0} + (int64_t){r}*{b_r} + (jt + c)*(int64_t){b_j}];",
-    ]
-    if omp_for:
-        lines.append(omp_for)
-    lines += [
-        f"    for (int64_t it = 0; it < {ni_full}; it += {rows}) {{",
-        f"        for (int64_t {r} = kb; {r} < ke; {r}++)",
-        f"            for (int ii = 0; ii < {rows}; ii++)",
+        "            for (int ii = 0; ii < here; ii++)",
         f"                apack[({r} - kb) * {rows} + ii] =",
         f"                    {a}[{a0} + (it + ii) * (int64_t){a_i} + {r} * (int64_t){a_r}];",
-        f"        for (int64_t jt = 0; jt < nj_full; jt += {tj}) {{",
+        f"        for (int64_t jt = 0; jt < {nj}; jt += {tj}) {{",
         f"            const {t}* panel = bpack + jt * {kc};",
-        *_indented(12, _tile_fold(m, out_row, f"apack[({r} - kb) * {rows} + ii]", rows, vectors)),
+        f"            const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj};",
+        *_indented(
+            12,
+            _row_tile(
+                m,
+                rows,
+                vectors,
+                ni % rows,
+                str(ni),
+                f"{out} + {o0} + (it + ii) * (int64_t){o_i} + jt",
+                f"apack[({r} - kb) * {rows} + ii]",
+            ),
+        ),
         "        }",
         "    }",
         "}",
         "}",
         "free(bpack);",
-        "/* cells outside the full tiles (or every cell, had a buffer been refused): the plain fold */",
+        "}",
+        "}",
     ]
-    edge_rows = f"{i} = (packed ? {ni_full} : 0)"
-    for rows, cols in ((edge_rows, "0"), (f"{i} = 0", "(packed ? nj_full : 0)")):
-        if threads > 1:
-            lines.append(f"#pragma omp parallel for schedule(static) num_threads({threads})")
-        lines += [
-            f"for (int64_t {rows}; {i} < {ni if rows == edge_rows else ni_full}; {i}++)",
-            f"    for (int64_t {j} = {cols}; {j} < {nj}; {j}++) {{",
-            f"        {t} total = 0;",
-            f"        for (int64_t {r} = 0; {r} < {nr}; {r}++)",
-            f"            total = {fma}({a}[{a0} + {i} * (int64_t){a_i} + {r} * (int64_t){a_r}],",
-            f"                          {b}[{b0} + (int64_t){r}*{b_r} + {j}*(int64_t){b_j}], total);",
-            f"        {out}[{o0} + {i} * (int64_t){o_i} + {j}] = total;",
-            "    }",
-        ]
-    lines.append("}")
     pad = "    " * depth
     return [line if line.startswith("#pragma") else pad + line for line in lines]
