@@ -327,6 +327,21 @@ def test_an_empty_shrink_reads_nothing() -> None:
     assert t.reshape(0, 2, 2).numpy().shape == (0, 2, 2)
 
 
+def test_a_unit_dim_padded_from_nothing_reads_zero_through_reshape_and_pad() -> None:
+    # the empty shrink leaves mask (1, 1) on a unit dim after the pad: empty, though not (0, 0); a reshape
+    # that drops that dim once kept a view that read x[1, 0] there (a conv tap wholly in the padding)
+    x = base_array((5, 5))
+
+    def tap() -> Tensor:  # a fresh graph each time: numpy() realizes what it reads
+        return Tensor(x).shrink(((1, 2), (0, 0))).pad(((0, 0), (1, 0)))  # (1, 1): only padding
+
+    expected = np.pad(x[1:2, 0:0], ((0, 0), (1, 0)))
+    np.testing.assert_array_equal(tap().numpy(), expected)
+    np.testing.assert_array_equal(tap().reshape(1).pad(((2, 1),)).numpy(), np.pad(expected.reshape(1), (2, 1)))
+    got = tap().reshape(1, 1, 1).pad(((0, 0), (3, 5), (0, 0))).numpy()
+    np.testing.assert_array_equal(got, np.pad(expected.reshape(1, 1, 1), ((0, 0), (3, 5), (0, 0))))
+
+
 @pytest.mark.parametrize("shape", [(4, 6), (2, 3, 4), (1, 5, 1)])
 def test_contiguous_views_report_row_major_strides(shape: tuple[int, ...]) -> None:
     view = View.contiguous(shape)

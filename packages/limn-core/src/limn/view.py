@@ -157,7 +157,7 @@ class View:
             return None
         kept = [(st, m) for s, st, m in zip(self.shape, self.strides, self.mask) if s != 1]
         dropped_ones = [m for s, m in zip(self.shape, self.mask) if s == 1]
-        if any(m == (0, 0) for m in dropped_ones):
+        if any(lo >= hi for lo, hi in dropped_ones):
             return None  # a masked-off unit dim empties the view; leave that to a copy
         strides, mask = [], []
         k = 0
