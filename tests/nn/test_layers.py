@@ -6,6 +6,8 @@ Tolerance: 1e-4 relative and 1e-5 absolute in float32. Sums here run over at mos
 whose rounding differs between frameworks by a few float32 ulps (~1e-7 relative each).
 """
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -168,11 +170,35 @@ def test_conv_weight_layout_and_init_are_torchs():
 
 def test_conv2d_forward_is_the_window_copies_a_matmul_and_a_bias_add():
     x = limn.Tensor(_randn(2, 4, 8, 8))
-    # overlapping windows: the repeat that makes them views, the im2col rows, the matmul, the bias add
-    assert kernel_count([nn.Conv2d(4, 8, 3, padding=1)(x).node]) == 4
-    assert kernel_count([nn.Conv2d(4, 8, 3, padding=1, bias=False)(x).node]) == 3
-    assert kernel_count([nn.Conv2d(4, 8, 2, stride=2)(x).node]) == 3  # disjoint windows are views of x
+    # the im2col rows (every tap a view of x, one copy), the matmul, the bias add
+    assert kernel_count([nn.Conv2d(4, 8, 3, padding=1)(x).node]) == 3
+    assert kernel_count([nn.Conv2d(4, 8, 3, padding=1, bias=False)(x).node]) == 2
+    assert kernel_count([nn.Conv2d(4, 8, 2, stride=2)(x).node]) == 3
     assert kernel_count([nn.Conv2d(4, 8, 1, bias=False)(x).node]) == 1  # 1x1: the matmul reads x as it is
+    # beyond MAX_CAT_TAPS the windows take the repeat that makes them views: one more copy
+    assert kernel_count([nn.Conv2d(4, 8, 7, padding=3, bias=False)(x).node]) == 3
+
+
+def test_conv2d_taps_in_the_padding_and_strided_taps_match_torch():
+    # every tap is a view of x cut by kernel, stride, padding and dilation, some wholly in the padding;
+    # the output and both gradients against torch's conv2d, for each combination
+    import torch.nn.functional as F
+
+    failures = []
+    for k, s, p, d, size in itertools.product((1, 2, 3, 4), (1, 2, 3), (0, 1, 3), (1, 2), (5, 6)):
+        if size + 2 * p < d * (k - 1) + 1:
+            continue
+        x_np, w_np = _randn(1, 2, size, size + 1, seed=k + s), _randn(3, 2, k, k, seed=p + d)
+        x, w = limn.Tensor(x_np, requires_grad=True), limn.Tensor(w_np, requires_grad=True)
+        y = nn.conv(x, w, None, (s, s), (p, p), (d, d), 1)
+        (y * y).sum().backward()
+        xt, wt = torch.tensor(x_np, requires_grad=True), torch.tensor(w_np, requires_grad=True)
+        yt = F.conv2d(xt, wt, None, s, p, d)
+        (yt * yt).sum().backward()
+        for name, got, want in (("y", y, yt), ("x.grad", x.grad, xt.grad), ("w.grad", w.grad, wt.grad)):
+            if not np.allclose(got.numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-4):
+                failures.append(f"kernel {k} stride {s} padding {p} dilation {d} size {size}: {name}")
+    assert not failures, "differs from torch.nn.functional.conv2d:\n" + "\n".join(failures)
 
 
 def test_conv_rejects_mismatched_channels_and_empty_outputs():

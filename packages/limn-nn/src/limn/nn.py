@@ -10,6 +10,7 @@ Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -
 
 from __future__ import annotations
 
+import itertools
 import math
 import types
 from collections.abc import Iterator, Sequence
@@ -203,10 +204,11 @@ def conv(
 ) -> Tensor:
     """N-d convolution as torch computes it: (B, C, *in) and weight (O, C / groups, *k) -> (B, O, *out).
 
-    The windows every kernel tap reads are cut out of the padded input with views (_windows: at most one
-    copy), laid out as rows of an im2col matrix (one more copy), and one matmul with the weight makes the
-    output (B, G, Og, *out) directly, which the c device runs as a register-tiled nest: a conv forward is
-    those copies, the matmul and the bias add.
+    Each kernel tap's cells are a shifted (and for a stride, strided) view of the padded input; one copy
+    lays them out as the rows of an im2col matrix (B, G, Cg k, P), whose columns are contiguous, and one
+    matmul with the weight makes the output (B, G, Og, P) directly, which the c device runs as a
+    register-tiled nest: a conv forward is that copy, the matmul and the bias add. Kernels of more than
+    MAX_CAT_TAPS taps cut their windows with _windows instead.
     """
     n = weight.ndim - 2
     if x.ndim != n + 2 or x.shape[1] != weight.shape[1] * groups:
@@ -215,27 +217,96 @@ def conv(
             f"(batch, {weight.shape[1] * groups}, {n} spatial dims)"
         )
     kernel = weight.shape[2:]
-    x = x.pad(((0, 0), (0, 0), *((p, p) for p in padding)))
-    outs = tuple((i - d * (k - 1) - 1) // s + 1 for i, k, s, d in zip(x.shape[2:], kernel, stride, dilation))
+    padded = tuple(i + 2 * p for i, p in zip(x.shape[2:], padding))
+    outs = tuple((i - d * (k - 1) - 1) // s + 1 for i, k, s, d in zip(padded, kernel, stride, dilation))
     if min(outs) < 1:
         raise ValueError(
-            f"conv: input {x.shape[2:]} (padded) is smaller than the dilated kernel {kernel} "
+            f"conv: input {padded} (padded) is smaller than the dilated kernel {kernel} "
             f"(dilation {tuple(dilation)}); the output would be empty"
         )
     b, c, o, g = x.shape[0], x.shape[1], weight.shape[0], groups
     cg, og = c // g, o // g
-    win = _windows(x, kernel, stride, dilation, outs)  # (B, C, k1, o1, ..., kn, on)
-    win = win.reshape((b, g, cg) + win.shape[2:])  # (B, G, Cg, k1, o1, ..., kn, on)
-    k_axes = tuple(3 + 2 * d for d in range(n))
-    o_axes = tuple(4 + 2 * d for d in range(n))
     taps, cells = cg * math.prod(kernel), math.prod(outs)
-    # im2col: every window as one row, so the product is a plain matmul, which the c device tiles
-    cols = win.permute((0, 1) + o_axes + (2,) + k_axes).reshape(b, g, cells, taps)  # (B, G, P, Cg k): a copy
-    y = weight.reshape(g, og, taps) @ cols.transpose(-1, -2)  # (G, Og, Cg k) @ (B, G, Cg k, P) -> (B, G, Og, P)
+    if math.prod(kernel) <= MAX_CAT_TAPS:
+        cols = _tap_rows(x, kernel, stride, padding, dilation, outs)  # (B, C, k1 ... kn, P): one copy
+        cols = cols.reshape(b, g, taps, cells)  # (B, G, Cg k, P)
+        y = weight.reshape(g, og, taps) @ cols  # (G, Og, Cg k) @ (B, G, Cg k, P) -> (B, G, Og, P)
+    else:
+        x = x.pad(((0, 0), (0, 0), *((p, p) for p in padding)))
+        win = _windows(x, kernel, stride, dilation, outs)  # (B, C, k1, o1, ..., kn, on)
+        win = win.reshape((b, g, cg) + win.shape[2:])  # (B, G, Cg, k1, o1, ..., kn, on)
+        k_axes = tuple(3 + 2 * d for d in range(n))
+        o_axes = tuple(4 + 2 * d for d in range(n))
+        # im2col: every window as one row, so the product is a plain matmul, which the c device tiles
+        cols = win.permute((0, 1) + o_axes + (2,) + k_axes).reshape(b, g, cells, taps)  # (B, G, P, Cg k): a copy
+        y = weight.reshape(g, og, taps) @ cols.transpose(-1, -2)  # (G, Og, Cg k) @ (B, G, Cg k, P)
     y = y.reshape((b, o) + outs)  # (B, O, *out): a view, no copy
     if bias is not None:
         y = y + bias.reshape((o,) + (1,) * n)
     return y
+
+
+# Up to this many taps (3 x 3 x 3) the im2col rows are one cat of shifted views, which the c device copies in
+# one vectorized pass; the cat's kernel holds a load per tap per piece, so its source grows as taps**2, and
+# larger kernels (7 x 7 and up) cut their windows with _windows instead.
+MAX_CAT_TAPS = 27
+
+
+def _tap_rows(
+    x: Tensor,
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    outs: Sequence[int],
+) -> Tensor:
+    """(B, C, *i) -> (B, C, T, P), T = prod(kernel) taps in row-major order, P = prod(outs):
+    [b, c, t, p] holds the cell of the padded x that tap t reads for output cell p. Each tap is a view
+    of x (see _tap_cells), and the cat of them is the one copy."""
+    b, c, n = x.shape[0], x.shape[1], len(kernel)
+    rows = []
+    for tap in itertools.product(*(range(k) for k in kernel)):
+        view, widths = x, [(0, 0), (0, 0)]
+        for ax in range(n):
+            first = tap[ax] * dilation[ax] - padding[ax]  # where the tap's first output cell reads in x
+            view, width = _tap_cells(view, 2 + ax, first, stride[ax], outs[ax])  # (.., o - padding, ..)
+            widths.append(width)
+        # padded last: a reshape of a padded view would be a copy, and each strided dim reshapes
+        rows.append(view.pad(tuple(widths)).unsqueeze(2))  # (B, C, 1, *o)
+    if len(rows) == 1:  # a 1 x 1 kernel: the matmul reads x through the view, no copy
+        return rows[0].reshape(b, c, 1, math.prod(outs))
+    # stored, so the reshape to P cells is a view of the copy, not a reshape of each shifted view
+    return Tensor.cat(rows, axis=2).contiguous().reshape(b, c, len(rows), math.prod(outs))  # (B, C, T, P)
+
+
+def _tap_cells(x: Tensor, axis: int, first: int, step: int, count: int) -> tuple[Tensor, tuple[int, int]]:
+    """Of cells first, first + step, ... (count of them) of x along axis, those inside x, and how many fall
+    before and after it (the conv's padding: the caller pads them). The cells inside are a shrink of x, and
+    for step > 1 one column of a reshape into rows of `step` cells, the column chosen so every row lies
+    inside x: a view of x, where x is one."""
+    size = x.shape[axis]
+    lo = min(count, max(0, -(first // step)))  # the first output cell that reads inside x
+    hi = max(lo, min(count, -((first - size) // step)))  # one past the last
+    start, cells = first + lo * step, hi - lo
+    box = [(0, d) for d in x.shape]
+    if cells == 0:  # the tap reads only padding
+        box[axis] = (0, 0)
+        x = x.shrink(tuple(box))
+    elif step == 1:
+        box[axis] = (start, start + cells)
+        x = x.shrink(tuple(box))  # (.., cells, ..)
+    else:
+        column = max(0, start + cells * step - size)  # the last row must end inside x
+        if column > start:  # it cannot start inside x too: pad x's end (the reshape below then copies)
+            widths = [(0, 0)] * x.ndim
+            widths[axis] = (0, column - start)
+            x, column = x.pad(tuple(widths)), start
+        box[axis] = (start - column, start - column + cells * step)
+        x = _split(x.shrink(tuple(box)), axis, (cells, step))  # (.., cells, step, ..)
+        box = [(0, d) for d in x.shape]
+        box[axis + 1] = (column, column + 1)
+        x = _split(x.shrink(tuple(box)), axis + 1, ())  # (.., cells, ..): each row's cell `column`
+    return x, (lo, count - hi)
 
 
 def _windows(
