@@ -107,12 +107,15 @@ MATMULS = {
     "a @ b": lambda a, b: a @ b,  # the memory form: loops i, r, j after a fill
     "a @ b.T": lambda a, b: a @ b.T.contiguous().T,  # b read across rows: the register form, a gathered panel
     "batched": lambda a, b: a.unsqueeze(0).expand(3, *a.shape) @ b,
+    # a batch of a over one b: the batch folds into a's rows (the packed form)
+    "rows of a batch": lambda a, b: Tensor.stack([a, a * 2]).contiguous() @ b,
 }
 
 
 @pytest.mark.parametrize(
-    "shape",  # 600: 2 r blocks; 17, 23, 9: rows left below the last full tile; 70, 33, 31, 45: a partial panel
-    [(8, 32, 32), (17, 13, 70), (64, 5, 33), (1, 40, 100), (9, 64, 31), (16, 600, 64), (23, 600, 45)],
+    "shape",  # 600: 2 r blocks; 17, 23, 9: rows left below the last full tile; 70, 33, 31, 45: a partial panel;
+    # 300: a block of 256 columns and a partial one
+    [(8, 32, 32), (17, 13, 70), (64, 5, 33), (1, 40, 100), (9, 64, 31), (16, 600, 64), (23, 600, 45), (20, 40, 300)],
 )
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("tile", TILE_SHAPES, ids=lambda t: f"tile{t[0]}x{t[1]}")

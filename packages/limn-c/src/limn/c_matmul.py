@@ -146,12 +146,8 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
     """C lines for the tiled nest (see the module docstring): per batch and per panel of columns, b's
     panel is packed block by block of r, and every row tile folds that block from its stored totals."""
     rows, vectors = renderer.options.isa.tile_rows, renderer.options.isa.tile_vectors
-    if (
-        not m.batch
-        and m.i.extent >= rows
-        and m.r.extent * m.j.extent <= PACKED_B_LIMIT
-        and m.j.extent <= PACKED_COLUMNS
-    ):
+    m = _batch_as_rows(m)
+    if not m.batch and m.i.extent >= rows:
         return render_packed(m, renderer, depth)
     t, threads = m.ctype, renderer.options.threads
     ni, nr, nj = m.i.extent, m.r.extent, m.j.extent
@@ -207,6 +203,30 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
     lines += ["free(panel);", "}", "}"]
     pad = "    " * depth
     return [line if line.startswith("#pragma") else pad + line for line in lines]
+
+
+def _batch_as_rows(m: Matmul) -> Matmul:
+    """The matmul with its batch loops folded into i where b does not depend on them and a and out step
+    over them as over more rows (x @ w for x of shape (B, T, C): B T rows of one weight), so the packed
+    form, which packs each panel of b once, takes it; else m as it is."""
+    if not m.batch:
+        return m
+    a_i, o_i = _coef(m.a.index, m.i.var), _coef(m.out_index, m.i.var)
+    extent = m.i.extent
+    for loop in sorted(m.batch, key=lambda bl: _coef(m.a.index, bl.var)):
+        if _coef(m.b.index, loop.var) != 0:
+            return m
+        if _coef(m.a.index, loop.var) != extent * a_i or _coef(m.out_index, loop.var) != extent * o_i:
+            return m
+        extent *= loop.extent
+    batch_vars = {bl.var for bl in m.batch}
+
+    def rows_only(index: Index) -> Index:
+        return Index(tuple((v, c) for v, c in index.terms if v not in batch_vars), index.const)
+
+    a = LoadI(m.a.dst, m.a.buf, rows_only(m.a.index), m.a.dtype, m.a.valid)
+    i = Loop(m.i.var, extent, m.i.reduce)
+    return Matmul((), i, m.r, m.j, a, m.b, m.out, rows_only(m.out_index), m.ctype, m.registers)
 
 
 def _panel_width(m: Matmul, vectors: int) -> str:
@@ -340,18 +360,18 @@ def _indented(spaces: int, lines: list[str]) -> list[str]:
     return [" " * spaces + line for line in lines]
 
 
-PACKED_B_LIMIT = 1 << 21  # elements of b packed whole (8 MiB of float32); larger b keeps per-panel packing
-# Packing every panel of a block pays when a block of panels stays in L2 (a weight gradient: r long,
-# few columns: 1.35x measured); with many columns the panels spill and the per-panel form wins (0.85x).
+# The packed form packs b a block of PACKED_COLUMNS columns at a time (R_BLOCK x 256 float32: 512 KiB),
+# which stays in L2 while every row tile sweeps it; packing all of a wide b at once spilled it to L3.
 PACKED_COLUMNS = 256
 
 
 def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
-    """The tiled nest for an unbatched matmul, blocked the way BLAS libraries block: for each block of r,
-    the team packs every column panel of b once (the last one zero-padded), then splits the row tiles,
-    each thread packing its tile's rows of a once and sweeping them across all the panels, so neither
-    operand is read again per tile. Tiles fold block after block from their stored totals; the edge tiles
-    are the same fold over fewer rows or columns. Every cell sees the plain nest's fmas in its order."""
+    """The tiled nest for an unbatched matmul, blocked the way BLAS libraries block: for each block of r and
+    each block of PACKED_COLUMNS columns, the team packs the block's panels of b once (the last one
+    zero-padded), then splits the row tiles, each thread packing its tile's rows of a once and sweeping
+    them across the block's panels, so neither operand is read again per tile. Tiles fold block after
+    block from their stored totals; the edge tiles are the same fold over fewer rows or columns. Every
+    cell sees the plain nest's fmas in its order."""
     t, threads = m.ctype, renderer.options.threads
     rows, vectors = renderer.options.isa.tile_rows, renderer.options.isa.tile_vectors
     ni, nr, nj = m.i.extent, m.r.extent, m.j.extent
@@ -365,11 +385,12 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
         threads = 1
     omp_for = ["#pragma omp for schedule(static)"] if threads > 1 else []
     b_cell = f"{b}[{b0} + (int64_t){r}*{b_r} + (jt + c)*(int64_t){b_j}]"
-    slot = f"bpack[jt * {kc} + ({r} - kb) * {tj} + c]"
+    slot = f"bpack[(jt - jb) * {kc} + ({r} - kb) * {tj} + c]"
+    nc = f"(({min(nj, PACKED_COLUMNS)} + {tj} - 1) / {tj} * {tj})"  # a whole number of panels
     lines = [
         f"/* matmul tile, blocked: {rows} x {vectors} vectors of cells in registers, packed panels; {r} in order */",
         "{",
-        f"{t}* bpack = ({t}*)malloc(sizeof({t}) * {kc} * (({nj} + {tj} - 1) / {tj} * {tj}));",
+        f"{t}* bpack = ({t}*)malloc(sizeof({t}) * {kc} * {nc});",
         "if (bpack == 0) { /* no memory for the panels: the plain fold, cell by cell */",
         *([f"#pragma omp parallel for schedule(static) num_threads({threads})"] if threads > 1 else []),
         *_plain_fold(m, f"{a}[{a0}", f"{b}[{b0}", f"{out}[{o0}", ("0", str(ni)), ("0", str(nj))),
@@ -377,10 +398,12 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
         *([f"#pragma omp parallel num_threads({threads})"] if threads > 1 else []),
         "{",
         f"{t} apack[{kc} * {rows}]; /* a's tile rows, r-major: this thread's own */",
-        f"for (int64_t kb = 0; kb < {nr}; kb += {kc}) {{",
+        f"for (int64_t kb = 0; kb < {nr}; kb += {kc})",
+        f"for (int64_t jb = 0; jb < {nj}; jb += {nc}) {{ /* a block of columns, packed */",
         f"    const int64_t ke = kb + {kc} < {nr} ? kb + {kc} : {nr};",
+        f"    const int64_t je = jb + {nc} < {nj} ? jb + {nc} : {nj};",
         *omp_for,
-        f"    for (int64_t jt = 0; jt < {nj}; jt += {tj}) {{ /* panel jt/TJ: rows [kb, ke) of b's columns */",
+        f"    for (int64_t jt = jb; jt < je; jt += {tj}) {{ /* panel jt/TJ: rows [kb, ke) of b's columns */",
         f"        const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj};",
         f"        if (cols == {tj}) for (int64_t {r} = kb; {r} < ke; {r}++) for (int64_t c = 0; c < {tj}; c++)",
         f"            {slot} = {b_cell};",
@@ -394,8 +417,8 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
         "            for (int ii = 0; ii < here; ii++)",
         f"                apack[({r} - kb) * {rows} + ii] =",
         f"                    {a}[{a0} + (it + ii) * (int64_t){a_i} + {r} * (int64_t){a_r}];",
-        f"        for (int64_t jt = 0; jt < {nj}; jt += {tj}) {{",
-        f"            const {t}* panel = bpack + jt * {kc};",
+        f"        for (int64_t jt = jb; jt < je; jt += {tj}) {{",
+        f"            const {t}* panel = bpack + (jt - jb) * {kc};",
         f"            const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj};",
         *_indented(
             12,
