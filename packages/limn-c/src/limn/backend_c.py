@@ -221,7 +221,26 @@ class CDevice(CompiledDevice):
     # ---- rendering and compiling ----
 
     def render(self, kernel: KernelIR) -> str:
-        name, source = self.renderer.render(kernel)
+        """The kernel's C source. C reads a kernel's op, loop shape, body and its buffers' names, dtypes and
+        shapes, never its name or slots, so a nest met again (the next layer's, another plan's) is rendered
+        once. limn.codegen lowers each distinct nest once and its kernels share that body, so the sources are
+        kept by the body object itself (held by its entry, so its id stays its own) and the parts around it,
+        up to 2048 of them (then it starts over). An equal body that is another object renders anew: the
+        same source, only not from here."""
+        sources: dict[tuple, tuple[tuple, str]] | None = getattr(self, "_sources", None)
+        if sources is None:
+            sources = self._sources = {}
+        buffers = tuple((b.name, b.dtype.name, b.shape) for b in kernel.inputs + kernel.outputs)
+        key = (id(kernel.body), kernel.op.name, kernel.loop_shape, len(kernel.inputs), buffers, kernel.custom)
+        known = sources.get(key)
+        if known is not None:
+            body, source = known
+            assert body is kernel.body, "a kept source's body is held by its entry, so no other body has its id"
+            return source
+        _, source = self.renderer.render(kernel)
+        if len(sources) >= 2048:
+            sources.clear()
+        sources[key] = (kernel.body, source)
         return source
 
     def compile(self, kernel: KernelIR, source: str) -> Any:

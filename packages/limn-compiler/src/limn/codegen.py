@@ -8,8 +8,10 @@ Pipeline: tensor -> graph -> schedule -> **IR** -> renderer -> device.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -52,9 +54,17 @@ def identity(op: Op, dtype: DType) -> bool | int | float:
     return float("-inf") if dtype.is_float else int(np.iinfo(dtype.np).min)
 
 
+@functools.lru_cache(maxsize=1024)
 def loop_var(dim: int, reduce: bool) -> LoopVar:
-    """The counter of the loop over `dim`: i<dim>, or r<dim> for a reduce dim."""
+    """The counter of the loop over `dim`: i<dim>, or r<dim> for a reduce dim. One object per name (and one
+    per value name, `named_value`): the plans a process keeps hold thousands of uses of a few names."""
     return LoopVar(f"r{dim}" if reduce else f"i{dim}")
+
+
+@functools.lru_cache(maxsize=4096)
+def named_value(prefix: str, number: int) -> Value:
+    """The value v<number>, or acc<number>, as one object per name."""
+    return Value(f"{prefix}{number}")
 
 
 def loop_order(
@@ -105,6 +115,7 @@ class _Lowerer:
     def __init__(self, kernel: Kernel, sched: Schedule) -> None:
         self.kernel = kernel
         self.sched = sched
+        self.order = kernel.exprs
         self.body: list[Instr] = []
         self.counter = 0
         self.names: dict[int, str] = {}  # slot -> name in this kernel
@@ -115,7 +126,7 @@ class _Lowerer:
 
     def value(self, prefix: str = "v") -> Value:
         """A fresh value: v<n>, or acc<n> for a register total (one counter numbers both)."""
-        name = Value(f"{prefix}{self.counter}")
+        name = named_value(prefix, self.counter)
         self.counter += 1
         return name
 
@@ -127,10 +138,11 @@ class _Lowerer:
             self.names[slot] = name
         return self.names[slot]
 
-    def emit_expr(self, root: Expr, names: Sequence[Term | None]) -> Value:
-        """Instructions computing `root` at loop variables `names`; returns the value's name."""
+    def emit_expr(self, root: Expr, names: Sequence[Term | None], order: list[Expr] | None = None) -> Value:
+        """Instructions computing `root` at loop variables `names`; returns the value's name. `order` is
+        walk_expr([root]) when the caller has walked it already."""
         values: dict[int, Value] = {}
-        for e in walk_expr([root]):
+        for e in walk_expr([root]) if order is None else order:
             if isinstance(e, Gather):
                 values[id(e)] = self._gather(e, names)
                 continue
@@ -175,7 +187,7 @@ class _Lowerer:
         if k.op in REDUCE:
             self._reduce()
         else:
-            self._elementwise(k.expr, k.loop_shape)
+            self._elementwise(k.expr, k.loop_shape, self.order)
             if k.scatter is not None:
                 self._scatter()
         return KernelIR(k.name, k.op, k.loop_shape, tuple(self.inputs), (self.out,), tuple(self.body))
@@ -183,21 +195,22 @@ class _Lowerer:
     def _names(self, shape: Shape, reduce_axes: tuple[int, ...] = ()) -> list[Term | None]:
         return [loop_var(d, d in reduce_axes) if s != 1 else None for d, s in enumerate(shape)]
 
-    def _elementwise(self, expr: Expr, shape: Shape) -> None:
+    def _elementwise(self, expr: Expr, shape: Shape, order: list[Expr]) -> None:
         out_view = View(shape, row_major_strides(shape))
-        dims = loop_order(shape, _views(expr) + [out_view])
+        dims = loop_order(shape, _views(order) + [out_view])
         names = self._names(shape)
         self.open_loops(dims, shape, ())
-        v = self.emit_expr(expr, names)
+        v = self.emit_expr(expr, names, order)
         self.body.append(Store("out", view_index(out_view, names)[0], v))
         self.close_loops(dims, ())
 
     def _reduce(self) -> None:
         k = self.kernel
         out_strides = row_major_strides(self.out.shape)  # reduce dims have size 1 there: stride 0
-        shape, axes, expr, out_strides = coalesce_reduce_dims(k.loop_shape, k.reduce_axes, k.expr, out_strides)
+        shape, axes, order, out_strides = coalesce_reduce_dims(k.loop_shape, k.reduce_axes, self.order, out_strides)
+        expr = order[-1]  # the root comes last
         out_view = View(shape, out_strides)
-        views = _views(expr) + [out_view]
+        views = _views(order) + [out_view]
         registers = self.out.dtype.is_half  # a half total stays float32 in a register, rounded once
         dims = loop_order(shape, views, axes, registers)
         reduce_dims = [d for d in dims if d in axes]
@@ -212,7 +225,7 @@ class _Lowerer:
             acc = self.value("acc")
             self.body.append(Acc(acc, start, acc_dtype))
             self.open_loops(reduce_dims, shape, axes)
-            v = self.emit_expr(expr, names)
+            v = self.emit_expr(expr, names, order)
             self.body.append(Accum(acc, None, FOLD[k.op], v))
             self.close_loops(reduce_dims, axes)
             self.body.append(Store("out", out_index, acc))
@@ -226,7 +239,7 @@ class _Lowerer:
         self.body.append(Store("out", out_index, c))
         self.close_loops(fill_dims, axes)
         self.open_loops(dims, shape, axes)
-        v = self.emit_expr(expr, names)
+        v = self.emit_expr(expr, names, order)
         self.body.append(Accum("out", out_index, FOLD[k.op], v))
         self.close_loops(dims, axes)
 
@@ -259,11 +272,10 @@ class _Lowerer:
         return KernelIR(k.name, k.op, k.loop_shape, ins, outs, (), custom=k.custom.name)
 
 
-def _views(expr: Expr | None) -> list[View]:
-    if expr is None:
-        return []
+def _views(order: list[Expr]) -> list[View]:
+    """The views a nest reads its buffers through, from walk_expr of its expression."""
     out = []
-    for e in walk_expr([expr]):
+    for e in order:
         if isinstance(e, Load):
             out.append(e.view)
         elif isinstance(e, Gather):
@@ -276,20 +288,20 @@ def _zero(dtype: DType) -> bool | int | float:
 
 
 def coalesce_reduce_dims(
-    shape: Shape, axes: tuple[int, ...], expr: Expr, out_strides: tuple[int, ...]
-) -> tuple[Shape, tuple[int, ...], Expr, tuple[int, ...]]:
+    shape: Shape, axes: tuple[int, ...], order: list[Expr], out_strides: tuple[int, ...]
+) -> tuple[Shape, tuple[int, ...], list[Expr], tuple[int, ...]]:
     """Merges neighbouring reduce dims into one loop where every buffer walks them as one strided line
     (stride of the outer = stride of the inner * its size, no mask on either). The fold visits the same
     elements in the same order, so nothing changes but the nest's depth: a weight gradient that sums
-    over (batch, time) becomes one reduce loop that the backends can treat as a matmul's."""
-    views = [e.view for e in walk_expr([expr]) if isinstance(e, Load)]
-    views += [e.mask_view for e in walk_expr([expr]) if isinstance(e, Const) and e.mask_view is not None]
+    over (batch, time) becomes one reduce loop that the backends can treat as a matmul's. The expression
+    comes and goes as walk_expr's order of it (its root last), rebuilt over the merged dims."""
+    views = [e.view for e in order if isinstance(e, Load)]
+    views += [e.mask_view for e in order if isinstance(e, Const) and e.mask_view is not None]
     all_strides = [v.strides for v in views] + [out_strides]
+    masked = any(v.mask is not None for v in views)
 
     def mergeable(d: int) -> bool:  # may dim d fold into dim d - 1?
-        if d - 1 not in axes or d not in axes:
-            return False
-        if any(v.mask is not None for v in views):
+        if d - 1 not in axes or d not in axes or masked:
             return False
         return all(st[d - 1] == st[d] * shape[d] for st in all_strides)
 
@@ -300,7 +312,7 @@ def coalesce_reduce_dims(
         else:
             groups.append([d])
     if len(groups) == len(shape):
-        return shape, axes, expr, out_strides
+        return shape, axes, order, out_strides
 
     def merged(view_shape: Shape, strides: tuple[int, ...]) -> tuple[Shape, tuple[int, ...]]:
         new_shape = tuple(int(np.prod([view_shape[d] for d in g])) for g in groups)
@@ -308,8 +320,8 @@ def coalesce_reduce_dims(
 
     new_shape, _ = merged(shape, shape)
     new_axes = tuple(i for i, g in enumerate(groups) if g[0] in axes)
-    rebuilt: dict[int, Expr] = {}
-    for e in walk_expr([expr]):
+    rebuilt: dict[int, Expr] = {}  # each node once, as walk_expr met it: the new order is the old one's
+    for e in order:
         if isinstance(e, Load):
             vs, st = merged(e.view.shape, e.view.strides)
             rebuilt[id(e)] = Load(e.slot, View(vs, st, e.view.offset), e.dtype)
@@ -317,19 +329,103 @@ def coalesce_reduce_dims(
             rebuilt[id(e)] = Alu(e.op, tuple(rebuilt[id(x)] for x in e.srcs), e.dtype)
         else:
             rebuilt[id(e)] = e
-    return new_shape, new_axes, rebuilt[id(expr)], merged(shape, out_strides)[1]
+    return new_shape, new_axes, list(rebuilt.values()), merged(shape, out_strides)[1]
 
 
 def lower(kernel: Kernel, sched: Schedule) -> KernelIR:
     """The loop nests of one scheduled kernel; with LIMN_DEBUG>=1 they pass ir.check first (an IRError
     prints the nest, marking the instruction that breaks a rule)."""
-    nest = _Lowerer(kernel, sched).lower()
+    nest = _lowered(kernel, sched)
     return check(nest) if _debug_level() >= 1 else nest
 
 
 def lower_schedule(sched: Schedule) -> Program:
     """The loop nests of every kernel of a schedule, as one printable Program."""
-    return Program(sched, tuple(lower(k, sched) for k in sched.kernels))
+    checking = _debug_level() >= 1
+    nests = [_lowered(k, sched) for k in sched.kernels]
+    return Program(sched, tuple(check(nest) if checking else nest for nest in nests))
+
+
+# ---- nests lowered before ----
+# A nest depends on its kernel only up to the slots it is bound to: the same layer at another depth, or the
+# same kernel in another plan, lowers to the same instructions over other slots. So each distinct nest is
+# lowered once and then rebound, sharing its instructions: a process keeps every plan it builds, and fewer
+# objects in them is less for the garbage collector to walk on every full collection.
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """A nest lowered once, and for each of its buffers (inputs, then outputs) the position of that
+    buffer's slot in its nest_key's numbering, which another kernel of the same key binds anew."""
+
+    nest: KernelIR
+    positions: tuple[int, ...]
+
+
+LOWERED_KEPT = 4096
+"""How many nests the memo holds; past that it starts over (a GPT forward has about 45 distinct nests)."""
+
+_lowered_before: dict[str, Lowered] = {}
+
+
+def _lowered(kernel: Kernel, sched: Schedule) -> KernelIR:
+    """`kernel`'s nest: lowered now, or rebound from the nest of an equal nest_key lowered before."""
+    if kernel.custom is not None:
+        return _Lowerer(kernel, sched).lower()
+    lowerer = _Lowerer(kernel, sched)
+    key, slots = nest_key(kernel, sched, lowerer.order)
+    known = _lowered_before.get(key)
+    if known is None:
+        nest = lowerer.lower()
+        position = {slot: i for i, slot in enumerate(slots)}
+        if len(_lowered_before) >= LOWERED_KEPT:
+            _lowered_before.clear()
+        _lowered_before[key] = Lowered(nest, tuple(position[b.slot] for b in nest.inputs + nest.outputs))
+        return nest
+    nest, n_in = known.nest, len(known.nest.inputs)
+    bound = [BufferArg(b.name, slots[p], b.dtype, b.shape) for b, p in zip(nest.inputs + nest.outputs, known.positions)]
+    return KernelIR(kernel.name, nest.op, nest.loop_shape, tuple(bound[:n_in]), tuple(bound[n_in:]), nest.body)
+
+
+def nest_key(kernel: Kernel, sched: Schedule, order: list[Expr] | None = None) -> tuple[str, list[int]]:
+    """Everything a non-CUSTOM kernel's nest is made from, spelled out with its slots renumbered by first use
+    (its output 0), and the slots in that order. Kernels of equal keys lower to the same instructions: their
+    op, loop shape and reduce axes, their expressions node by node (sources by position, so what is shared
+    stays shared; constants by type and repr, since 0.0 == -0.0), views, dtypes, and each slot's dtype and
+    shape are equal. The key is the repr of plain tuples, so it says each of them exactly. `order` is
+    walk_expr of the kernel's expression when the caller has walked it already."""
+    assert kernel.expr is not None, f"{kernel.name} has no expression to key"
+    numbers: dict[int, int] = {kernel.out: 0}
+
+    def view(v: View | None) -> tuple | None:
+        return None if v is None else (v.shape, v.strides, v.offset, v.mask)
+
+    def load(e: Load) -> tuple:
+        return (numbers.setdefault(e.slot, len(numbers)), view(e.view), e.dtype.name)
+
+    def rows(order: list[Expr]) -> tuple:
+        at: dict[int, int] = {}
+        out: list[tuple] = []
+        for e in order:
+            at[id(e)] = len(out)
+            if isinstance(e, Load):
+                out.append(("load", *load(e)))
+            elif isinstance(e, Const):
+                out.append(("const", type(e.value).__name__, repr(e.value), e.dtype.name, view(e.mask_view)))
+            elif isinstance(e, Alu):
+                out.append((e.op.name, e.dtype.name, tuple([at[id(s)] for s in e.srcs])))
+            else:
+                out.append(("gather", load(e.src), load(e.idx), e.axis, e.dtype.name))
+        return tuple(out)
+
+    expr = rows(walk_expr([kernel.expr]) if order is None else order)
+    scatter = None
+    if kernel.scatter is not None:
+        part = kernel.scatter
+        scatter = (load(part.idx), rows(walk_expr([part.upd])), part.axis, part.shape)
+    slots = list(numbers)
+    buffers = tuple((sched.slots[s].dtype.name, sched.slots[s].shape) for s in slots)
+    return repr((kernel.op.name, kernel.loop_shape, kernel.reduce_axes, expr, scatter, buffers)), slots
 
 
 def _debug_level() -> int:

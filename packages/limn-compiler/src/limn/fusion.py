@@ -166,13 +166,19 @@ def free_to_recompute(node: Node, stored: dict[int, Reason]) -> bool:
     return node.op in SOURCES or (node.op in MOVEMENT and is_leaf(node.srcs[0], stored))
 
 
+_STORED_BY_OP: dict[Op, Reason] = {}  # ALWAYS_STORED by op: the first group an op is in gives its reason
+for _group, _why in ALWAYS_STORED.items():
+    for _op in _group:
+        _STORED_BY_OP.setdefault(_op, Reason(Rule.OP, _why))
+
+
 def decide(order: list[Node], sinks: list[Node]) -> Decisions:
     """Every buffer the graph below `sinks` needs (`order` is its toposort), each with its Reason."""
     decisions = Decisions()
     for node in order:
-        for group, why in ALWAYS_STORED.items():
-            if node.op in group:
-                decisions.store(node, Reason(Rule.OP, why))
+        reason = _STORED_BY_OP.get(node.op)
+        if reason is not None:
+            decisions.store(node, reason)
         operands = OPERANDS_IN_MEMORY.get(node.op)
         if operands is not None:
             positions = range(len(node.srcs)) if operands.positions is None else operands.positions
@@ -330,13 +336,15 @@ def first_missing_buffer(order: list[Node], decisions: Decisions) -> Need | None
 def _first_need_below(root: Node, is_root: bool, stored: dict[int, Reason]) -> Need | None:
     """Walks what a kernel computes for `root` (each node once per view it is read through, sources in
     order, as the builder does) and returns the first Need."""
-    seen: set[tuple[int, View | None]] = set()
+    views: dict[View, View] = {}  # one object per distinct view met, so `seen` can hold its id
+    seen: set[tuple[int, int]] = set()
     stack: list[tuple[Node, View | None]] = [(root, None)]
     while stack:
         node, outer = stack.pop()
-        if (id(node), outer) in seen:
+        key = (id(node), id(outer))
+        if key in seen:
             continue
-        seen.add((id(node), outer))
+        seen.add(key)
         if (is_leaf(node, stored) and not (node is root and is_root)) or node.op is Op.CONST:
             continue  # a load or a literal
         if node.op in MOVEMENT:
@@ -346,7 +354,7 @@ def _first_need_below(root: Node, is_root: bool, stored: dict[int, Reason]) -> N
             src = node.srcs[0]
             if inner.mask is not None and not is_leaf(src, stored):
                 return Need(src, Reason(Rule.PAD, "a pad reads it, and padding must read zeros, not f(0)"))
-            stack.append((src, inner))
+            stack.append((src, views.setdefault(inner, inner)))
             continue
         assert node.op in ELEMENTWISE, f"{node} reached a kernel unstored: ALWAYS_STORED covers every other op"
         stack.extend((s, outer) for s in reversed(node.srcs))

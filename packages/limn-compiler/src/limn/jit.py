@@ -27,7 +27,8 @@ from limn.device import Buffer, DeviceError, get_device
 from limn.dtypes import DType
 from limn.ir import KernelIR, Program
 from limn.ops import Node, Op, Shape, toposort
-from limn.schedule import Gather, Load, Schedule, explain, schedule, walk_expr
+from limn.schedule import Gather, Load, Schedule, explain, schedule
+from limn.view import View
 
 
 def debug_level() -> int:
@@ -37,10 +38,15 @@ def debug_level() -> int:
         return 0
 
 
-def structure_key(sinks: Sequence[Node]) -> tuple[tuple, list[Buffer]]:
+def structure_key(sinks: Sequence[Node], order: list[Node] | None = None) -> tuple[tuple, list[Buffer]]:
     """A hashable description of the graph with leaf buffers replaced by their order of appearance,
-    and those buffers. Two graphs with equal keys run the same plan on their own buffers."""
-    order = toposort(sinks)
+    and those buffers. Two graphs with equal keys run the same plan on their own buffers. `order` is
+    toposort(sinks) when the caller has walked it already.
+
+    Each row is plain data (names, ints, tuples of them, a view as its four fields), since the plan cache
+    keeps every key it is given and the garbage collector walks only containers of objects."""
+    if order is None:
+        order = toposort(sinks)
     position = {id(n): i for i, n in enumerate(order)}
     leaves: list[Buffer] = []
     leaf_index: dict[int, int] = {}
@@ -53,9 +59,12 @@ def structure_key(sinks: Sequence[Node]) -> tuple[tuple, list[Buffer]]:
             arg: Any = ("leaf", leaf_index[id(n.arg)])
         elif n.op is Op.CONST:
             arg = (type(n.arg).__name__, repr(n.arg))  # by spelling: 0.0 == -0.0 and nan != nan as floats
+        elif n.op is Op.VIEW:
+            view: View = n.arg
+            arg = (view.shape, view.strides, view.offset, view.mask)
         else:
             arg = n.arg
-        rows.append((n.op, n.dtype.name, n.shape, arg, tuple(position[id(s)] for s in n.srcs)))
+        rows.append((n.op.name, n.dtype.name, n.shape, arg, tuple([position[id(s)] for s in n.srcs])))
     rows.append(("sinks", tuple(position[id(s)] for s in sinks)))
     return tuple(rows), leaves
 
@@ -133,12 +142,13 @@ class CompiledDevice:
 
     def plan(self, sinks: Sequence[Node]) -> tuple[Plan, list[Buffer]]:
         """The plan for this graph's structure (built on first sight) and the leaf buffers to bind."""
-        key, leaves = structure_key(sinks)
+        order = toposort(sinks)  # one walk for the key and, on a miss, the schedule
+        key, leaves = structure_key(sinks, order)
         plan = self.plans.get(key)
         if plan is not None:
             self.stats.plan_hits += 1
             return plan, leaves
-        sched = schedule(sinks)
+        sched = schedule(sinks, order)
         program = lower_schedule(sched)
         plan = Plan(program, self._programs(program.kernels), _index_checks(sched))
         self.plans[key] = plan
@@ -290,7 +300,7 @@ def _index_checks(sched: Schedule) -> list[IndexCheck]:
         if k.scatter is not None:
             loads.append((k.scatter.idx, sched.slots[k.out].shape[k.scatter.axis], "scatter"))
         if k.expr is not None:
-            for e in walk_expr([k.expr]):
+            for e in k.exprs:
                 if isinstance(e, Gather):
                     loads.append((e.idx, e.src.view.shape[e.axis], "gather"))
         for load, size, what in loads:

@@ -8,6 +8,7 @@ Pipeline: tensor -> graph -> **schedule** -> IR (codegen.py) -> renderer -> devi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -107,6 +108,11 @@ class Kernel:
     custom: CustomArg | None = None
     custom_inputs: tuple[int, ...] = ()
     custom_outputs: tuple[int, ...] = ()
+
+    @functools.cached_property
+    def exprs(self) -> list[Expr]:
+        """Every sub-expression of `expr`, each after its sources (walk_expr), walked once per kernel."""
+        return walk_expr([self.expr]) if self.expr is not None else []
 
     @property
     def inputs(self) -> tuple[int, ...]:

@@ -69,9 +69,10 @@ __all__ = [
 ]
 
 
-def schedule(sinks: Sequence[Node]) -> Schedule:
+def schedule(sinks: Sequence[Node], order: list[Node] | None = None) -> Schedule:
     """The kernels computing `sinks`, in run order, over numbered slots; `reasons` says for every slot a
-    kernel writes which fusion rule gave it a buffer.
+    kernel writes which fusion rule gave it a buffer. `order` is toposort(sinks) when the caller has walked
+    it already.
 
         >>> from limn import Tensor
         >>> print(describe(schedule([Tensor.randn((4, 5)).softmax(-1).node])))
@@ -80,7 +81,8 @@ def schedule(sinks: Sequence[Node]) -> Schedule:
         k2  MUL  loop[4, 5]  reads [buf0, buf1, buf2]  writes [buf3]
     """
     sinks = list(sinks)
-    order = toposort(sinks)
+    if order is None:
+        order = toposort(sinks)
     _check_assign_targets(order)
     decisions = decide(order, sinks)  # every buffer, each with its reason (fusion.py)
     build = _build(order, decisions)
@@ -121,6 +123,7 @@ class _Build:
         self.users: dict[int, set[int]] = {}  # inlined node id -> kernels that inline it
         self.old_reads: dict[int, set[int]] = {}  # kernel -> input slots it reads as they were
         self.new_reads: dict[int, set[int]] = {}  # kernel -> slots it reads after an ASSIGN wrote them
+        self.reads: dict[int, set[int]] = {}  # kernel -> every slot it reads
         self.run_order: list[int] = []  # kernel indices in run order (short of all of them: a cycle)
 
     def new_slot(self, node: Node, kind: SlotKind, reason: Reason | None, target: int | None = None) -> int:
@@ -135,44 +138,45 @@ class _Build:
         has stored whatever this walk could not read through.
 
         memo is keyed by (node, view): a node read through a view V evaluates its sources through V
-        too when it is elementwise, and through compose(its view, V) when it is itself a VIEW."""
+        too when it is elementwise, and through compose(its view, V) when it is itself a VIEW. Each node is
+        expanded once per view: its sources go on the stack above it, and it is built when it is next on top."""
         stored = self.decisions.stored
-        memo: dict[tuple[int, View | None], Expr] = {}
-        stack: list[tuple[Node, View | None]] = [(root, None)]
+        views: dict[View, View] = {}  # one object per distinct view met, so a key can hold its id
+        memo: dict[tuple[int, int], Expr] = {}  # (id(node), id(view)); the view None at the node's own index
+        # (node, the view it is read through, its sources once its children are on the stack)
+        stack: list[tuple[Node, View | None, list[tuple[Node, View | None]] | None]] = [(root, None, None)]
         while stack:
-            node, v = stack[-1]
-            if (id(node), v) in memo:
-                stack.pop()
+            node, v, sources = stack.pop()
+            key = (id(node), id(v))
+            if sources is not None:  # every source is built now
+                if not (node is root and is_root) and not free_to_recompute(node, stored):
+                    self.users.setdefault(id(node), set()).add(kernel)
+                built = tuple(memo[(id(s), id(sv))] for s, sv in sources)
+                memo[key] = built[0] if node.op in MOVEMENT else Alu(node.op, built, node.dtype)
+                continue
+            if key in memo:
                 continue
             if (node is not root or not is_root) and (id(node) in stored or node.op is Op.BUFFER):
-                memo[(id(node), v)] = self._load(node, v, kernel)
-                stack.pop()
+                memo[key] = self._load(node, v, kernel)
                 continue
             if node.op is Op.CONST:
                 masked = v if v is not None and v.mask is not None else None
-                memo[(id(node), v)] = Const(node.arg, node.dtype, masked)
-                stack.pop()
+                memo[key] = Const(node.arg, node.dtype, masked)
                 continue
             if node.op in MOVEMENT:
                 inner = inner_view(node, v)
                 assert inner is not None, f"{node} is read through {v}, which does not compose: it should be stored"
-                sources = [(node.srcs[0], inner)]
+                sources = [(node.srcs[0], views.setdefault(inner, inner))]
             else:
                 assert node.op in ELEMENTWISE, f"{node} reached a kernel unstored"
                 sources = [(s, v) for s in node.srcs]  # elementwise: same index, same outer view
-            missing = [sv for sv in sources if (id(sv[0]), sv[1]) not in memo]
-            if missing:
-                stack.extend(reversed(missing))
-                continue
-            stack.pop()
-            if not (node is root and is_root) and not free_to_recompute(node, stored):
-                self.users.setdefault(id(node), set()).add(kernel)
-            built = tuple(memo[(id(s), sv)] for s, sv in sources)
-            memo[(id(node), v)] = built[0] if node.op in MOVEMENT else Alu(node.op, built, node.dtype)
-        return memo[(id(root), None)]
+            stack.append((node, v, sources))
+            stack.extend((s, sv, None) for s, sv in reversed(sources) if (id(s), id(sv)) not in memo)
+        return memo[(id(root), id(None))]
 
     def _load(self, node: Node, v: View | None, kernel: int) -> Load:
         slot = self.slot_of[id(node)]
+        self.reads.setdefault(kernel, set()).add(slot)
         if node.op is Op.BUFFER:
             self.old_reads.setdefault(kernel, set()).add(slot)
         elif node.op is Op.ASSIGN:
@@ -226,6 +230,7 @@ def _custom_kernel(build: _Build, node: Node, order: list[Node], calls: dict[tup
         )
     calls[key] = outs
     inputs = tuple(build.slot_of[id(s)] for s in node.srcs)
+    build.reads[len(build.kernels)] = set(inputs)
     name = f"k{len(build.kernels)}"
     kernel = Kernel(
         name,
@@ -295,8 +300,8 @@ def _run_order(build: _Build) -> list[int]:
                 producer[s] = i
     in_place_by_slot = {kernels[i].out: i for i in in_place}
     deps: list[set[int]] = [set() for _ in kernels]
-    for i, k in enumerate(kernels):
-        for s in k.inputs:
+    for i in range(len(kernels)):
+        for s in build.reads.get(i, ()):
             if s in producer and producer[s] != i:
                 deps[i].add(producer[s])
         for s in build.new_reads.get(i, ()):
