@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from limn import dtypes
 from limn.cstyle import Decided
-from limn.ir import Acc, Accum, Arith, EndLoop, Instr, LoadI, Loop, Store
+from limn.ir import Acc, Accum, Arith, ConstI, EndLoop, Instr, LoadI, Loop, Store
 from limn.ops import TRANSCENDENTAL
 
 if TYPE_CHECKING:
@@ -25,15 +26,23 @@ def costly(instrs: list[Instr]) -> bool:
 
 
 def worth_chunking(inner: list[Instr]) -> bool:
-    """A register fold (the body ends in ACCUM into a register and writes nothing else) whose values cost a
-    transcendental each, several ops, or a widened mask: making them a chunk at a time pays."""
+    """A float register fold (the body ends in ACCUM into a register and writes nothing else) whose values
+    cost a transcendental each, several ops, or a widened mask or float16: making them a chunk at a time
+    pays. An integer or bool fold is left plain: its adds, maxes and ors regroup exactly, so gcc vectorizes
+    the whole loop, fold and all."""
     if not inner or not isinstance(inner[-1], Accum) or inner[-1].index is not None:
         return False
     if any(isinstance(i, (Accum, Store, Acc, Loop, EndLoop)) for i in inner[:-1]):
         return False
+    made = {i.dst: i.dtype for i in inner if isinstance(i, (ConstI, LoadI, Arith))}
+    folded = made.get(inner[-1].src)
+    if folded is not None and not folded.is_float:
+        return False
     ariths = [i for i in inner if isinstance(i, Arith)]
-    narrow = any(isinstance(i, LoadI) and i.dtype.itemsize < 4 for i in inner)  # a mask widened per element
-    return costly(inner) or len(ariths) >= 3 or narrow
+    # a bool mask widened per element, or a float16 (a dozen integer ops each); a bfloat16 (a shift) or a
+    # narrow int (a sign extension) alone is no cheaper a chunk at a time
+    widened = any(isinstance(i, LoadI) and i.dtype in (dtypes.bool_, dtypes.float16) for i in inner)
+    return costly(inner) or len(ariths) >= 3 or widened
 
 
 def render_chunked(

@@ -36,71 +36,86 @@ PRELUDE = r"""#include <stdint.h>
 #define LIMN_IVDEP
 #endif
 
+/* A float's bits and back: memcpy is the defined way, and compilers make it a no-op. */
+static inline uint32_t limn_bits(float f) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return b;
+}
+
+static inline float limn_float(uint32_t b) {
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/* `when ? a : b` as an and-or of bits. A ?: is a branch to the compiler, which may copy the code after
+   it into each arm and fold it there; gcc 12 did that to exp's clamps, leaving in one arm a constant
+   product that overflows, which it may not run unconditionally, so for AVX2 the loop kept its branch
+   and was not vectorized. A blend of bits is one vector select on every ISA. */
+static inline uint32_t limn_pick(int when, uint32_t a, uint32_t b) {
+    const uint32_t mask = 0u - (uint32_t)(when != 0);
+    return (a & mask) | (b & ~mask);
+}
+
+static inline float limn_pickf(int when, float a, float b) {
+    return limn_float(limn_pick(when, limn_bits(a), limn_bits(b)));
+}
+
 /* float16 and bfloat16 are stored as 16-bit patterns and computed in float32; these convert with
-   round-to-nearest-even, bit for bit what ml_dtypes (the numpy device) does. */
+   round-to-nearest-even, bit for bit what ml_dtypes (the numpy device) does. Like exp and log below
+   they select rather than branch, in 32-bit lanes only, so a loop of them vectorizes. */
 static inline float limn_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
-    if (exp == 0) {
-        float f = (float)man * 5.9604644775390625e-08f; /* subnormal: man * 2**-24, exact */
-        memcpy(&bits, &f, 4);
-        bits |= sign;
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | (man << 13);
-    } else {
-        bits = sign | ((exp + 112u) << 23) | (man << 13);
-    }
-    float out;
-    memcpy(&out, &bits, 4);
-    return out;
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, shifted = (uint32_t)(h & 0x7fffu) << 13;
+    const uint32_t exp = shifted & 0x0f800000u;  /* the float16 exponent, in float32's place */
+    const uint32_t normal = shifted + 0x38000000u; /* rebias 15 -> 127 */
+    const uint32_t special = normal + 0x38000000u; /* inf and nan: exponent all ones */
+    /* subnormal (and zero): 2**-14 * (1 + man / 1024) - 2**-14 is man * 2**-24, exactly */
+    const uint32_t subnormal = limn_bits(limn_float(normal + 0x00800000u) - 6.103515625e-05f);
+    uint32_t bits = limn_pick(exp == 0x0f800000u, special, normal);
+    bits = limn_pick(exp == 0, subnormal, bits);
+    return limn_float(sign | bits);
 }
 
 static inline uint16_t limn_f32_to_f16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu)); /* nan */
-    if (ax >= 0x47800000u) return (uint16_t)(sign | 0x7c00u);                        /* inf */
-    if (ax < 0x38800000u) { /* below 2**-14: a float16 subnormal, counted in units of 2**-24 */
-        float a;
-        memcpy(&a, &ax, 4);
-        float units = a * 16777216.0f;
-        units = (units + 8388608.0f) - 8388608.0f; /* rounds to an integer, ties to even */
-        return (uint16_t)(sign | (uint32_t)units);
-    }
-    uint32_t h = (((ax >> 23) - 112u) << 10) | ((ax & 0x7fffffu) >> 13), rest = ax & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h += 1u; /* a carry rolls into the exponent */
+    const uint32_t x = limn_bits(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    /* normal: rebias 127 -> 15 and round the 13 dropped bits to nearest even (add 0xfff, and 1 more when
+       the kept part is odd; a carry rolls into the exponent, up to inf) */
+    const uint32_t normal = (ax - 0x38000000u + 0xfffu + ((ax >> 13) & 1u)) >> 13;
+    /* below 2**-14, a float16 subnormal: adding 0.5 leaves units of 2**-24 in the low bits, rounded to even */
+    const uint32_t subnormal = limn_bits(limn_float(ax) + 0.5f) - 0x3f000000u;
+    uint32_t h = limn_pick(ax < 0x38800000u, subnormal, normal);
+    h = limn_pick(ax >= 0x47800000u, 0x7c00u, h);                          /* inf */
+    h = limn_pick(ax > 0x7f800000u, 0x7e00u | ((ax >> 13) & 0x3ffu), h); /* nan: quiet, top payload kept */
     return (uint16_t)(sign | h);
 }
 
-static inline float limn_bf16_to_f32(uint16_t h) {
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
+static inline float limn_bf16_to_f32(uint16_t h) { return limn_float((uint32_t)h << 16); }
 
 static inline uint16_t limn_f32_to_bf16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* nan stays nan */
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
+    const uint32_t x = limn_bits(f);
+    const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+    return (uint16_t)limn_pick((x & 0x7fffffffu) > 0x7f800000u, (x >> 16) | 0x40u, rounded); /* nan stays nan */
 }
 
-/* exp and log for float32 that the compiler can vectorize: no branches, no libm calls, no errno.
-   Both reduce the argument by powers of two and finish with a short polynomial; the error is about one
-   unit in the last place, far inside the 1e-5 the numpy device allows. Edge cases (inf, nan, 0, the
-   subnormals) select their answers rather than branch to them. */
+/* exp and log for float32 that the compiler can vectorize: no branches, no libm calls, no errno, and
+   only 32-bit lanes (float compares select floats, integer compares select integers). Both reduce the
+   argument by powers of two and finish with a short polynomial: within one unit in the last place of
+   the correctly rounded answer (tests/c/test_math_accuracy.py), far inside the 1e-5 the numpy device
+   allows. Edge cases (inf, nan, 0, the subnormals) select their answers rather than branch to them.
+   Their compares are C99's quiet ones (isgreater, isless, ...), which raise no flag on a nan: gcc may
+   then run them, under an AVX-512 mask, where a kernel's ?: has moved the whole call into one arm. */
 static inline float limn_pow2i(int32_t n) { /* 2**n for -126 <= n <= 127 */
-    uint32_t bits = (uint32_t)(n + 127) << 23;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
+    return limn_float((uint32_t)(n + 127) << 23);
 }
 
 static inline float limn_expf(float x) {
-    const float clamped = x > 89.0f ? 89.0f : (x < -104.0f ? -104.0f : x);
-    const float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(x / ln 2) */
+    float clamped = limn_pickf(isgreater(x, 89.0f), 89.0f, x); /* nan passes both clamps: its compares are false */
+    clamped = limn_pickf(isless(clamped, -104.0f), -104.0f, clamped);
+    /* adding 1.5 * 2**23 rounds x / ln 2 to an integer n (ties to even), left in the low mantissa bits */
+    const float shifted = clamped * 1.44269504088896341f + 12582912.0f;
+    const float n = shifted - 12582912.0f;
+    const int32_t k = (int32_t)(limn_bits(shifted) - 0x4b400000u); /* n as an integer, -150 <= k <= 128 */
     const float r = (clamped - n * 0.693145751953125f) - n * 1.428606765330187045e-06f; /* |r| <= ln2/2 */
     float p = 1.0f / 5040.0f;
     p = p * r + 1.0f / 720.0f;
@@ -110,35 +125,32 @@ static inline float limn_expf(float x) {
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f; /* e**r, Taylor to r**7 */
-    const int32_t k = (int32_t)n, half = k / 2; /* two factors, so 2**k may be subnormal */
-    float y = p * limn_pow2i(half) * limn_pow2i(k - half);
-    y = x > 88.72283935546875f ? INFINITY : y;
-    return x != x ? x : y;
+    /* 2**k as two normal factors, so a subnormal answer is rounded once; >> is floor(k / 2) (gcc's >> on a
+       negative int is arithmetic) */
+    const int32_t half = k >> 1;
+    const float y = p * limn_pow2i(half) * limn_pow2i(k - half);
+    const float big = limn_pickf(isgreater(x, 88.72283935546875f), INFINITY, y);
+    return limn_pickf(isnan(x), x, big);
 }
 
 static inline float limn_logf(float x) {
-    const int tiny = x < 1.17549435e-38f; /* subnormal inputs are scaled up by 2**23 first */
-    const float scaled = tiny ? x * 8388608.0f : x;
-    uint32_t bits;
-    memcpy(&bits, &scaled, 4);
-    int32_t e = (int32_t)((bits >> 23) & 0xffu) - 127;
-    uint32_t mbits = (bits & 0x7fffffu) | 0x3f800000u; /* the mantissa as a float in [1, 2) */
-    float m;
-    memcpy(&m, &mbits, 4);
-    const int big = m > 1.41421356f; /* keep m in [sqrt(1/2), sqrt(2)) so s below stays small */
-    m = big ? m * 0.5f : m;
-    e = e + big - (tiny ? 23 : 0);
-    const float s = (m - 1.0f) / (m + 1.0f), s2 = s * s; /* log m = 2 atanh s */
-    float p = 1.0f / 11.0f;
-    p = p * s2 + 1.0f / 9.0f;
-    p = p * s2 + 1.0f / 7.0f;
-    p = p * s2 + 1.0f / 5.0f;
-    p = p * s2 + 1.0f / 3.0f;
-    p = p * s2 + 1.0f;
-    float y = (float)e * 0.693145751953125f + (2.0f * s * p + (float)e * 1.428606765330187045e-06f);
-    y = x == INFINITY ? INFINITY : y;
-    y = x == 0.0f ? -INFINITY : y;
-    return (x < 0.0f || x != x) ? NAN : y;
+    /* subnormal inputs are scaled up by 2**23 first; the scale's own exponent is taken back below */
+    const float scale = limn_pickf(isless(x, 1.17549435e-38f), 8388608.0f, 1.0f);
+    /* x = 2**k * m with m in [sqrt(1/2), sqrt(2)): moving the cut between exponents from 1 to sqrt(1/2)
+       is one integer add */
+    const uint32_t bits = limn_bits(x * scale) + (0x3f800000u - 0x3f3504f3u);
+    const int32_t k = (int32_t)(bits >> 23) - 127 - (int32_t)((limn_bits(scale) >> 23) - 127u);
+    const float f = limn_float((bits & 0x007fffffu) + 0x3f3504f3u) - 1.0f; /* m - 1, exact */
+    /* log(1 + f) = 2 atanh(s) = f - f**2 / 2 + s (f**2 / 2 + R), s = f / (2 + f), R a polynomial in s**2
+       (FreeBSD's logf: the even and odd terms in two chains) */
+    const float s = f / (2.0f + f), z = s * s, w = z * z;
+    const float r = z * (0x1.555554p-1f + w * 0x1.23d3dcp-2f) + w * (0x1.999c26p-2f + w * 0x1.f13c4cp-3f);
+    const float half_f2 = 0.5f * f * f, kf = (float)k;
+    /* k ln 2 in two parts: the high one has 17 significant bits, so k times it is exact for every normal x */
+    const float y = kf * 0x1.62e300p-1f - ((half_f2 - (s * (half_f2 + r) + kf * 0x1.2fefa2p-17f)) - f);
+    float edge = limn_pickf(x == INFINITY, INFINITY, y);
+    edge = limn_pickf(x == 0.0f, -INFINITY, edge);
+    return limn_pickf(!isgreaterequal(x, 0.0f), NAN, edge); /* below -0, or nan */
 }
 
 static inline float limn_round_f16(float f) { return limn_f16_to_f32(limn_f32_to_f16(f)); }
