@@ -38,7 +38,10 @@ from limn.ir import KernelIR
 from limn.jit import CompiledDevice, debug_level
 from limn.ops import Shape
 
-BASE_FLAGS = ["-O3", "-fPIC", "-shared", "-std=c11", "-fno-math-errno", "-ffp-contract=off"]
+# No -ffast-math: every operation rounds as the IR says. -ffp-contract=off keeps a * b + c two roundings
+# unless the renderer writes fmaf; -fno-math-errno and -fno-trapping-math change no result (limn reads
+# neither errno nor the FP exception flags) but let gcc run both arms of a select, so loops with one vectorize.
+BASE_FLAGS = ["-O3", "-fPIC", "-shared", "-std=c11", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off"]
 
 
 class CompileError(RuntimeError):
