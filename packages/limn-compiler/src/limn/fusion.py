@@ -323,28 +323,35 @@ def kernel_reads(node: Node) -> list[tuple[Node, bool]]:
 def first_missing_buffer(order: list[Node], decisions: Decisions) -> Need | None:
     """The first value, in the order the kernels are built, that a kernel reaches through a view it cannot
     index through: a view that does not compose with the one above it (copy it first), or a pad over a
-    computed value (store the value: the pad must read zeros, not f(0)). None when every kernel builds."""
+    computed value (store the value: the pad must read zeros, not f(0)). None when every kernel builds.
+
+    What one kernel's walk found nothing below is nothing below for the next kernel either (a layer norm's
+    kernels all reach the residual stream), so the kernels share the set of (node, view) pairs walked."""
+    views: dict[View, View] = {}  # one object per distinct view met, so `walked` can hold its id
+    walked: set[tuple[int, int]] = set()
     for node in order:
         if id(node) in decisions.stored:
             for root, is_root in kernel_reads(node):
-                need = _first_need_below(root, is_root, decisions.stored)
+                need = _first_need_below(root, is_root, decisions.stored, walked, views)
                 if need is not None:
                     return need
     return None
 
 
-def _first_need_below(root: Node, is_root: bool, stored: dict[int, Reason]) -> Need | None:
+def _first_need_below(
+    root: Node, is_root: bool, stored: dict[int, Reason], walked: set[tuple[int, int]], views: dict[View, View]
+) -> Need | None:
     """Walks what a kernel computes for `root` (each node once per view it is read through, sources in
-    order, as the builder does) and returns the first Need."""
-    views: dict[View, View] = {}  # one object per distinct view met, so `seen` can hold its id
-    seen: set[tuple[int, int]] = set()
+    order, as the builder does) and returns the first Need. `walked` holds the (node, view) pairs earlier
+    kernels walked without one (a pair is added as it is met: a walk that finds a Need ends the search),
+    and `views` one object per distinct view, so a pair can hold its id."""
     stack: list[tuple[Node, View | None]] = [(root, None)]
     while stack:
         node, outer = stack.pop()
         key = (id(node), id(outer))
-        if key in seen:
+        if key in walked and not (node is root and is_root):  # a root its own kernel computes is no leaf
             continue
-        seen.add(key)
+        walked.add(key)
         if (is_leaf(node, stored) and not (node is root and is_root)) or node.op is Op.CONST:
             continue  # a load or a literal
         if node.op in MOVEMENT:

@@ -143,16 +143,18 @@ class _Build:
         stored = self.decisions.stored
         views: dict[View, View] = {}  # one object per distinct view met, so a key can hold its id
         memo: dict[tuple[int, int], Expr] = {}  # (id(node), id(view)); the view None at the node's own index
-        # (node, the view it is read through, its sources once its children are on the stack)
-        stack: list[tuple[Node, View | None, list[tuple[Node, View | None]] | None]] = [(root, None, None)]
+        # (node, the view it is read through, its sources' memo keys once they are on the stack)
+        stack: list[tuple[Node, View | None, list[tuple[int, int]] | None]] = [(root, None, None)]
         while stack:
-            node, v, sources = stack.pop()
+            node, v, source_keys = stack.pop()
             key = (id(node), id(v))
-            if sources is not None:  # every source is built now
+            if source_keys is not None:  # every source is built now
                 if not (node is root and is_root) and not free_to_recompute(node, stored):
                     self.users.setdefault(id(node), set()).add(kernel)
-                built = tuple(memo[(id(s), id(sv))] for s, sv in sources)
-                memo[key] = built[0] if node.op in MOVEMENT else Alu(node.op, built, node.dtype)
+                if node.op in MOVEMENT:
+                    memo[key] = memo[source_keys[0]]  # a view is its source read another way
+                else:
+                    memo[key] = Alu(node.op, tuple([memo[k] for k in source_keys]), node.dtype)
                 continue
             if key in memo:
                 continue
@@ -170,8 +172,11 @@ class _Build:
             else:
                 assert node.op in ELEMENTWISE, f"{node} reached a kernel unstored"
                 sources = [(s, v) for s in node.srcs]  # elementwise: same index, same outer view
-            stack.append((node, v, sources))
-            stack.extend((s, sv, None) for s, sv in reversed(sources) if (id(s), id(sv)) not in memo)
+            source_keys = [(id(s), id(sv)) for s, sv in sources]
+            stack.append((node, v, source_keys))
+            for (s, sv), k in zip(reversed(sources), reversed(source_keys)):
+                if k not in memo:
+                    stack.append((s, sv, None))
         return memo[(id(root), id(None))]
 
     def _load(self, node: Node, v: View | None, kernel: int) -> Load:
