@@ -123,6 +123,11 @@ class _Lowerer:
         out_slot = sched.slots[kernel.out]
         self.out = BufferArg("out", kernel.out, out_slot.dtype, out_slot.shape)
         self.names[kernel.out] = "out"
+        self.also: list[BufferArg] = []  # the further outputs of a merged elementwise kernel: out1, out2, ...
+        for slot, _ in kernel.also:
+            info = sched.slots[slot]
+            self.also.append(BufferArg(f"out{len(self.also) + 1}", slot, info.dtype, info.shape))
+            self.names[slot] = self.also[-1].name
 
     def value(self, prefix: str = "v") -> Value:
         """A fresh value: v<n>, or acc<n> for a register total (one counter numbers both)."""
@@ -141,8 +146,15 @@ class _Lowerer:
     def emit_expr(self, root: Expr, names: Sequence[Term | None], order: list[Expr] | None = None) -> Value:
         """Instructions computing `root` at loop variables `names`; returns the value's name. `order` is
         walk_expr([root]) when the caller has walked it already."""
+        return self.emit_exprs([root], names, order)[0]
+
+    def emit_exprs(
+        self, roots: Sequence[Expr], names: Sequence[Term | None], order: list[Expr] | None = None
+    ) -> list[Value]:
+        """Instructions computing every root at loop variables `names`, each shared sub-expression once;
+        returns the roots' value names. `order` is walk_expr(roots) when the caller has walked it."""
         values: dict[int, Value] = {}
-        for e in walk_expr([root]) if order is None else order:
+        for e in walk_expr(list(roots)) if order is None else order:
             if isinstance(e, Gather):
                 values[id(e)] = self._gather(e, names)
                 continue
@@ -159,7 +171,7 @@ class _Lowerer:
             elif isinstance(e, Alu):
                 self.body.append(Arith(dst, e.op, tuple(values[id(s)] for s in e.srcs), e.dtype))
             values[id(e)] = dst
-        return values[id(root)]
+        return [values[id(root)] for root in roots]
 
     def _gather(self, e: Gather, names: Sequence[Term | None]) -> Value:
         idx_index, idx_valid = view_index(e.idx.view, names)
@@ -187,21 +199,25 @@ class _Lowerer:
         if k.op in REDUCE:
             self._reduce()
         else:
-            self._elementwise(k.expr, k.loop_shape, self.order)
+            self._elementwise(k.loop_shape, self.order)
             if k.scatter is not None:
                 self._scatter()
-        return KernelIR(k.name, k.op, k.loop_shape, tuple(self.inputs), (self.out,), tuple(self.body))
+        return KernelIR(k.name, k.op, k.loop_shape, tuple(self.inputs), (self.out, *self.also), tuple(self.body))
 
     def _names(self, shape: Shape, reduce_axes: tuple[int, ...] = ()) -> list[Term | None]:
         return [loop_var(d, d in reduce_axes) if s != 1 else None for d, s in enumerate(shape)]
 
-    def _elementwise(self, expr: Expr, shape: Shape, order: list[Expr]) -> None:
+    def _elementwise(self, shape: Shape, order: list[Expr]) -> None:
+        """One nest storing every root at each point. The stores come after every load of the point, so
+        a merged kernel that reads a buffer it also writes (at that same point) reads the old value."""
         out_view = View(shape, row_major_strides(shape))
-        dims = loop_order(shape, _views(order) + [out_view])
+        dims = loop_order(shape, _views(order) + [out_view] * (1 + len(self.also)))
         names = self._names(shape)
         self.open_loops(dims, shape, ())
-        v = self.emit_expr(expr, names, order)
-        self.body.append(Store("out", view_index(out_view, names)[0], v))
+        values = self.emit_exprs(self.kernel.roots, names, order)
+        index = view_index(out_view, names)[0]
+        for buffer, v in zip([self.out, *self.also], values):
+            self.body.append(Store(buffer.name, index, v))
         self.close_loops(dims, ())
 
     def _reduce(self) -> None:
@@ -395,7 +411,7 @@ def nest_key(kernel: Kernel, sched: Schedule, order: list[Expr] | None = None) -
     shape are equal. The key is the repr of plain tuples, so it says each of them exactly. `order` is
     walk_expr of the kernel's expression when the caller has walked it already."""
     assert kernel.expr is not None, f"{kernel.name} has no expression to key"
-    numbers: dict[int, int] = {kernel.out: 0}
+    numbers: dict[int, int] = {slot: i for i, slot in enumerate(kernel.outputs)}
 
     def view(v: View | None) -> tuple | None:
         return None if v is None else (v.shape, v.strides, v.offset, v.mask)
@@ -403,8 +419,9 @@ def nest_key(kernel: Kernel, sched: Schedule, order: list[Expr] | None = None) -
     def load(e: Load) -> tuple:
         return (numbers.setdefault(e.slot, len(numbers)), view(e.view), e.dtype.name)
 
+    at: dict[int, int] = {}
+
     def rows(order: list[Expr]) -> tuple:
-        at: dict[int, int] = {}
         out: list[tuple] = []
         for e in order:
             at[id(e)] = len(out)
@@ -418,14 +435,15 @@ def nest_key(kernel: Kernel, sched: Schedule, order: list[Expr] | None = None) -
                 out.append(("gather", load(e.src), load(e.idx), e.axis, e.dtype.name))
         return tuple(out)
 
-    expr = rows(walk_expr([kernel.expr]) if order is None else order)
+    expr = rows(walk_expr(kernel.roots) if order is None else order)
+    roots = tuple(at[id(root)] for root in kernel.roots)  # which rows the outputs store
     scatter = None
     if kernel.scatter is not None:
         part = kernel.scatter
         scatter = (load(part.idx), rows(walk_expr([part.upd])), part.axis, part.shape)
     slots = list(numbers)
     buffers = tuple((sched.slots[s].dtype.name, sched.slots[s].shape) for s in slots)
-    return repr((kernel.op.name, kernel.loop_shape, kernel.reduce_axes, expr, scatter, buffers)), slots
+    return repr((kernel.op.name, kernel.loop_shape, kernel.reduce_axes, expr, roots, scatter, buffers)), slots
 
 
 def _debug_level() -> int:

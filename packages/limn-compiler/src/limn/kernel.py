@@ -96,7 +96,9 @@ class ScatterPart:
 class Kernel:
     """One unit of compiled work: fill `out` by evaluating `expr` at every point of `loop_shape`
     (folding over `reduce_axes` with `op` when op is SUM or MAX). GATHER kernels carry a Gather in expr,
-    SCATTER kernels a `scatter` part after the copy of the base, CUSTOM kernels only `custom`."""
+    SCATTER kernels a `scatter` part after the copy of the base, CUSTOM kernels only `custom`. An
+    elementwise kernel may fill more slots at the same points: `also` pairs each with its expression
+    (limn.merge folds kernels together this way; the expressions share what they have in common)."""
 
     name: str
     op: Op
@@ -108,18 +110,24 @@ class Kernel:
     custom: CustomArg | None = None
     custom_inputs: tuple[int, ...] = ()
     custom_outputs: tuple[int, ...] = ()
+    also: tuple[tuple[int, Expr], ...] = ()
+
+    @property
+    def roots(self) -> list[Expr]:
+        """The expressions whose values the kernel stores: `expr`, then each of `also`'s."""
+        return ([self.expr] if self.expr is not None else []) + [e for _, e in self.also]
 
     @functools.cached_property
     def exprs(self) -> list[Expr]:
-        """Every sub-expression of `expr`, each after its sources (walk_expr), walked once per kernel."""
-        return walk_expr([self.expr]) if self.expr is not None else []
+        """Every sub-expression of the roots, each after its sources (walk_expr), walked once per kernel."""
+        return walk_expr(self.roots)
 
     @property
     def inputs(self) -> tuple[int, ...]:
         """Slots this kernel reads, in first-use order."""
         if self.custom is not None:
             return self.custom_inputs
-        roots: list[Expr] = [self.expr] if self.expr is not None else []
+        roots = self.roots
         if self.scatter is not None:
             roots += [self.scatter.idx, self.scatter.upd]
         found: dict[int, None] = {}  # an ordered set
@@ -130,7 +138,7 @@ class Kernel:
 
     @property
     def outputs(self) -> tuple[int, ...]:
-        return self.custom_outputs if self.custom is not None else (self.out,)
+        return self.custom_outputs if self.custom is not None else (self.out, *(slot for slot, _ in self.also))
 
 
 # ---- the schedule ----

@@ -41,6 +41,7 @@ from limn.kernel import (
     explain,
     walk_expr,
 )
+from limn.merge import merge_kernels
 from limn.ops import ELEMENTWISE, MOVEMENT, REDUCE, CustomArg, Node, Op, toposort
 from limn.view import View
 
@@ -347,7 +348,8 @@ def _stuck_assign(build: _Build) -> Node | None:
 
 def _finish(build: _Build, sinks: list[Node]) -> Schedule:
     """The kernels in run order, renamed k0, k1, ...; then the copies of ASSIGN temps into their targets,
-    all together; and each sink's slot."""
+    all together; and each sink's slot. Elementwise kernels then fold into the kernels that read them cell
+    for cell (limn.merge)."""
     kernels = [_renamed(build.kernels[i], f"k{n}") for n, i in enumerate(build.run_order)]
     for temp in build.slots:
         if temp.kind is SlotKind.ASSIGN:
@@ -361,7 +363,7 @@ def _finish(build: _Build, sinks: list[Node]) -> Schedule:
         if s.op is Op.ASSIGN:
             base = s.srcs[0]  # the target itself, also when the value went through a temp first
         sink_slots.append(Sink(build.slot_of[id(base)], s.shape))
-    return Schedule(kernels, build.slots, build.inputs, sink_slots, build.reasons)
+    return Schedule(merge_kernels(kernels), build.slots, build.inputs, sink_slots, build.reasons)
 
 
 def _renamed(k: Kernel, name: str) -> Kernel:
