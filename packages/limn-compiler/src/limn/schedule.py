@@ -12,6 +12,7 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import replace
 
+from limn.cse import common_values
 from limn.fusion import (
     ASSIGN_ORDER,
     RECOMPUTE_LIMIT,
@@ -84,6 +85,8 @@ def schedule(sinks: Sequence[Node], order: list[Node] | None = None) -> Schedule
     sinks = list(sinks)
     if order is None:
         order = toposort(sinks)
+    sinks, shared = common_values(sinks, order)  # a value computed twice is one node (limn.cse)
+    order = shared if shared is not None else order
     _check_assign_targets(order)
     decisions = decide(order, sinks)  # every buffer, each with its reason (fusion.py)
     build = _build(order, decisions)

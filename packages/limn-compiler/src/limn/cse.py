@@ -1,0 +1,55 @@
+"""Common values: equal computations in one graph become one node before the scheduler sees it.
+
+Code written the way people write it computes some values twice: a layer norm takes `x.mean()` and then
+`x.var()`, which takes the same mean again; each would be its own reduce kernel, reading x once more.
+Two nodes are the same value when their op, dtype, shape and argument are equal and their sources are
+the same nodes (after this rewrite), so the test is exact and a pass over the graph finds them all.
+Leaves that are buffers keep their identity (a buffer is a buffer), constants compare by their
+spelling (0.0 and -0.0 differ), and ASSIGN and CUSTOM nodes are never merged: each is an effect.
+Pipeline: tensor -> graph -> **common values** -> schedule -> IR -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from limn.ops import ESCAPE, Node, Op, rebuilt, substitute, toposort
+
+KEPT_APART = frozenset({Op.BUFFER, Op.ASSIGN}) | ESCAPE
+
+
+def common_values(sinks: Sequence[Node], order: list[Node]) -> tuple[list[Node], list[Node] | None]:
+    """The sinks over a graph in which equal values are one node, and that graph's order (toposort), or
+    the sinks unchanged and None when no two values were equal."""
+    seen: dict[tuple, Node] = {}
+    merged = False
+
+    def swap(node: Node, srcs: tuple[Node, ...]) -> Node:
+        nonlocal merged
+        node = rebuilt(node, srcs)
+        key = _key(node)
+        if key is None:
+            return node
+        first = seen.setdefault(key, node)
+        merged = merged or first is not node
+        return first
+
+    new_sinks = substitute(sinks, swap, order)
+    if not merged:
+        return list(sinks), None
+    return new_sinks, toposort(new_sinks)
+
+
+def _key(node: Node) -> tuple | None:
+    """What makes two nodes the same value, or None for a node that is only ever itself."""
+    if node.op in KEPT_APART:
+        return None
+    arg: Any = node.arg
+    if node.op is Op.CONST:
+        arg = (type(arg).__name__, repr(arg))
+    try:
+        hash(arg)
+    except TypeError:
+        return None
+    return (node.op, node.dtype, node.shape, arg, tuple(id(s) for s in node.srcs))

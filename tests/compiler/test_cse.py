@@ -1,0 +1,63 @@
+"""Rules for common values (limn.cse), each against an oracle:
+- a value written twice is computed once: a layer norm (mean, then var, which takes the mean again) is
+  one reduce for the mean, and still matches torch;
+- values that only look alike stay apart: constants differing in sign (0.0, -0.0), the same op over
+  different buffers, different dtypes;
+- effects are never merged: two assigns into one buffer in one run still raise."""
+
+import numpy as np
+import pytest
+import torch
+
+import limn
+from limn import Tensor, nn
+from limn.ops import Op
+from limn.schedule import describe, schedule
+
+
+def _sums(sched) -> int:
+    return sum(1 for k in sched.kernels if k.op is Op.SUM)
+
+
+def test_a_layer_norm_takes_its_mean_once_and_matches_torch():
+    x_np = np.random.default_rng(0).standard_normal((16, 64)).astype(np.float32)
+    ln = nn.LayerNorm(64)
+    y = ln(Tensor(x_np))
+    sched = schedule([y.node])
+    assert _sums(sched) == 2, f"the mean, then the centred squares:\n{describe(sched)}"
+    want = torch.nn.functional.layer_norm(torch.tensor(x_np), (64,))
+    np.testing.assert_allclose(y.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_the_same_expression_written_twice_is_one_kernel():
+    x = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
+    a, b = (x * 2).sum(1), (x * 2).sum(1)
+    sched = schedule([a.node, b.node])
+    assert len(sched.kernels) == 1 and sched.sinks[0].slot == sched.sinks[1].slot, describe(sched)
+    limn.realize(a, b)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_constants_that_differ_in_sign_stay_apart():
+    x = Tensor(np.array([-0.0, 1.0], dtype=np.float32))
+    plus, minus = x + 0.0, x + (-0.0)
+    limn.realize(plus, minus)
+    # -0.0 + 0.0 is 0.0, but -0.0 + -0.0 is -0.0: one merged node would give one of them both answers
+    assert np.signbit(plus.numpy()).tolist() == [False, False]
+    assert np.signbit(minus.numpy()).tolist() == [True, False]
+
+
+def test_the_same_op_over_other_buffers_or_dtypes_stays_apart():
+    a = Tensor(np.ones(4, np.float32))
+    b = Tensor(np.ones(4, np.float32))
+    c = Tensor(np.ones(4, np.float64))
+    outs = [a.exp(), b.exp(), c.exp()]
+    sched = schedule([o.node for o in outs])
+    assert len({s.slot for s in sched.sinks}) == 3, describe(sched)
+
+
+def test_two_assigns_into_one_buffer_in_one_run_still_raise():
+    w = Tensor(np.zeros(3, np.float32))
+    w.realize()
+    with pytest.raises(Exception, match="assign"):
+        limn.realize(w.assign(w + 1), w.assign(w + 1))
