@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 from _bench import median_seconds, table
-from bench_step import CONTEXT, D_MODEL, DATA, HEADS, LAYERS, VOCAB, limn_gpt
+from bench_step import CONTEXT, D_MODEL, DATA, HEADS, LAYERS, limn_gpt, torch_gpt
 
 # what one token's time is split into, in the order a new plan meets them (PhaseClock says what each times)
 PHASES = ["graph", "key", "schedule", "lower", "render", "load", "run", "other"]
@@ -157,50 +157,16 @@ def run_limn(tokens: int, prompt: int, device: str, profile: bool) -> dict:
 def torch_seconds_per_token(tokens: int, prompt: int, threads: int) -> float:
     """torch's greedy generation of the same model (CPU, eager, no kv cache): median seconds per token. Its
     weights are its own, so its tokens are too; the contexts have the same lengths."""
-    import torch
-    import torch.nn.functional as F
-    from torch import nn
-
+    torch, GPT = torch_gpt()
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-
-    class Block(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.ln_1, self.ln_2 = nn.LayerNorm(D_MODEL), nn.LayerNorm(D_MODEL)
-            self.attn = nn.Linear(D_MODEL, 3 * D_MODEL)
-            self.proj = nn.Linear(D_MODEL, D_MODEL)
-            self.fc = nn.Linear(D_MODEL, 4 * D_MODEL)
-            self.fc_proj = nn.Linear(4 * D_MODEL, D_MODEL)
-
-        def forward(self, x):
-            b, t, c = x.shape
-            q, k, v = self.attn(self.ln_1(x)).view(b, t, 3, HEADS, c // HEADS).permute(2, 0, 3, 1, 4)
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
-            return x + self.fc_proj(F.gelu(self.fc(self.ln_2(x))))
-
-    class GPT(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.wte, self.wpe = nn.Embedding(VOCAB, D_MODEL), nn.Embedding(CONTEXT, D_MODEL)
-            self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
-            self.ln_f = nn.LayerNorm(D_MODEL)
-            self.head = nn.Linear(D_MODEL, VOCAB, bias=False)
-
-        def forward(self, idx):
-            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
-            for block in self.blocks:
-                x = block(x)
-            return self.head(self.ln_f(x))[0, -1]
-
     model = GPT().eval()
 
     def generate() -> list[int]:
         context = list(prompt_bytes(prompt))
         with torch.no_grad():
             for _ in range(tokens):
-                logits = model(torch.tensor([context]))
+                logits = model(torch.tensor([context]))[0, -1]
                 context.append(int(logits.argmax()))
         return context[prompt:]
 

@@ -138,13 +138,11 @@ def run_limn(steps: int, device: str) -> dict:
 # ---- torch ----
 
 
-def run_torch(steps: int, threads: int) -> dict:
+def torch_gpt():
+    """torch, and the same GPT written in torch.nn (what both benchmarks compare limn's with)."""
     import torch
     import torch.nn.functional as F
     from torch import nn
-
-    torch.set_num_threads(threads)
-    torch.manual_seed(0)
 
     class Block(nn.Module):
         def __init__(self) -> None:
@@ -171,11 +169,20 @@ def run_torch(steps: int, threads: int) -> dict:
             self.head = nn.Linear(D_MODEL, VOCAB, bias=False)
 
         def forward(self, idx):
-            x = self.wte(idx) + self.wpe(torch.arange(CONTEXT))
+            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
             for block in self.blocks:
                 x = block(x)
             return self.head(self.ln_f(x))
 
+    return torch, GPT
+
+
+def run_torch(steps: int, threads: int) -> dict:
+    torch, GPT = torch_gpt()
+    import torch.nn.functional as F
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
     model = GPT()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
     times = []
