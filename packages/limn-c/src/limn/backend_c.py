@@ -250,16 +250,23 @@ class CDevice(CompiledDevice):
         return self.compile_batch([(kernel, source)])[0]
 
     def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Any]:
-        """Every kernel of a new plan in one library: one cc run instead of one per kernel."""
+        """Every kernel of a new plan in one library: one cc run instead of one per kernel. Each function comes
+        from the ctypes prototype `void f(void*, ...)` of its arity, one per arity for every kernel: setting
+        argtypes on each function instead built a list and its converters per kernel, for the collector to
+        walk as long as the plan lives."""
         tiled = any("LIMN_VEC" in source for _, source in items)  # immintrin.h costs cc 0.2 s
         unit = PRELUDE + (VECTOR_PRELUDE if tiled else "") + "".join("\n" + source for _, source in items)
         lib = self._library(unit)
+        prototypes: dict[int, Any] = self.__dict__.setdefault("_prototypes", {})  # by arity: a few dozen at most
         functions = []
         for kernel, source in items:
-            fn = getattr(lib, source.split("void ", 1)[1].split("(", 1)[0])
-            fn.restype = None
-            fn.argtypes = [ctypes.c_void_p] * (len(kernel.inputs) + len(kernel.outputs))
-            functions.append(fn)
+            start = source.index("void ") + len("void ")
+            name = source[start : source.index("(", start)]
+            arity = len(kernel.inputs) + len(kernel.outputs)
+            prototype = prototypes.get(arity)
+            if prototype is None:
+                prototype = prototypes[arity] = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * arity)
+            functions.append(prototype((name, lib)))
         return functions
 
     def _library(self, source: str) -> ctypes.CDLL:

@@ -20,12 +20,15 @@ def hoist(loop: Loop, inner: list[Instr]) -> tuple[list[Instr], list[Instr]]:
     hoisted, rest = [], []
     for ins in inner:
         if isinstance(ins, ConstI):
-            moves = all(r.var not in varying for r in ins.valid)
+            moves = varying.isdisjoint([r.var for r in ins.valid])
         elif isinstance(ins, LoadI):
-            names = {v for v, _ in ins.index.terms} | {r.var for r in ins.valid}
-            moves = not (names & varying) and ins.buf not in written
+            moves = (
+                ins.buf not in written
+                and varying.isdisjoint([v for v, _ in ins.index.terms])
+                and varying.isdisjoint([r.var for r in ins.valid])
+            )
         elif isinstance(ins, Arith):
-            moves = not (set(ins.srcs) & varying)
+            moves = varying.isdisjoint(ins.srcs)
         else:
             moves = False
         if moves:

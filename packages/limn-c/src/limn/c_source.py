@@ -51,7 +51,7 @@ class CRenderer(CStyle):
     def body(self, kernel: KernelIR) -> str:
         """The function's body: each top-level nest (or straight-line instruction) in turn."""
         self.begin(kernel)
-        self.lines: list[str] = []
+        self.lines: list[str] = []  # each a line, or several joined by newlines (c_jam's copies)
         body = list(kernel.body)
         nests: list[list[Instr]] = []
         pos = 0
@@ -67,7 +67,7 @@ class CRenderer(CStyle):
                 self.nest(nest, depth=1)
             else:
                 self.straight(nest[0], depth=1, decided={})
-        return "".join(line + "\n" for line in self.lines)
+        return "\n".join(self.lines) + "\n" if self.lines else ""
 
     def nest(self, nest: list[Instr], depth: int) -> None:
         """A top-level loop nest: tiled if it reads as a matmul, else emitted with its team's pragma."""
@@ -79,11 +79,18 @@ class CRenderer(CStyle):
         self.loop_block(nest, depth, {}, team_pragma(nest, self.options), collapsing=0)
 
     def loop_block(
-        self, block: list[Instr], depth: int, decided: Decided, pragma: Pragma | None, collapsing: int
+        self,
+        block: list[Instr],
+        depth: int,
+        decided: Decided,
+        pragma: Pragma | None,
+        collapsing: int,
+        chunk: bool = True,
     ) -> None:
         """Emits block = [LOOP, ..., ENDLOOP]. `decided` holds the range checks a pad split already decided,
         `pragma` the team a top-level nest opens, and `collapsing` counts the loops below an enclosing
-        collapse clause still owes."""
+        collapse clause still owes. `chunk` False keeps a fold plain that c_chunk would chunk (c_jam renders
+        one copy of a body whose copies, side by side, are no single fold)."""
         loop, inner = block[0], block[1:-1]
         if self._jams(loop, inner, collapsing):
             render_jammed(self, loop, inner, depth, decided, pragma)
@@ -97,7 +104,7 @@ class CRenderer(CStyle):
         pieces = split_at_mask_edges(loop, inner) if may_split else whole(loop)
         independent = innermost and not scatters(inner)
         serial = pragma is None and collapsing == 0
-        chunked = options.chunk_folds and innermost and loop.reduce and serial and worth_chunking(inner)
+        chunked = chunk and options.chunk_folds and innermost and loop.reduce and serial and worth_chunking(inner)
         if options.hoist_invariants and innermost and collapsing == 0 and (pragma is None or pragma.collapse == 1):
             hoisted, inner = hoist(loop, inner)
             for ins in hoisted:

@@ -134,7 +134,9 @@ class CStyle:
         """(function name, full source). The name is a hash of the rest, so two different sources never
         share a name and equal kernels do."""
         body = self.body(kernel)
-        params = ", ".join(self.param(b, b in kernel.inputs) for b in kernel.inputs + kernel.outputs)
+        # the inputs are const: taken list by list, not by `b in kernel.inputs`, which compares every field
+        args = [self.param(b, True) for b in kernel.inputs] + [self.param(b, False) for b in kernel.outputs]
+        params = ", ".join(args)
         header = f"/* {kernel.op.name} over loop{list(kernel.loop_shape)} */\n"
         digest = hashlib.sha256((header + params + body).encode()).hexdigest()[:16]
         name = f"limn_{kernel.op.name.lower()}_{digest}"
@@ -145,9 +147,11 @@ class CStyle:
         return f"{const}{self.storage(b.dtype)}* {self.restrict} {b.name}"
 
     def begin(self, kernel: KernelIR) -> None:
-        """Starts a kernel: the dtype of each value as it is defined, each buffer's, and the fma pairs."""
+        """Starts a kernel: the dtype of each value as it is defined, each buffer's, the fma pairs, and the
+        statements spelled so far (by instruction and decided checks; see `statement`)."""
         self.kernel = kernel
         self.dtype_of: dict[Value, DType] = {}
+        self.spelled: dict[int | tuple, tuple[Instr, str | None]] = {}
         self.buf_dtype = {b.name: b.dtype for b in kernel.inputs + kernel.outputs}
         self.fma_of = FmaPairs(kernel.body)
 
@@ -172,8 +176,9 @@ class CStyle:
     # ---- types, literals, casts ----
 
     def ctype(self, dtype: DType) -> CType:
-        assert dtype in self.type_map, f"{type(self).__name__}.type_map has no row for {dtype.name}: add its CType"
-        return self.type_map[dtype]
+        row = self.type_map.get(dtype)
+        assert row is not None, f"{type(self).__name__}.type_map has no row for {dtype.name}: add its CType"
+        return row
 
     def storage(self, dtype: DType) -> str:
         return self.ctype(dtype).storage
@@ -249,7 +254,22 @@ class CStyle:
     # ---- the instructions ----
 
     def statement(self, ins: Instr, decided: Decided) -> str | None:
-        """One straight-line instruction as a statement; None for a MUL spelled inside the fma after it."""
+        """One straight-line instruction as a statement; None for a MUL spelled inside the fma after it. An
+        instruction met again in this kernel (limn-c spells a jammed fold's body for its copies and again for
+        the cells left over) is spelled once: its statement depends on nothing else but the checks decided
+        on its ranges, since a value's dtype and a buffer's never change within a kernel."""
+        valid = getattr(ins, "valid", ())
+        key = (id(ins), *[decided.get(r) for r in valid]) if valid and decided else id(ins)
+        known = self.spelled.get(key)
+        if known is not None:
+            assert known[0] is ins, "a spelled instruction is held by its entry, so no other has its id"
+            return known[1]
+        text = self.spell(ins, decided)
+        self.spelled[key] = (ins, text)
+        return text
+
+    def spell(self, ins: Instr, decided: Decided) -> str | None:
+        """The statement of `ins`, spelled anew (see `statement`)."""
         if isinstance(ins, (ConstI, LoadI, Arith, Acc)):
             return self.definition(ins, decided)
         if isinstance(ins, Accum):
@@ -325,23 +345,27 @@ class FmaPairs:
     both faster and what limn-c's tiled matmul does, so the two agree bit for bit."""
 
     def __init__(self, body: tuple[Instr, ...]) -> None:
+        self.by_accum: dict[int, Arith] = {}
+        self.fused: set[Value] = set()
+        self.keep: list[Accum] = []
+        pairs = [
+            (prev, ins)
+            for prev, ins in zip(body, body[1:])
+            if isinstance(ins, Accum)
+            and ins.op is Op.ADD
+            and isinstance(prev, Arith)
+            and prev.op is Op.MUL
+            and prev.dst == ins.src
+            and prev.dtype in (dtypes.float32, dtypes.float64)
+        ]
+        if not pairs:
+            return  # most nests have none: their readers need no counting
         readers: dict[Value, int] = {}
         for ins in body:
             for value in reads(ins):
                 readers[value] = readers.get(value, 0) + 1
-        self.by_accum: dict[int, Arith] = {}
-        self.fused: set[Value] = set()
-        self.keep: list[Accum] = []
-        for prev, ins in zip(body, body[1:]):
-            if (
-                isinstance(ins, Accum)
-                and ins.op is Op.ADD
-                and isinstance(prev, Arith)
-                and prev.op is Op.MUL
-                and prev.dst == ins.src
-                and readers[prev.dst] == 1
-                and prev.dtype in (dtypes.float32, dtypes.float64)
-            ):
+        for prev, ins in pairs:
+            if readers[prev.dst] == 1:
                 self.by_accum[id(ins)] = prev
                 self.fused.add(prev.dst)
 

@@ -45,6 +45,11 @@ class DType:
         """The dtype arithmetic on this one runs in: float32 for the half widths, itself otherwise."""
         return float32 if self.is_half else self
 
+    def __hash__(self) -> int:
+        # the name alone, unique per dtype, so equal dtypes still hash equal: the generated hash of all four
+        # fields hashes the numpy dtype too, and dtypes key the renderer's and scheduler's tables
+        return hash(self.name)
+
     def __repr__(self) -> str:
         return f"limn.{self.name}"
 

@@ -49,6 +49,10 @@ class Op(Enum):
     # escape hatch
     CUSTOM = "CUSTOM"  # a kernel a device supplies whole; arg = CustomArg
 
+    # An op is a singleton compared by identity, so its identity is its hash; Enum's hashes the name in
+    # Python, and planning a GPT forward hashes ops some 15,000 times (op sets, tables keyed by op).
+    __hash__ = object.__hash__
+
     def __repr__(self) -> str:
         return f"Op.{self.name}"
 
@@ -81,6 +85,8 @@ class Movement(Enum):
     EXPAND = "expand"  # arg = the new shape (size-1 dims grown)
     PAD = "pad"  # arg = (before, after) per dim
     SHRINK = "shrink"  # arg = [start, end) per dim
+
+    __hash__ = object.__hash__  # a singleton, as Op is: Enum's hash runs in Python
 
     def __repr__(self) -> str:
         return f"Movement.{self.name}"
@@ -130,17 +136,22 @@ def postorder(roots: Iterable[T], children: Callable[[T], Iterable[T]]) -> list[
     contexts all go through it."""
     order: list[T] = []
     seen: set[int] = set()
-    stack: list[tuple[T, bool]] = [(r, False) for r in reversed(list(roots))]
-    while stack:
-        item, expanded = stack.pop()
-        if expanded:
-            order.append(item)
+    for root in roots:
+        if id(root) in seen:
             continue
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        stack.append((item, True))
-        stack.extend((c, False) for c in reversed(list(children(item))) if id(c) not in seen)
+        seen.add(id(root))
+        # the path from root down to the item being expanded, each item with the children it has left
+        stack = [(root, iter(children(root)))]
+        while stack:
+            item, left = stack[-1]
+            for child in left:
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    stack.append((child, iter(children(child))))
+                    break
+            else:  # every child is placed: the item follows them
+                stack.pop()
+                order.append(item)
     return order
 
 
