@@ -14,31 +14,36 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from limn.ops import ESCAPE, Node, Op, rebuilt, substitute, toposort
+from limn.ops import ESCAPE, Node, Op, rebuilt
 
 KEPT_APART = frozenset({Op.BUFFER, Op.ASSIGN}) | ESCAPE
 
 
 def common_values(sinks: Sequence[Node], order: list[Node]) -> tuple[list[Node], list[Node] | None]:
-    """The sinks over a graph in which equal values are one node, and that graph's order (toposort), or
-    the sinks unchanged and None when no two values were equal."""
+    """The sinks over a graph in which equal values are one node, and that graph's order, or the sinks
+    unchanged and None when no two values were equal. The order is the new nodes in the order their
+    originals come in `order`, so the leaves keep the order the plan binds them in."""
     seen: dict[tuple, Node] = {}
+    new: dict[int, Node] = {}
+    new_order: list[Node] = []
     merged = False
-
-    def swap(node: Node, srcs: tuple[Node, ...]) -> Node:
-        nonlocal merged
-        node = rebuilt(node, srcs)
-        key = _key(node)
-        if key is None:
-            return node
-        first = seen.setdefault(key, node)
-        merged = merged or first is not node
-        return first
-
-    new_sinks = substitute(sinks, swap, order)
+    for node in order:
+        image = rebuilt(node, tuple([new[id(s)] for s in node.srcs]))
+        key = _key(image)
+        if key is not None:
+            try:
+                first = seen.setdefault(key, image)
+            except TypeError:  # an argument that does not hash: the node is only ever itself
+                first = image
+            if first is not image:
+                merged = True
+                new[id(node)] = first
+                continue
+        new[id(node)] = image
+        new_order.append(image)
     if not merged:
         return list(sinks), None
-    return new_sinks, toposort(new_sinks)
+    return [new[id(s)] for s in sinks], new_order
 
 
 def _key(node: Node) -> tuple | None:
@@ -48,8 +53,4 @@ def _key(node: Node) -> tuple | None:
     arg: Any = node.arg
     if node.op is Op.CONST:
         arg = (type(arg).__name__, repr(arg))
-    try:
-        hash(arg)
-    except TypeError:
-        return None
-    return (node.op, node.dtype, node.shape, arg, tuple(id(s) for s in node.srcs))
+    return (node.op, node.dtype, node.shape, arg, tuple([id(s) for s in node.srcs]))

@@ -122,9 +122,9 @@ class Kernel:
         """Every sub-expression of the roots, each after its sources (walk_expr), walked once per kernel."""
         return walk_expr(self.roots)
 
-    @property
+    @functools.cached_property
     def inputs(self) -> tuple[int, ...]:
-        """Slots this kernel reads, in first-use order."""
+        """Slots this kernel reads, in first-use order (walked once per kernel: planning asks often)."""
         if self.custom is not None:
             return self.custom_inputs
         roots = self.roots
