@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import statistics
 import subprocess
 import tempfile
 import time
@@ -19,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from _bench import median_seconds
 
 from limn.c_matmul import VECTOR_PRELUDE
 
@@ -99,20 +99,11 @@ def measure(device) -> Limits:
     return replace(base, copy_gbs=_copy_gbs(copy, threads), fma_gflops=gflops, load=os.getloadavg()[0])
 
 
-def _median_seconds(fn) -> float:
-    fn()  # warm-up: the team starts, the output pages are touched
-    times = []
-    for _ in range(RUNS):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def _copy_gbs(copy, threads: int) -> float:
     a = np.ones(COPY_FLOATS, dtype=np.float32)
     out = np.empty_like(a)
-    seconds = _median_seconds(lambda: copy(a.ctypes.data, out.ctypes.data, a.size, threads))
+    # median_seconds warms up first: the team starts and the output pages are touched
+    seconds = median_seconds(lambda: copy(a.ctypes.data, out.ctypes.data, a.size, threads), RUNS)
     assert out[-1] == 2.0, "the copy probe did not write its output"
     return 2 * a.nbytes / seconds / 1e9  # a read, out written
 
@@ -127,7 +118,7 @@ def _fma_gflops(fma, lanes: int, chains: int, threads: int) -> float:
         fma(steps, 1e-7, 1)
         seconds = time.perf_counter() - start
     steps = int(steps * FMA_SECONDS / seconds)
-    seconds = _median_seconds(lambda: fma(steps, 1e-7, threads))
+    seconds = median_seconds(lambda: fma(steps, 1e-7, threads), RUNS)
     return 2 * lanes * chains * steps * threads / seconds / 1e9
 
 
