@@ -11,6 +11,8 @@ import limn
 from limn import Tensor
 from limn.backend_c import CDevice
 
+pytestmark = pytest.mark.isa  # slow: run by `nox -s isa` (and CI), not the default suite
+
 REFERENCE = {"exp": np.exp, "log": np.log}
 MAX_ULP = 1  # both functions, everywhere: the prelude's docstring promises it
 

@@ -55,7 +55,10 @@ def _why_not_here() -> str | None:
     return None
 
 
-pytestmark = pytest.mark.skipif(_why_not_here() is not None, reason=str(_why_not_here()))
+pytestmark = [
+    pytest.mark.isa,  # slow: run by `nox -s isa` (and CI), not the default suite
+    pytest.mark.skipif(_why_not_here() is not None, reason=str(_why_not_here())),
+]
 
 
 # ---- the kernels ----
