@@ -4,7 +4,7 @@ The executor, plan cache and assign transaction are limn-compiler's (jit.Compile
 adds the toolchain (finding cc, checking it builds a shared library, OpenMP or not), a program cache in
 memory and on disk (keyed by source, compiler identity, flags and host; written atomically, an entry that
 is corrupt or not a file is a miss; a folder that cannot be written or executed from is replaced, with one
-warning, by a private temp folder), and the five byte hooks, trivial because buffers are host numpy arrays.
+warning, by a private temp folder), and the five byte hooks: buffers are host numpy arrays, big ones reused through a pool (c_pool.py).
 Pipeline: tensor -> graph -> schedule -> IR -> C source (c_source.py) -> **cc -> ctypes**.
 """
 
@@ -30,6 +30,7 @@ import numpy as np
 
 from limn import c_isa
 from limn.c_matmul import VECTOR_PRELUDE
+from limn.c_pool import HostPool
 from limn.c_prelude import PRELUDE
 from limn.c_source import CRenderer, Options
 from limn.device import DeviceError
@@ -219,6 +220,7 @@ class CDevice(CompiledDevice):
         if debug_level() >= 1:
             print(f"[limn c] ISA table {self.toolchain.isa.describe()} ({self.toolchain.isa_reason})", file=sys.stderr)
         self.renderer = CRenderer(self.options)
+        self.pool = HostPool()  # big freed buffers, kept for the next alloc of their size (c_pool.py)
         self.libraries: list[ctypes.CDLL] = []  # kept alive while their functions may be called
 
     # ---- rendering and compiling ----
@@ -383,10 +385,10 @@ class CDevice(CompiledDevice):
     # ---- the five hooks: buffers are host numpy arrays ----
 
     def alloc(self, dtype: DType, shape: Shape) -> np.ndarray:
-        return np.empty(shape, dtype.np)
+        return self.pool.alloc(dtype, shape)
 
     def free(self, handle: np.ndarray) -> None:
-        pass  # numpy frees the array when the last reference goes
+        pass  # the last reference to the array frees it (or gives a big block back to the pool)
 
     def copyin(self, handle: np.ndarray, array: np.ndarray) -> None:
         handle[...] = array
