@@ -1,10 +1,11 @@
-"""The machine's limits, measured in the benchmark's own run by two small C probes built like the kernels.
+"""The machine's limits, measured in the benchmark's own run by small C probes built like the kernels.
 
-`measure(device)` takes a c device and compiles two probes with its toolchain (the same cc and flags,
+`measure(device)` takes a c device and compiles three probes with its toolchain (the same cc and flags,
 -march and -fopenmp included) in a private temp dir, loads them with ctypes and runs them on the
-kernels' OpenMP team: the copy bandwidth (`out[i] = a[i] * 2` over 64 MiB arrays, read + write bytes)
-and the FMA peak (independent chains of the tiles' own vector fma, 2 flops per lane). `report` prints
-them with the ISA row and thread count; `share` writes a figure as a percentage of one of them.
+kernels' OpenMP team: the copy bandwidth (`out[i] = a[i] * 2` over 64 MiB arrays, read + write bytes),
+the read bandwidth (a sum over 64 MiB into vector accumulators: the ceiling of a reduce, which writes
+almost nothing) and the FMA peak (independent chains of the tiles' own vector fma, 2 flops per lane).
+`report` prints them with the ISA row and thread count; `share` writes a figure as a percentage of one.
 """
 
 from __future__ import annotations
@@ -33,6 +34,30 @@ PROBES = r"""
 void limn_probe_copy(const float *restrict a, float *restrict out, long n, int threads) {
     #pragma omp parallel for schedule(static) num_threads(threads)
     for (long i = 0; i < n; i++) out[i] = a[i] * 2.0f;
+}
+
+/* read: each thread sums its part of the array into CHAINS vector accumulators (the array's length is a
+   multiple of CHAINS vectors); the total is returned so the loads cannot be dropped */
+float limn_probe_read(const float *restrict a, long n, int threads) {
+    float total = 0.0f;
+    const long step = (long)CHAINS * LIMN_VEC_FLOAT;
+    #pragma omp parallel num_threads(threads) reduction(+ : total)
+    {
+        limn_vec_float acc[CHAINS];
+        for (int k = 0; k < CHAINS; k++) acc[k] = (limn_vec_float){0};
+        #pragma omp for schedule(static)
+        for (long i = 0; i < n; i += step) {
+            #pragma GCC unroll 32
+            for (int k = 0; k < CHAINS; k++) {
+                limn_vec_float v;
+                memcpy(&v, a + i + (long)k * LIMN_VEC_FLOAT, sizeof v);
+                acc[k] += v;
+            }
+        }
+        for (int k = 0; k < CHAINS; k++)
+            for (int lane = 0; lane < LIMN_VEC_FLOAT; lane++) total += acc[k][lane];
+    }
+    return total;
 }
 
 /* fma: each thread runs CHAINS independent accumulators, one vector fma each per step (the fma the
@@ -65,6 +90,7 @@ class Limits:
     fma: bool  # the target has an fma instruction (else the probe's fma is fmaf, a libm call)
     chains: int  # independent accumulators per thread in the fma probe
     copy_gbs: float | None  # GB/s, read + write bytes of out[i] = a[i] * 2
+    read_gbs: float | None  # GB/s, bytes read by a sum that keeps its totals in registers
     fma_gflops: float | None  # GFLOP/s, 2 per lane of each vector fma, all threads
     load: float = 0.0  # the 1-minute load average as the probes ran: other work on the cores skews them
     missing: str = ""
@@ -76,10 +102,10 @@ def measure(device) -> Limits:
     threads = device.options.threads
     chains = min(16, isa.registers - 4)
     march = " ".join(toolchain.target) or "no -march"
-    base = Limits(isa.describe(), march, threads, isa.fma, chains, None, None)
+    base = Limits(isa.describe(), march, threads, isa.fma, chains, None, None, None)
     with tempfile.TemporaryDirectory(prefix="limn-limits-") as folder:
         source, library = Path(folder) / "probes.c", Path(folder) / "probes.so"
-        source.write_text(f"#include <math.h>\n#define CHAINS {chains}\n{VECTOR_PRELUDE}{PROBES}")
+        source.write_text(f"#include <math.h>\n#include <string.h>\n#define CHAINS {chains}\n{VECTOR_PRELUDE}{PROBES}")
         cmd = [toolchain.cc, *toolchain.flags, str(source), "-o", str(library), "-lm"]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
@@ -92,20 +118,27 @@ def measure(device) -> Limits:
     copy = lib.limn_probe_copy
     copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_int]
     copy.restype = None
+    read = lib.limn_probe_read
+    read.argtypes = [ctypes.c_void_p, ctypes.c_long, ctypes.c_int]
+    read.restype = ctypes.c_float
     fma = lib.limn_probe_fma
     fma.argtypes = [ctypes.c_long, ctypes.c_float, ctypes.c_int]
     fma.restype = ctypes.c_float
     gflops = _fma_gflops(fma, isa.vector_bytes // 4, chains, threads)
-    return replace(base, copy_gbs=_copy_gbs(copy, threads), fma_gflops=gflops, load=os.getloadavg()[0])
+    copy_gbs, read_gbs = _bandwidths(copy, read, threads)
+    return replace(base, copy_gbs=copy_gbs, read_gbs=read_gbs, fma_gflops=gflops, load=os.getloadavg()[0])
 
 
-def _copy_gbs(copy, threads: int) -> float:
+def _bandwidths(copy, read, threads: int) -> tuple[float, float]:
+    """(copy GB/s counting read + write bytes, read GB/s)."""
     a = np.ones(COPY_FLOATS, dtype=np.float32)
     out = np.empty_like(a)
     # median_seconds warms up first: the team starts and the output pages are touched
-    seconds = median_seconds(lambda: copy(a.ctypes.data, out.ctypes.data, a.size, threads), RUNS)
+    copy_seconds = median_seconds(lambda: copy(a.ctypes.data, out.ctypes.data, a.size, threads), RUNS)
     assert out[-1] == 2.0, "the copy probe did not write its output"
-    return 2 * a.nbytes / seconds / 1e9  # a read, out written
+    read_seconds = median_seconds(lambda: read(a.ctypes.data, a.size, threads), RUNS)
+    assert read(a.ctypes.data, a.size, threads) == a.size, "the read probe did not read every value"
+    return 2 * a.nbytes / copy_seconds / 1e9, a.nbytes / read_seconds / 1e9
 
 
 def _fma_gflops(fma, lanes: int, chains: int, threads: int) -> float:
@@ -128,7 +161,7 @@ def share(value: float, limit: float | None) -> str:
 
 
 def report(limits: Limits) -> str:
-    """Two lines: what the kernels are built for, and the two limits (or why they are missing)."""
+    """Two lines: what the kernels are built for, and the limits (or why they are missing)."""
     built = f"c kernels built with {limits.march} for {limits.isa}; {limits.threads} threads"
     if limits.missing:
         return f"{built}\nmachine limits not measured: {limits.missing}"
@@ -138,6 +171,7 @@ def report(limits: Limits) -> str:
     return (
         f"{built}\nmachine limits, measured now by C probes built like the kernels: "
         f"copy {limits.copy_gbs:.1f} GB/s (out[i] = a[i] * 2 over {COPY_FLOATS * 4 >> 20} MiB, read + write), "
+        f"read {limits.read_gbs:.1f} GB/s (a sum over {COPY_FLOATS * 4 >> 20} MiB), "
         f"fma peak {limits.fma_gflops:.1f} GFLOP/s ({chains}, 2 flops per lane); "
         f"load average {limits.load:.1f} on {os.cpu_count()} CPUs"
     )
