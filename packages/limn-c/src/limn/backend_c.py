@@ -4,7 +4,8 @@ The executor, plan cache and assign transaction are limn-compiler's (jit.Compile
 adds the toolchain (finding cc, checking it builds a shared library, OpenMP or not), a program cache in
 memory and on disk (keyed by source, compiler identity, flags and host; written atomically, an entry that
 is corrupt or not a file is a miss; a folder that cannot be written or executed from is replaced, with one
-warning, by a private temp folder), and the five byte hooks: buffers are host numpy arrays, big ones reused through a pool (c_pool.py).
+warning, by a private temp folder), and the five byte hooks: buffers are host numpy arrays, the big ones
+reused through a pool (c_pool.py).
 Pipeline: tensor -> graph -> schedule -> IR -> C source (c_source.py) -> **cc -> ctypes**.
 """
 
