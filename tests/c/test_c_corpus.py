@@ -4,9 +4,9 @@
 - threading changes which core computes a cell, not the cell: every nest threaded equals serial, bit for bit;
 - splitting a masked innermost loop at the mask's edges changes nothing: split equals unsplit, bit for bit;
 - the register-tiled matmul equals the plain nest, bit for bit, for every tile shape of the ISA table (edge
-  tiles included);
-- chunked and jammed folds equal plain folds, and hoisting loop invariants equals computing them in the loop,
-  bit for bit."""
+  tiles included), and so does a tile that applies its kernel's epilogue (bias, gelu, residual: limn.epilogue);
+- chunked and jammed folds equal plain folds, hoisting loop invariants equals computing them in the loop, and
+  a register fold's epilogue in a loop of its own equals it in the fold's loop, bit for bit."""
 
 import dataclasses
 
@@ -26,6 +26,16 @@ limn.register_device("c_notile", lambda: CDevice(tile_matmuls=False, parallel_wo
 limn.register_device("c_nochunk", lambda: CDevice(chunk_folds=False, parallel_work=0))
 limn.register_device("c_plainfold", lambda: CDevice(chunk_folds=False, jam_folds=False, parallel_work=0))
 limn.register_device("c_nohoist", lambda: CDevice(hoist_invariants=False, parallel_work=0))
+
+
+def _epilogues_unsplit() -> CDevice:
+    """A threaded c device that leaves a register fold's epilogue in the fold's loop."""
+    device = CDevice(parallel_work=0)
+    device.options.split_epilogues = False
+    return device
+
+
+limn.register_device("c_unsplit_epilogues", _epilogues_unsplit)
 
 
 def _tiled_as(isa: c_isa.ISA) -> CDevice:
@@ -103,6 +113,14 @@ def test_chunked_and_jammed_folds_equal_plain_folds_bit_for_bit(case: Case):
         assert _same_bits(p, c), f"{case} output {i}: chunked fold differs from the plain one\n" + _reproducer(case)
 
 
+@pytest.mark.parametrize("case", FOLDS + [c for c in CASES if c.name.startswith("reduces")], ids=str)
+def test_split_epilogues_equal_unsplit_bit_for_bit(case: Case):
+    # these cases' reduces carry epilogues (limn.epilogue): a loop of their own computes the same values
+    unsplit, split = on("c_unsplit_epilogues", case), on("c_threads", case)
+    for i, (u, s) in enumerate(zip(unsplit, split)):
+        assert _same_bits(u, s), f"{case} output {i}: splitting the epilogue changed it\n" + _reproducer(case)
+
+
 # the cases whose nests hoist something: reductions beside broadcast values, wrapping int arithmetic, scatters
 HOISTS = ("reduces", "softmax", "reduce_of_expression", "permute_and_reshape", "int_wraparound", "scatter", "autograd")
 
@@ -123,6 +141,21 @@ MATMULS = {
 }
 
 
+def _bias_gelu(a: Tensor, b: Tensor, bias: Tensor, res: Tensor) -> list[Tensor]:
+    h = a @ b.T.contiguous().T + bias  # the register form; the pre-activation kept beside the activation
+    return [h, h.gelu()]
+
+
+# matmuls whose elementwise consumer folds into the matmul's kernel (limn.epilogue): the tile applies it
+EPILOGUES = {
+    "a @ b + bias": lambda a, b, bias, res: [a @ b + bias],
+    "gelu(a @ b.T + bias), both": _bias_gelu,
+    "a @ b + residual": lambda a, b, bias, res: [res + a @ b],
+    "batched + bias": lambda a, b, bias, res: [a.unsqueeze(0).expand(3, *a.shape) @ b + bias],
+    "rows of a batch + residual": lambda a, b, bias, res: [Tensor.stack([a, a * 2]).contiguous() @ b + res],
+}
+
+
 @pytest.mark.parametrize(
     "shape",  # 600: 2 r blocks; 17, 23, 9: rows left below the last full tile; 70, 33, 31, 45: a partial panel;
     # 300: a block of 256 columns and a partial one
@@ -131,29 +164,55 @@ MATMULS = {
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("tile", TILE_SHAPES, ids=lambda t: f"tile{t[0]}x{t[1]}")
 def test_tiled_matmul_equals_plain_nest_bit_for_bit(shape, dtype, tile):
-    # every form in one realize: one library per device, so the cold-cache cost stays one cc run
+    # every form in one realize, epilogues too: one library per device, so the cold-cache cost stays one cc run
     n, k, m = shape
     rng = np.random.default_rng(1)
     a_np, b_np = rng.standard_normal((n, k)), rng.standard_normal((k, m))
+    bias_np, res_np = rng.standard_normal(m), rng.standard_normal((n, m))
     results = {}
     tiled = f"c_tile{tile[0]}x{tile[1]}"
     for device in ("c_notile", tiled, "numpy"):
         limn.set_device(device)
         a, b = Tensor(a_np, dtype=dtype), Tensor(b_np, dtype=dtype)
-        outs = [make(a, b) for make in MATMULS.values()]
+        bias, res = Tensor(bias_np, dtype=dtype), Tensor(res_np, dtype=dtype)
+        forms = {form: [make(a, b)] for form, make in MATMULS.items()}
+        forms |= {form: make(a, b, bias, res) for form, make in EPILOGUES.items()}
         if device == tiled and n >= 8 and m >= 32:
-            for form, out in zip(MATMULS, outs):
-                source = "".join(limn.get_device().render(k) for k in ir(out).kernels)
+            for form, outs in forms.items():
+                source = "".join(limn.get_device().render(k) for k in ir(*outs).kernels)
                 assert "matmul tile" in source, f"{form} {shape} was not tiled"
+                if form in EPILOGUES:
+                    assert "their epilogue" in source, f"{form} {shape}: the tile does not apply the epilogue"
+        outs = [out for outs in forms.values() for out in outs]
         limn.realize(*outs)
         results[device] = [out.numpy() for out in outs]
     limn.set_device("numpy")
     rtol = 1e-5 if dtype == "float32" else 1e-12
     # a long sum that cancels keeps its absolute error, not its relative one: allow it per term summed
     atol = rtol * max(1.0, k / 32)
-    for form, plain, got, expected in zip(MATMULS, results["c_notile"], results[tiled], results["numpy"]):
+    names = [f"{form} output {i}" for form, outs in forms.items() for i in range(len(outs))]
+    for form, plain, got, expected in zip(names, results["c_notile"], results[tiled], results["numpy"]):
         assert _same_bits(plain, got), f"tiled matmul {form} {shape} {dtype} tile {tile} differs from the plain nest"
         np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, err_msg=f"{form} {shape} {dtype} tile {tile}")
+
+
+@pytest.mark.parametrize("shape", [(20, 40, 300), (17, 13, 70)])
+def test_tiled_epilogues_threaded_equal_serial_bit_for_bit(shape):
+    # a thread applies the epilogue to the tiles it finished itself: which thread did changes no bit
+    n, k, m = shape
+    rng = np.random.default_rng(2)
+    a_np, b_np = rng.standard_normal((n, k)), rng.standard_normal((k, m))
+    bias_np, res_np = rng.standard_normal(m), rng.standard_normal((n, m))
+    results = {}
+    for device in ("c_serial", "c_threads"):
+        limn.set_device(device)
+        a, b = Tensor(a_np, dtype="float32"), Tensor(b_np, dtype="float32")
+        bias, res = Tensor(bias_np, dtype="float32"), Tensor(res_np, dtype="float32")
+        outs = [out for make in EPILOGUES.values() for out in make(a, b, bias, res)]
+        limn.realize(*outs)
+        results[device] = [out.numpy() for out in outs]
+    for i, (s, t) in enumerate(zip(results["c_serial"], results["c_threads"])):
+        assert _same_bits(s, t), f"epilogue output {i} {shape}: threaded differs from serial"
 
 
 def _reproducer(case: Case) -> str:

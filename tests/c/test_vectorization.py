@@ -1,8 +1,9 @@
 """Rule: every innermost loop the c device emits is vectorized, for AVX2 (x86-64-v3) and AVX-512 (x86-64-v4).
 
-The kernels are the shared corpus's (tests/corpus.py) and those of one training step of examples/bench_step.py's
-GPT at tiny sizes (forward, backward, AdamW). Each set is rendered by a c device built for each target and
-compiled as one translation unit with that device's flags plus gcc's -fopt-info report: gcc only, nothing runs.
+The kernels are the shared corpus's (tests/corpus.py), those of one training step of examples/bench_step.py's
+GPT at tiny sizes (forward, backward, AdamW), and matmuls whose tiles apply a bias, gelu or residual epilogue.
+Each set is rendered by a c device built for each target and compiled as one translation unit with that
+device's flags plus gcc's -fopt-info report: gcc only, nothing runs.
 
 A loop passes when gcc vectorized it, made it (or a loop around it) a memset or memcpy, or unrolled it completely
 into vectorized code; the loops of a matmul tile over its vectors are vector code as written. A loop shorter than
@@ -99,7 +100,23 @@ def gpt_step_kernels() -> list[KernelIR]:
     return list(ir(loss, *opt.updates()).kernels)
 
 
-SETS = {"corpus": corpus_kernels, "gpt step": gpt_step_kernels}
+def epilogue_kernels() -> list[KernelIR]:
+    """Matmuls whose elementwise consumers fold into their kernel (limn.epilogue), which the tile applies to
+    each block of cells it finishes: a linear layer's bias and gelu over a batch of rows (the register form,
+    the pre-activation kept too), a bias and a residual add at edge sizes (the memory form)."""
+    limn.set_device("numpy")
+    rng = np.random.default_rng(0)
+
+    def t(*shape: int) -> Tensor:
+        return Tensor(rng.standard_normal(shape).astype(np.float32))
+
+    x, w, bias = t(2, 24, 40), t(300, 40), t(300)
+    h = x @ w.T + bias  # (B, T, C) @ (C, N) -> (B, T, N)
+    a, b, res = t(20, 40), t(40, 300), t(20, 300)
+    return list(ir(h, h.gelu(), a @ b + bias, res + a @ b).kernels)
+
+
+SETS = {"corpus": corpus_kernels, "gpt step": gpt_step_kernels, "matmul epilogues": epilogue_kernels}
 
 
 # ---- the loops of the C ----
@@ -431,3 +448,12 @@ def test_every_allowance_covers_a_loop_here(compiled):
     used = {verdict.removeprefix("allowed: ") for c in compiled.values() for _, verdict in c.verdicts()}
     unused = [a.name for a in ALLOWED if a.name not in used]
     assert not unused, f"no loop in {list(SETS)} on {ISAS} needs these allowances any more: {unused}"
+
+
+@pytest.mark.parametrize("isa_name", ISAS)
+def test_a_tiles_epilogue_loop_is_vectorized(compiled, isa_name: str):
+    # the tile applies a bias and gelu to the cells it has finished, a row at a time: that loop is vector code
+    c = compiled["matmul epilogues", isa_name]
+    epilogues = [(loop, v) for loop, v in c.verdicts() if loop.parent is not None and "cell_row" in loop.parent.head]
+    assert len(epilogues) >= 3, "the tiles' epilogue loops are missing: did the matmuls stop folding their consumers?"
+    assert all(v in VECTORIZED for _, v in epilogues), [(loop.head, v) for loop, v in epilogues]

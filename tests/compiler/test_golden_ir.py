@@ -143,6 +143,73 @@ sink 0 = buf3  float32[2, 3]
 """
 
 
+# The spec's matmul with a bias add (limn.epilogue): the add is no second kernel but the SUM kernel's epilogue.
+# The fold fills and accumulates into out as before (the memory form); then a nest over the output cells
+# loads each finished total, adds the bias and stores out1, the sink. out is still stored.
+MATMUL_BIAS = """\
+k0  SUM  loop[4, 3, 5]
+    in0 = buf0  float32[4, 5]
+    in1 = buf1  float32[5, 3]
+    in2 = buf2  float32[3]
+    out = buf3  float32[4, 3, 1]
+    out1 = buf4  float32[4, 3]
+  LOOP    i0 < 4
+    LOOP    i1 < 3
+      CONST   v0 = 0.0 : float32
+      STORE   out[i0*3 + i1] = v0
+    ENDLOOP i1
+  ENDLOOP i0
+  LOOP    i0 < 4
+    LOOP    r2 < 5
+      LOOP    i1 < 3
+        LOAD    v1 = in0[i0*5 + r2] : float32
+        LOAD    v2 = in1[i1 + r2*3] : float32
+        ARITH   v3 = MUL v1, v2 : float32
+        ACCUM   out[i0*3 + i1] = ADD out[i0*3 + i1], v3
+      ENDLOOP i1
+    ENDLOOP r2
+  ENDLOOP i0
+  LOOP    i0 < 4
+    LOOP    i1 < 3
+      LOAD    v4 = out[i0*3 + i1] : float32
+      LOAD    v5 = in2[i1] : float32
+      ARITH   v6 = ADD v4, v5 : float32
+      STORE   out1[i0*3 + i1] = v6
+    ENDLOOP i1
+  ENDLOOP i0
+
+sink 0 = buf4  float32[4, 3]
+"""
+
+# A row sum scaled and added to a residual: the register form, so the epilogue runs at each cell right
+# after its total is stored, reading it back from out (where a tile or a later kernel would read it too).
+ROW_SUM_EPILOGUE = """\
+k0  SUM  loop[2, 3, 4]
+    in0 = buf0  float32[2, 3, 4]
+    in1 = buf1  float32[2, 3]
+    out = buf2  float32[2, 3, 1]
+    out1 = buf3  float32[2, 3]
+  LOOP    i0 < 2
+    LOOP    i1 < 3
+      ACC     acc0 = 0.0 : float32
+      LOOP    r2 < 4
+        LOAD    v1 = in0[i0*12 + i1*4 + r2] : float32
+        ACCUM   acc0 = ADD acc0, v1
+      ENDLOOP r2
+      STORE   out[i0*3 + i1] = acc0
+      LOAD    v2 = out[i0*3 + i1] : float32
+      CONST   v3 = 0.25 : float32
+      ARITH   v4 = MUL v2, v3 : float32
+      LOAD    v5 = in1[i0*3 + i1] : float32
+      ARITH   v6 = ADD v4, v5 : float32
+      STORE   out1[i0*3 + i1] = v6
+    ENDLOOP i1
+  ENDLOOP i0
+
+sink 0 = buf3  float32[2, 3]
+"""
+
+
 def test_matmul_dump_matches_the_spec():
     assert_dump(ir(Tensor.randn((4, 5)) @ Tensor.randn((5, 3))), MATMUL, "the spec's matmul")
 
@@ -158,3 +225,13 @@ def test_embedding_dump():
 
 def test_softmax_dump():
     assert_dump(ir(Tensor.randn((2, 3)).softmax(-1)), SOFTMAX, "a row softmax")
+
+
+def test_matmul_with_a_bias_dump():
+    program = ir(Tensor.randn((4, 5)) @ Tensor.randn((5, 3)) + Tensor.randn((3,)))
+    assert_dump(program, MATMUL_BIAS, "a matmul with its bias add as the epilogue")
+
+
+def test_row_sum_with_an_epilogue_dump():
+    x, residual = Tensor.randn((2, 3, 4)), Tensor.randn((2, 3))
+    assert_dump(ir(x.sum(2) * 0.25 + residual), ROW_SUM_EPILOGUE, "a row sum's epilogue in the register form")

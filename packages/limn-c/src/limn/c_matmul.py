@@ -3,13 +3,15 @@
 A patch of output cells (rows x vectors, sized for the target by limn.c_isa) stays in local accumulators while r
 is walked in order over a packed, contiguous panel of b (R_BLOCK rows at a time, totals stored and reloaded
 exactly), so each cell sees the plain nest's fma sequence from the same identity; edges use the scalar fold.
-Held to the plain nest by tests/c/test_c_corpus.py::test_tiled_matmul_equals_plain_nest_bit_for_bit.
+A kernel's epilogue (limn.epilogue) runs on each tile's cells right after the tile stores their totals, while
+they are in L1, with the plain nest's statements. Held to the plain nest by
+tests/c/test_c_corpus.py::test_tiled_matmul_equals_plain_nest_bit_for_bit and ::test_tiled_epilogues_...
 Pipeline: IR -> C source -> cc.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from limn import dtypes
 from limn.ir import Acc, Accum, Arith, ConstI, EndLoop, Index, Instr, KernelIR, LoadI, Loop, LoopVar, Store, Term
@@ -32,6 +34,9 @@ class Matmul:
     out_index: Index  # indexed by batch, i, and j with stride 1
     ctype: str
     registers: bool  # the register form (no fill in front of it)
+    epilogue: tuple[Instr, ...] = ()  # straight-line, at one output cell once its total is final
+    takes_following: bool = False  # the epilogue is the nest after this one, which the tile replaces
+    rows: tuple[Loop, ...] = ()  # the loops i stands for, innermost first, where batch loops folded into it
 
 
 def _coef(index: Index, var: LoopVar) -> int:
@@ -42,24 +47,28 @@ def _vars(index: Index) -> set[Term]:
     return {v for v, _ in index.terms}
 
 
-def match_matmul(nest: list[Instr], kernel: KernelIR) -> Matmul | None:
+def match_matmul(nest: list[Instr], kernel: KernelIR, following: list[Instr] | None = None) -> Matmul | None:
     """The Matmul a nest is, or None. Two nests fold out[i, j] = sum over r of a[i, r] * b[r, j] in r
     order from 0, and both qualify: the memory form (all loops opened at once, in any order, then an
     ACCUM into out after a fill) and the register form (the output loops, ACC, the r loop, an ACCUM into
-    the register, STORE). The body must be exactly two unmasked float loads, their MUL and the ADD."""
+    the register, STORE). The body must be exactly two unmasked float loads, their MUL and the ADD.
+    An epilogue comes along: in the register form the instructions after the STORE, in the memory form
+    the `following` nest when it loops over the output cells (see epilogue_of)."""
     loops = [ins for ins in nest if isinstance(ins, Loop)]
     if len(loops) < 3 or len(nest) < 2 * len(loops) + 4:
         return None
     registers = isinstance(nest[len(loops) - 1], Acc)
-    if registers:  # LOOP.. ACC LOOP r body ENDLOOP r STORE ENDLOOP..
+    epilogue: tuple[Instr, ...] = ()
+    if registers:  # LOOP.. ACC LOOP r body ENDLOOP r STORE [epilogue] ENDLOOP..
         head = len(loops) - 1
         if nest[:head] != loops[:-1] or nest[head + 1] is not loops[-1]:
             return None
         acc_ins: Acc = nest[head]
         body, after = nest[head + 2 : head + 6], nest[head + 6 :]
-        if len(after) != head + 2 or not isinstance(after[1], Store) or acc_ins.identity != 0:
+        if len(after) < head + 2 or not isinstance(after[1], Store) or acc_ins.identity != 0:
             return None
-        if not isinstance(after[0], EndLoop) or not all(isinstance(e, EndLoop) for e in after[2:]):
+        epilogue = tuple(after[2 : len(after) - head])
+        if not isinstance(after[0], EndLoop) or not all(isinstance(e, EndLoop) for e in after[len(after) - head :]):
             return None
         store: Store = after[1]
         if store.src != acc_ins.dst:
@@ -114,7 +123,48 @@ def match_matmul(nest: list[Instr], kernel: KernelIR) -> Matmul | None:
     if _vars(out_index) - batch_vars - {i.var, j.var}:
         return None
     ctype = "double" if dtype == dtypes.float64 else "float"
-    return Matmul(batch, i, r, j, la, lb, out, out_index, ctype, registers)
+    m = Matmul(batch, i, r, j, la, lb, out, out_index, ctype, registers)
+    if registers:
+        return replace(m, epilogue=epilogue) if _epilogue_fits(m, epilogue) else None
+    found = epilogue_of(m, following) if following is not None else None
+    return m if found is None else replace(m, epilogue=found, takes_following=True)
+
+
+def epilogue_of(m: Matmul, following: list[Instr]) -> tuple[Instr, ...] | None:
+    """The body of the nest after a memory-form matmul when it is that kernel's epilogue: loops over exactly
+    the output cells' loops (batch, i, j), then straight-line instructions that _epilogue_fits; else None."""
+    loops = [ins for ins in following if isinstance(ins, Loop)]
+    n = len(loops)
+    cells = {(x.var, x.extent) for x in (*m.batch, m.i, m.j)}
+    if following[:n] != loops or {(x.var, x.extent) for x in loops} != cells or len(loops) != len(cells):
+        return None
+    if not all(isinstance(e, EndLoop) for e in following[len(following) - n :]):
+        return None
+    body = tuple(following[n : len(following) - n])
+    return body if _epilogue_fits(m, body) else None
+
+
+def _epilogue_fits(m: Matmul, epilogue: tuple[Instr, ...]) -> bool:
+    """Whether instructions may run on a tile's cells as soon as the tile is done: straight-line, naming only
+    the output loops, storing only other outputs than the total, at the total's cell, and reading any output
+    only there (a cell another tile has not finished is never read)."""
+    if not epilogue:
+        return True
+    cell_vars = {x.var for x in (*m.batch, m.i, m.j)}
+    stored = {ins.buf for ins in epilogue if isinstance(ins, Store)} | {m.out}
+    for ins in epilogue:
+        if not isinstance(ins, (ConstI, LoadI, Arith, Store)):
+            return False
+        index = getattr(ins, "index", None)
+        terms = [t for t, _ in index.terms] if index is not None else []
+        terms += [r.var for r in getattr(ins, "valid", ())]
+        if any(isinstance(t, LoopVar) and t not in cell_vars for t in terms):
+            return False
+        if isinstance(ins, Store) and (ins.buf == m.out or ins.index != m.out_index):
+            return False
+        if isinstance(ins, LoadI) and ins.buf in stored and ins.index != m.out_index:
+            return False
+    return True
 
 
 def fill_overwritten_by_tile(nest: list[Instr], following: list[Instr], kernel: KernelIR) -> bool:
@@ -187,6 +237,7 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
         f"const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj}; /* the last panel may be partial */",
         "if (panel == 0) { /* no memory for the panel: the plain fold, cell by cell */",
         *_indented(4, _plain_fold(m, f"{a}[{a0}", "bb[0", f"{out}[{o0}", ("0", str(ni)), ("jt", "jt + cols"))),
+        *_indented(4, _epilogue_lines(m, renderer, ("0", str(ni)), ("jt", "jt + cols"))),
         "    continue;",
         "}",
         f"for (int64_t kb = 0; kb < {nr}; kb += {kc}) {{ /* a block of r whose panel stays in L1 */",
@@ -196,6 +247,7 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
         f"    panel[({r} - kb) * {tj} + c] = c < cols ? {b_cell} : 0; /* zeros past the edge: lanes never stored */",
         f"for (int64_t it = 0; it < {ni}; it += {rows}) {{",
         *_indented(4, _row_tile(m, rows, vectors, ni % rows, f"{ni}", out_row, a_row)),
+        *_indented(4, _tile_epilogue(m, renderer, f"(it + {rows} < {ni} ? it + {rows} : {ni})", ("jt", "jt + cols"))),
         "}",
         "}",
     ]
@@ -213,7 +265,8 @@ def _batch_as_rows(m: Matmul) -> Matmul:
         return m
     a_i, o_i = _coef(m.a.index, m.i.var), _coef(m.out_index, m.i.var)
     extent = m.i.extent
-    for loop in sorted(m.batch, key=lambda bl: _coef(m.a.index, bl.var)):
+    folded = sorted(m.batch, key=lambda bl: _coef(m.a.index, bl.var))  # innermost first
+    for loop in folded:
         if _coef(m.b.index, loop.var) != 0:
             return m
         if _coef(m.a.index, loop.var) != extent * a_i or _coef(m.out_index, loop.var) != extent * o_i:
@@ -226,7 +279,7 @@ def _batch_as_rows(m: Matmul) -> Matmul:
 
     a = LoadI(m.a.dst, m.a.buf, rows_only(m.a.index), m.a.dtype, m.a.valid)
     i = Loop(m.i.var, extent, m.i.reduce)
-    return Matmul((), i, m.r, m.j, a, m.b, m.out, rows_only(m.out_index), m.ctype, m.registers)
+    return replace(m, batch=(), i=i, a=a, out_index=rows_only(m.out_index), rows=(m.i, *folded))
 
 
 def _panel_width(m: Matmul, vectors: int) -> str:
@@ -249,6 +302,39 @@ def _row_tile(m: Matmul, rows: int, vectors: int, rest: int, ni: str, out_row: s
         lines[-1] = "} else { /* the bottom edge: the rows left over */"
         lines += [*_indented(4, _tile_fold(m, out_row, a_value, rest, vectors, partial=True)), "}"]
     return lines
+
+
+def _tile_epilogue(m: Matmul, renderer, row_end: str, cols: tuple[str, str]) -> list[str]:
+    """The epilogue of the tiles at rows [it, row_end) and columns [cols) (a panel's, or a packed block's),
+    once the last block of r has stored their totals: they are still in L1."""
+    if not m.epilogue:
+        return []
+    return [
+        f"if (ke == {m.r.extent}) {{ /* these totals are final: their epilogue, while they are in L1 */",
+        *_indented(4, _epilogue_lines(m, renderer, ("it", row_end), cols)),
+        "}",
+    ]
+
+
+def _epilogue_lines(m: Matmul, renderer, rows: tuple[str, str], cols: tuple[str, str]) -> list[str]:
+    """The epilogue over output rows [rows) and columns [cols) (C bounds), whose totals are final: per row
+    the output loops' counters (a batch folded into i comes apart again, innermost first), then a loop
+    over the columns that spells the plain nest's statements."""
+    if not m.epilogue:
+        return []
+    lines = [f"for (int64_t cell_row = {rows[0]}; cell_row < {rows[1]}; cell_row++) {{"]
+    row_loops = m.rows or (m.i,)
+    step = 1
+    for n, loop in enumerate(row_loops):
+        value = "cell_row" if step == 1 else f"cell_row / {step}"
+        if n < len(row_loops) - 1:
+            value = f"{value} % {loop.extent}"
+        lines.append(f"    const int64_t {loop.var} = {value};")
+        step *= loop.extent
+    j = m.j.var
+    lines += ["    LIMN_IVDEP", f"    for (int64_t {j} = {cols[0]}; {j} < {cols[1]}; {j}++) {{"]
+    lines += renderer.spell_lines(list(m.epilogue), depth=2)
+    return lines + ["    }", "}"]
 
 
 def _plain_fold(m: Matmul, a: str, b: str, out: str, i_range: tuple[str, str], j_range: tuple[str, str]) -> list[str]:
@@ -394,6 +480,7 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
         "if (bpack == 0) { /* no memory for the panels: the plain fold, cell by cell */",
         *([f"#pragma omp parallel for schedule(static) num_threads({threads})"] if threads > 1 else []),
         *_plain_fold(m, f"{a}[{a0}", f"{b}[{b0}", f"{out}[{o0}", ("0", str(ni)), ("0", str(nj))),
+        *_epilogue_lines(m, renderer, ("0", str(ni)), ("0", str(nj))),
         "} else {",
         *([f"#pragma omp parallel num_threads({threads})"] if threads > 1 else []),
         "{",
@@ -433,6 +520,7 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
             ),
         ),
         "        }",
+        *_indented(8, _tile_epilogue(m, renderer, "it + here", ("jb", "je"))),
         "    }",
         "}",
         "}",

@@ -2,7 +2,8 @@
 
 CRenderer is the C-style base (limn.cstyle) plus C's own entries (the prelude's half-width and float32 math
 helpers) and rewrites that change no bit of any result, each in a module that names the test holding it to the
-plain nest: c_threads, c_pad_split, c_matmul (tiles), c_jam, c_chunk, c_hoist. Options turns each one off.
+plain nest: c_threads, c_pad_split, c_matmul (tiles), c_jam, c_chunk, c_hoist; and here, a register fold's
+epilogue split into a loop of its own (fold_then_epilogue). Options turns each one off.
 Pipeline: tensor -> graph -> schedule -> IR -> **C source** -> cc -> ctypes.
 """
 
@@ -19,7 +20,7 @@ from limn.c_pad_split import split_at_mask_edges, whole
 from limn.c_prelude import HALF_WIDTHS, MATH_FUNCS
 from limn.c_threads import Pragma, scatters, team_pragma
 from limn.cstyle import TYPES, CStyle, Decided
-from limn.ir import EndLoop, Instr, KernelIR, Loop
+from limn.ir import Acc, Accum, EndLoop, Instr, KernelIR, LoadI, Loop, Store
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Options:
     jam_folds: bool = True
     parallel_work: int = 32768  # a nest with fewer loop iterations than this runs serially
     hoist_invariants: bool = True
+    split_epilogues: bool = True  # a register fold's loop, then its epilogue's loop (fold_then_epilogue)
     isa: c_isa.ISA = c_isa.TABLE[0]  # the target's row of the ISA table: tile, chunk and jam sizes
 
 
@@ -59,24 +61,38 @@ class CRenderer(CStyle):
             end = matching_end(body, pos) if isinstance(body[pos], Loop) else pos
             nests.append(body[pos : end + 1])
             pos = end + 1
+        taken = False  # the nest before was a tiled matmul that ran this one, its epilogue, per tile
         for k, nest in enumerate(nests):
             following = nests[k + 1] if k + 1 < len(nests) else None
+            if taken:
+                taken = False
+                continue
             if self.options.tile_matmuls and following and fill_overwritten_by_tile(nest, following, kernel):
                 continue  # the tiled matmul after it writes every cell this fill would
             if isinstance(nest[0], Loop):
-                self.nest(nest, depth=1)
+                taken = self.nest(nest, depth=1, following=following)
             else:
                 self.straight(nest[0], depth=1, decided={})
         return "\n".join(self.lines) + "\n" if self.lines else ""
 
-    def nest(self, nest: list[Instr], depth: int) -> None:
-        """A top-level loop nest: tiled if it reads as a matmul, else emitted with its team's pragma."""
+    def nest(self, nest: list[Instr], depth: int, following: list[Instr] | None = None) -> bool:
+        """A top-level loop nest: tiled if it reads as a matmul, else emitted with its team's pragma. True
+        when the tile took the `following` nest along as its epilogue (so it is not emitted again)."""
         if self.options.tile_matmuls:
-            m = match_matmul(nest, self.kernel)
+            m = match_matmul(nest, self.kernel, following)
             if m is not None:
                 self.lines.extend(render_tiled(m, self, depth))
-                return
+                return m.takes_following
         self.loop_block(nest, depth, {}, team_pragma(nest, self.options), collapsing=0)
+        return False
+
+    def spell_lines(self, seq: list[Instr], depth: int) -> list[str]:
+        """The C lines of straight-line instructions (a tile's epilogue), taken back out of the renderer's."""
+        start = len(self.lines)
+        self.emit_seq(seq, depth, {}, 0)
+        lines = self.lines[start:]
+        del self.lines[start:]
+        return lines
 
     def loop_block(
         self,
@@ -92,6 +108,12 @@ class CRenderer(CStyle):
         collapse clause still owes. `chunk` False keeps a fold plain that c_chunk would chunk (c_jam renders
         one copy of a body whose copies, side by side, are no single fold)."""
         loop, inner = block[0], block[1:-1]
+        whole_loop = collapsing == 0 and (pragma is None or pragma.collapse == 1)  # no collapse reaches inside
+        parts = fold_then_epilogue(loop, inner) if whole_loop and self.options.split_epilogues else None
+        if parts is not None:  # two loops over the cells: the fold (jammed, say), then its epilogue (vectorized)
+            for part in parts:
+                self.loop_block([loop, *part, block[-1]], depth, decided, pragma, collapsing, chunk)
+            return
         if self._jams(loop, inner, collapsing):
             render_jammed(self, loop, inner, depth, decided, pragma)
             return
@@ -155,6 +177,29 @@ class CRenderer(CStyle):
         text = self.statement(ins, decided)
         if text is not None:
             self.emit(text, depth)
+
+
+def fold_then_epilogue(loop: Loop, inner: list[Instr]) -> tuple[list[Instr], list[Instr]] | None:
+    """A loop over output cells whose body folds a register total, stores it, then computes an epilogue from
+    it (limn.epilogue), as two bodies for two loops over the same cells: the fold and its STORE, then the
+    epilogue. The same instructions for each cell, so the same bits: the epilogue reads the totals from
+    memory, at its own cell, and the fold reads nothing the epilogue writes. None for any other loop. Held
+    to the one loop by tests/c/test_c_corpus.py::test_split_epilogues_equal_unsplit_bit_for_bit."""
+    if loop.reduce or len(inner) < 4 or not isinstance(inner[0], Acc) or not isinstance(inner[1], Loop):
+        return None
+    end = matching_end(inner, 1)
+    fold, rest = inner[: end + 2], inner[end + 2 :]
+    store = fold[-1]
+    if not rest or not isinstance(store, Store) or store.src != inner[0].dst:
+        return None
+    if any(isinstance(i, (Loop, EndLoop, Acc, Accum)) for i in rest):
+        return None
+    written = {store.buf} | {i.buf for i in rest if isinstance(i, Store)}
+    if any(isinstance(i, LoadI) and i.buf in written for i in fold):
+        return None
+    if any(isinstance(i, (LoadI, Store)) and i.buf in written and i.index != store.index for i in rest):
+        return None
+    return fold, rest
 
 
 def matching_end(seq: list[Instr], start: int) -> int:

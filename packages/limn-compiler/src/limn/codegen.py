@@ -221,9 +221,16 @@ class _Lowerer:
         self.close_loops(dims, ())
 
     def _reduce(self) -> None:
+        """The fold, in a register or in the output's memory, and then its epilogue (Kernel.also) at each
+        output cell: in the register form right after the cell's total is stored, in the memory form in a
+        nest over the output cells after the whole fold."""
         k = self.kernel
         out_strides = row_major_strides(self.out.shape)  # reduce dims have size 1 there: stride 0
-        shape, axes, order, out_strides = coalesce_reduce_dims(k.loop_shape, k.reduce_axes, self.order, out_strides)
+        fold = walk_expr([k.expr]) if k.also else self.order
+        epilogue = [e for _, e in k.also]
+        shape, axes, order, out_strides, epilogue = coalesce_reduce_dims(
+            k.loop_shape, k.reduce_axes, fold, out_strides, epilogue
+        )
         expr = order[-1]  # the root comes last
         out_view = View(shape, out_strides)
         views = _views(order) + [out_view]
@@ -232,6 +239,7 @@ class _Lowerer:
         reduce_dims = [d for d in dims if d in axes]
         keep_dims = [d for d in dims if d not in axes]
         names = self._names(shape, axes)
+        cell_names = [None if d in axes else n for d, n in enumerate(names)]  # an output cell's
         out_index = view_index(out_view, names)[0]
         acc_dtype = self.out.dtype.compute
         start = identity(k.op, acc_dtype)
@@ -245,6 +253,7 @@ class _Lowerer:
             self.body.append(Accum(acc, None, FOLD[k.op], v))
             self.close_loops(reduce_dims, axes)
             self.body.append(Store("out", out_index, acc))
+            self._epilogue(epilogue, cell_names, out_index)
             self.close_loops(keep_dims, axes)
             return
         # a reduce loop has output loops inside it: fill the output with the identity, fold into memory
@@ -258,6 +267,21 @@ class _Lowerer:
         v = self.emit_expr(expr, names, order)
         self.body.append(Accum("out", out_index, FOLD[k.op], v))
         self.close_loops(dims, axes)
+        if epilogue:  # then a nest over the output cells, each total final
+            order = walk_expr(epilogue)
+            cells = loop_order_plain(fill_dims, _views(order) + [out_view] * (1 + len(self.also)))
+            self.open_loops(cells, shape, axes)
+            self._epilogue(epilogue, cell_names, out_index, order)
+            self.close_loops(cells, axes)
+
+    def _epilogue(
+        self, roots: list[Expr], names: Sequence[Term | None], index: Index, order: list[Expr] | None = None
+    ) -> None:
+        """The epilogue's values at one output cell (its loads of `out` read the total stored there), each
+        stored to its output at `index`, the cell's, after every load of the cell."""
+        values = self.emit_exprs(roots, names, order)
+        for buffer, v in zip(self.also, values):
+            self.body.append(Store(buffer.name, index, v))
 
     def _scatter(self) -> None:
         part = self.kernel.scatter
@@ -304,13 +328,18 @@ def _zero(dtype: DType) -> bool | int | float:
 
 
 def coalesce_reduce_dims(
-    shape: Shape, axes: tuple[int, ...], order: list[Expr], out_strides: tuple[int, ...]
-) -> tuple[Shape, tuple[int, ...], list[Expr], tuple[int, ...]]:
+    shape: Shape,
+    axes: tuple[int, ...],
+    order: list[Expr],
+    out_strides: tuple[int, ...],
+    epilogue: list[Expr] = (),
+) -> tuple[Shape, tuple[int, ...], list[Expr], tuple[int, ...], list[Expr]]:
     """Merges neighbouring reduce dims into one loop where every buffer walks them as one strided line
     (stride of the outer = stride of the inner * its size, no mask on either). The fold visits the same
     elements in the same order, so nothing changes but the nest's depth: a weight gradient that sums
     over (batch, time) becomes one reduce loop that the backends can treat as a matmul's. The expression
-    comes and goes as walk_expr's order of it (its root last), rebuilt over the merged dims."""
+    comes and goes as walk_expr's order of it (its root last), rebuilt over the merged dims; the epilogue's
+    roots (Kernel.also, stride 0 along every reduce dim, so they never decide) come back rebuilt too."""
     views = [e.view for e in order if isinstance(e, Load)]
     views += [e.mask_view for e in order if isinstance(e, Const) and e.mask_view is not None]
     all_strides = [v.strides for v in views] + [out_strides]
@@ -328,24 +357,38 @@ def coalesce_reduce_dims(
         else:
             groups.append([d])
     if len(groups) == len(shape):
-        return shape, axes, order, out_strides
-
-    def merged(view_shape: Shape, strides: tuple[int, ...]) -> tuple[Shape, tuple[int, ...]]:
-        new_shape = tuple(int(np.prod([view_shape[d] for d in g])) for g in groups)
-        return new_shape, tuple(strides[g[-1]] for g in groups)
-
-    new_shape, _ = merged(shape, shape)
+        return shape, axes, order, out_strides, list(epilogue)
+    new_shape = tuple(int(np.prod([shape[d] for d in g])) for g in groups)
     new_axes = tuple(i for i, g in enumerate(groups) if g[0] in axes)
-    rebuilt: dict[int, Expr] = {}  # each node once, as walk_expr met it: the new order is the old one's
+    rebuilt = _over_groups(order + walk_expr(list(epilogue)), groups)
+    new_order = [rebuilt[id(e)] for e in order]  # each node once, as walk_expr met it: the old order
+    new_strides = tuple(out_strides[g[-1]] for g in groups)
+    return new_shape, new_axes, new_order, new_strides, [rebuilt[id(e)] for e in epilogue]
+
+
+def _over_groups(order: list[Expr], groups: list[list[int]]) -> dict[int, Expr]:
+    """Each node of `order` (sources first) by id, its views over the merged dims: a group of dims is one
+    dim of their sizes' product and the innermost's stride (a mask can only span a group whole)."""
+
+    def merged(v: View) -> View:
+        shape = tuple(int(np.prod([v.shape[d] for d in g])) for g in groups)
+        mask = None
+        if v.mask is not None:
+            assert all(len(g) == 1 or all(v.mask[d] == (0, v.shape[d]) for d in g) for g in groups), v
+            mask = tuple(v.mask[g[0]] if len(g) == 1 else (0, n) for g, n in zip(groups, shape))
+        return View(shape, tuple(v.strides[g[-1]] for g in groups), v.offset, mask)
+
+    rebuilt: dict[int, Expr] = {}
     for e in order:
         if isinstance(e, Load):
-            vs, st = merged(e.view.shape, e.view.strides)
-            rebuilt[id(e)] = Load(e.slot, View(vs, st, e.view.offset), e.dtype)
+            rebuilt[id(e)] = Load(e.slot, merged(e.view), e.dtype)
         elif isinstance(e, Alu):
             rebuilt[id(e)] = Alu(e.op, tuple(rebuilt[id(x)] for x in e.srcs), e.dtype)
+        elif isinstance(e, Const) and e.mask_view is not None:
+            rebuilt[id(e)] = Const(e.value, e.dtype, merged(e.mask_view))
         else:
             rebuilt[id(e)] = e
-    return new_shape, new_axes, list(rebuilt.values()), merged(shape, out_strides)[1]
+    return rebuilt
 
 
 def lower(kernel: Kernel, sched: Schedule) -> KernelIR:

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 #   kernel   := name  OP  loop[shape]                 the scheduled kernel's op, and the shape its loops walk
 #               param*                                one line per buffer
 #               instr*                                none in a CUSTOM kernel: the device supplies it whole
-#   param    := name = buf<slot>  dtype[shape]        in0, in1, ... are read; out (out0, out1, ...) written
+#   param    := name = buf<slot>  dtype[shape]        in0, in1, ... are read; out (out0, out1, ...) written,
+#                                                   and read back where a reduce's epilogue loads its totals
 #
 #   instr    := LOOP    loopvar < extent              loopvar counts 0, 1, ..., extent - 1 over what follows
 #             | ENDLOOP loopvar                       closes the innermost open LOOP, which counts loopvar

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from limn.dtypes import DType
-from limn.ops import CustomArg, Op, Shape, postorder
+from limn.ops import REDUCE, CustomArg, Op, Shape, postorder
 from limn.view import View
 
 if TYPE_CHECKING:
@@ -98,7 +98,13 @@ class Kernel:
     (folding over `reduce_axes` with `op` when op is SUM or MAX). GATHER kernels carry a Gather in expr,
     SCATTER kernels a `scatter` part after the copy of the base, CUSTOM kernels only `custom`. An
     elementwise kernel may fill more slots at the same points: `also` pairs each with its expression
-    (limn.merge folds kernels together this way; the expressions share what they have in common)."""
+    (limn.merge folds kernels together this way; the expressions share what they have in common).
+
+    A reduce kernel's `also` is its epilogue (limn.epilogue): each expression is evaluated once per output
+    cell, after the fold has finished that cell, and stored there (the slot is row-major over the output
+    cells, as `out` is). Its views are over `loop_shape` with stride 0 along the reduce axes, so they read
+    one value per output cell, and a Load of the kernel's own `out` slot reads the finished total (as
+    stored: rounded to out's dtype). `out` itself is still stored, since other kernels may read it."""
 
     name: str
     op: Op
@@ -134,6 +140,8 @@ class Kernel:
         for e in walk_expr(roots):
             for load in loads_of(e):
                 found.setdefault(load.slot)
+        if self.also and self.op in REDUCE:
+            found.pop(self.out, None)  # an epilogue reads the total this kernel folds, not an input
         return tuple(found)
 
     @property

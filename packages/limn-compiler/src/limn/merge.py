@@ -20,6 +20,7 @@ Pipeline: tensor -> graph -> schedule (fusion, then **merge**) -> IR -> renderer
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from limn.kernel import Alu, Const, Expr, Gather, Kernel, Load, walk_expr
@@ -46,27 +47,29 @@ def merge_kernels(kernels: list[Kernel]) -> list[Kernel]:
             done.append(kernel)
         else:
             earlier = done[s]
-            done[s] = replace(earlier, also=earlier.also + tuple(_outputs(kernel)))
+            done[s] = replace(earlier, also=earlier.also + tuple(stored_values(kernel)))
     return [k if k.name == f"k{n}" else replace(k, name=f"k{n}") for n, k in enumerate(done)]
 
 
-def _mergeable(k: Kernel) -> bool:
+def mergeable(k: Kernel) -> bool:
+    """Whether a kernel is elementwise work that may move into another's nest (no NOT_MERGED op)."""
     return k.op not in NOT_MERGED and k.custom is None and k.scatter is None and k.expr is not None
 
 
-def _one_width(a: Kernel, b: Kernel) -> bool:
+def one_width(a: Kernel, b: Kernel) -> bool:
     """Whether every value the two kernels store has one width: gcc leaves a loop that stores bytes
     beside doubles scalar (the vectors of each would hold different numbers of cells)."""
-    return len({e.dtype.itemsize for _, e in _outputs(a) + _outputs(b)}) == 1
+    return len({e.dtype.itemsize for _, e in stored_values(a) + stored_values(b)}) == 1
 
 
-def _cell(k: Kernel) -> View:
+def cell_view(k: Kernel) -> View:
+    """The view that reads a kernel's own output at the cell it computes."""
     return View.contiguous(k.loop_shape)
 
 
 def _producer(done: list[Kernel], consumer: Kernel) -> int | None:
     """The position in `done` of the latest kernel that `consumer` may absorb, or None."""
-    if not _mergeable(consumer) or any(isinstance(e, Gather) for e in consumer.exprs):
+    if not mergeable(consumer) or any(isinstance(e, Gather) for e in consumer.exprs):
         return None
     reads = set(consumer.inputs)
     between_reads: set[int] = set()
@@ -85,7 +88,7 @@ def _sibling(done: list[Kernel], k: Kernel) -> int | None:
     """The position in `done` of a recent kernel over the same loop shape that reads what `k` reads or
     what `k` overwrites (an optimizer's in-place state), and whose place `k` may run at instead of its
     own; or None. `k` does not read what that kernel writes (that is _producer's case)."""
-    if not _mergeable(k) or any(isinstance(e, Gather) for e in k.exprs):
+    if not mergeable(k) or any(isinstance(e, Gather) for e in k.exprs):
         return None
     reads, writes = set(k.inputs), set(k.outputs)
     between_reads: set[int] = set()
@@ -96,13 +99,13 @@ def _sibling(done: list[Kernel], k: Kernel) -> int | None:
         if e_writes & reads:
             return None  # k reads what e writes: it cannot run before e
         if (
-            _mergeable(e)
+            mergeable(e)
             and e.loop_shape == k.loop_shape
-            and _one_width(e, k)
+            and one_width(e, k)
             and (reads | writes) & e_reads
             and not writes & (e_writes | between_reads | between_writes)
             and not reads & between_writes
-            and _cells_only(e.exprs + k.exprs, e_writes | writes, _cell(k))
+            and cells_only(e.exprs + k.exprs, e_writes | writes, cell_view(k))
         ):
             return s
         between_reads |= e_reads
@@ -110,28 +113,29 @@ def _sibling(done: list[Kernel], k: Kernel) -> int | None:
     return None
 
 
-def _cells_only(exprs: list[Expr], written: set[int], cell: View) -> bool:
+def cells_only(exprs: list[Expr], written: set[int], cell: View) -> bool:
     """Whether every load of a buffer the kernel writes reads the cell being written."""
     return all(e.view == cell for e in exprs if isinstance(e, Load) and e.slot in written)
 
 
 def _may_fold(p: Kernel, c: Kernel, between_reads: set[int], between_writes: set[int]) -> bool:
-    if not _mergeable(p) or p.loop_shape != c.loop_shape or not _one_width(p, c):
+    if not mergeable(p) or p.loop_shape != c.loop_shape or not one_width(p, c):
         return False
     writes = set(p.outputs)
     if writes & between_reads or (writes | set(p.inputs)) & between_writes or writes & set(c.outputs):
         return False
-    cell = _cell(c)
+    cell = cell_view(c)
     for e in c.exprs:  # the consumer reads what p writes only at its own cell
         if isinstance(e, Load) and e.slot in writes and e.view != cell:
             return False
-    value = dict(_outputs(p))
+    value = dict(stored_values(p))
     if any(isinstance(e, Load) and e.slot in value and e.dtype != value[e.slot].dtype for e in c.exprs):
         return False
-    return _cells_only(p.exprs + c.exprs, writes | set(c.outputs), cell)
+    return cells_only(p.exprs + c.exprs, writes | set(c.outputs), cell)
 
 
-def _outputs(k: Kernel) -> list[tuple[int, Expr]]:
+def stored_values(k: Kernel) -> list[tuple[int, Expr]]:
+    """Each slot the kernel writes with the expression whose value it stores there."""
     assert k.expr is not None
     return [(k.out, k.expr), *k.also]
 
@@ -139,17 +143,25 @@ def _outputs(k: Kernel) -> list[tuple[int, Expr]]:
 def _merged(p: Kernel, c: Kernel) -> Kernel:
     """c computing p's values too: c's loads of p's outputs become p's expressions, and p's outputs
     are stored beside c's."""
-    value = dict(_outputs(p))
+    value = dict(stored_values(p))
+
+    def leaf(e: Expr) -> Expr:
+        assert isinstance(e, (Load, Const)), f"{c.name}: an elementwise kernel holds {type(e).__name__}"
+        return value.get(e.slot, e) if isinstance(e, Load) else e
+
+    new = rebuilt(c.roots, leaf)
+    also = tuple((slot, new[id(e)]) for slot, e in c.also) + tuple(stored_values(p))
+    return replace(c, expr=new[id(c.expr)], also=also)
+
+
+def rebuilt(roots: list[Expr], leaf: Callable[[Expr], Expr]) -> dict[int, Expr]:
+    """Every node of `roots` (by id) rebuilt with each leaf (Load, Const) replaced by what `leaf` gives for it; an Alu
+    whose sources are all unchanged is kept as it is, so what the roots share stays shared."""
     new: dict[int, Expr] = {}
-    for e in walk_expr(c.roots):
-        if isinstance(e, Load) and e.slot in value:
-            new[id(e)] = value[e.slot]
-        elif isinstance(e, Alu):
+    for e in walk_expr(roots):
+        if isinstance(e, Alu):
             srcs = tuple(new[id(s)] for s in e.srcs)
             new[id(e)] = e if all(a is b for a, b in zip(srcs, e.srcs)) else Alu(e.op, srcs, e.dtype)
         else:
-            assert isinstance(e, (Load, Const)), f"{c.name}: an elementwise kernel holds {type(e).__name__}"
-            new[id(e)] = e
-    expr = new[id(c.expr)]
-    also = tuple((slot, new[id(e)]) for slot, e in c.also) + tuple(_outputs(p))
-    return replace(c, expr=expr, also=also)
+            new[id(e)] = leaf(e)
+    return new

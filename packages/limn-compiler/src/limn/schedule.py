@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from limn.cse import common_values
+from limn.epilogue import fold_epilogues
 from limn.fusion import (
     ASSIGN_ORDER,
     RECOMPUTE_LIMIT,
@@ -352,7 +353,7 @@ def _stuck_assign(build: _Build) -> Node | None:
 def _finish(build: _Build, sinks: list[Node]) -> Schedule:
     """The kernels in run order, renamed k0, k1, ...; then the copies of ASSIGN temps into their targets,
     all together; and each sink's slot. Elementwise kernels then fold into the kernels that read them cell
-    for cell (limn.merge)."""
+    for cell (limn.merge), and into the reduce kernels whose totals they read cell for cell (limn.epilogue)."""
     kernels = [_renamed(build.kernels[i], f"k{n}") for n, i in enumerate(build.run_order)]
     for temp in build.slots:
         if temp.kind is SlotKind.ASSIGN:
@@ -366,7 +367,8 @@ def _finish(build: _Build, sinks: list[Node]) -> Schedule:
         if s.op is Op.ASSIGN:
             base = s.srcs[0]  # the target itself, also when the value went through a temp first
         sink_slots.append(Sink(build.slot_of[id(base)], s.shape))
-    return Schedule(merge_kernels(kernels), build.slots, build.inputs, sink_slots, build.reasons)
+    kernels = fold_epilogues(merge_kernels(kernels))
+    return Schedule(kernels, build.slots, build.inputs, sink_slots, build.reasons)
 
 
 def _renamed(k: Kernel, name: str) -> Kernel:
