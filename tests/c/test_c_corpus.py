@@ -4,7 +4,7 @@
 - threading changes which core computes a cell, not the cell: every nest threaded equals serial, bit for bit;
 - splitting a masked innermost loop at the mask's edges changes nothing: split equals unsplit, bit for bit;
 - the register-tiled matmul equals the plain nest, bit for bit, for every tile shape of the ISA table (edge
-  tiles included), and so does a tile that applies its kernel's epilogue (bias, gelu, residual: limn.epilogue);
+  tiles included), with its kernel's epilogue (bias, gelu, residual: limn.epilogue) after the tiles or in them;
 - chunked and jammed folds equal plain folds, hoisting loop invariants equals computing them in the loop, and
   a register fold's epilogue in a loop of its own equals it in the fold's loop, bit for bit."""
 
@@ -38,16 +38,31 @@ def _epilogues_unsplit() -> CDevice:
 limn.register_device("c_unsplit_epilogues", _epilogues_unsplit)
 
 
-def _tiled_as(isa: c_isa.ISA) -> CDevice:
-    """A threaded c device whose tiles take another ISA row's shape (at this host's vector width)."""
+def _epilogues_in_tiles(**options) -> CDevice:
+    """A c device whose matmul tiles apply their kernel's epilogue to each block of rows they finish."""
+    device = CDevice(**options)
+    device.options.tile_epilogues = True
+    return device
+
+
+limn.register_device("c_serial_in_tiles", lambda: _epilogues_in_tiles(threads=False))
+limn.register_device("c_threads_in_tiles", lambda: _epilogues_in_tiles(parallel_work=0))
+
+
+def _tiled_as(isa: c_isa.ISA, in_tiles: bool = False) -> CDevice:
+    """A threaded c device whose tiles take another ISA row's shape (at this host's vector width), applying
+    a matmul's epilogue after the tiles or, `in_tiles`, to each block of rows as they finish it."""
     device = CDevice(parallel_work=0)
     device.options.isa = dataclasses.replace(device.options.isa, tile_rows=isa.tile_rows, tile_vectors=isa.tile_vectors)
+    device.options.tile_epilogues = in_tiles
     return device
 
 
 TILE_SHAPES = sorted({(isa.tile_rows, isa.tile_vectors) for isa in c_isa.TABLE})
 for _isa in c_isa.TABLE:
-    limn.register_device(f"c_tile{_isa.tile_rows}x{_isa.tile_vectors}", lambda isa=_isa: _tiled_as(isa))
+    _name = f"c_tile{_isa.tile_rows}x{_isa.tile_vectors}"
+    limn.register_device(_name, lambda isa=_isa: _tiled_as(isa))
+    limn.register_device(f"{_name}_in_tiles", lambda isa=_isa: _tiled_as(isa, in_tiles=True))
 
 
 @pytest.mark.parametrize("switch", ["split_pads", "tile_matmuls", "chunk_folds", "jam_folds", "hoist_invariants"])
@@ -171,18 +186,19 @@ def test_tiled_matmul_equals_plain_nest_bit_for_bit(shape, dtype, tile):
     bias_np, res_np = rng.standard_normal(m), rng.standard_normal((n, m))
     results = {}
     tiled = f"c_tile{tile[0]}x{tile[1]}"
-    for device in ("c_notile", tiled, "numpy"):
+    in_tiles = [f"{tiled}_in_tiles"] if tile == TILE_SHAPES[-1] else []  # one tile shape: one cc run more
+    for device in ("c_notile", tiled, *in_tiles, "numpy"):
         limn.set_device(device)
         a, b = Tensor(a_np, dtype=dtype), Tensor(b_np, dtype=dtype)
         bias, res = Tensor(bias_np, dtype=dtype), Tensor(res_np, dtype=dtype)
         forms = {form: [make(a, b)] for form, make in MATMULS.items()}
         forms |= {form: make(a, b, bias, res) for form, make in EPILOGUES.items()}
-        if device == tiled and n >= 8 and m >= 32:
+        if device.startswith(tiled) and n >= 8 and m >= 32:
             for form, outs in forms.items():
                 source = "".join(limn.get_device().render(k) for k in ir(*outs).kernels)
                 assert "matmul tile" in source, f"{form} {shape} was not tiled"
-                if form in EPILOGUES:
-                    assert "their epilogue" in source, f"{form} {shape}: the tile does not apply the epilogue"
+                if form in EPILOGUES and device in in_tiles:
+                    assert "final" in source, f"{form} {shape}: the tiles do not apply the epilogue"
         outs = [out for outs in forms.values() for out in outs]
         limn.realize(*outs)
         results[device] = [out.numpy() for out in outs]
@@ -191,9 +207,10 @@ def test_tiled_matmul_equals_plain_nest_bit_for_bit(shape, dtype, tile):
     # a long sum that cancels keeps its absolute error, not its relative one: allow it per term summed
     atol = rtol * max(1.0, k / 32)
     names = [f"{form} output {i}" for form, outs in forms.items() for i in range(len(outs))]
-    for form, plain, got, expected in zip(names, results["c_notile"], results[tiled], results["numpy"]):
-        assert _same_bits(plain, got), f"tiled matmul {form} {shape} {dtype} tile {tile} differs from the plain nest"
-        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, err_msg=f"{form} {shape} {dtype} tile {tile}")
+    for device in (tiled, *in_tiles):
+        for form, plain, got, expected in zip(names, results["c_notile"], results[device], results["numpy"]):
+            assert _same_bits(plain, got), f"{device} matmul {form} {shape} {dtype} differs from the plain nest"
+            np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, err_msg=f"{form} {shape} {dtype} {device}")
 
 
 @pytest.mark.parametrize("shape", [(20, 40, 300), (17, 13, 70)])
@@ -204,15 +221,17 @@ def test_tiled_epilogues_threaded_equal_serial_bit_for_bit(shape):
     a_np, b_np = rng.standard_normal((n, k)), rng.standard_normal((k, m))
     bias_np, res_np = rng.standard_normal(m), rng.standard_normal((n, m))
     results = {}
-    for device in ("c_serial", "c_threads"):
+    devices = ("c_serial", "c_threads", "c_serial_in_tiles", "c_threads_in_tiles")
+    for device in devices:
         limn.set_device(device)
         a, b = Tensor(a_np, dtype="float32"), Tensor(b_np, dtype="float32")
         bias, res = Tensor(bias_np, dtype="float32"), Tensor(res_np, dtype="float32")
         outs = [out for make in EPILOGUES.values() for out in make(a, b, bias, res)]
         limn.realize(*outs)
         results[device] = [out.numpy() for out in outs]
-    for i, (s, t) in enumerate(zip(results["c_serial"], results["c_threads"])):
-        assert _same_bits(s, t), f"epilogue output {i} {shape}: threaded differs from serial"
+    for serial, threaded in (devices[:2], devices[2:]):
+        for i, (s, t) in enumerate(zip(results[serial], results[threaded])):
+            assert _same_bits(s, t), f"epilogue output {i} {shape}: {threaded} differs from {serial}"
 
 
 def _reproducer(case: Case) -> str:

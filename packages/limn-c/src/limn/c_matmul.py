@@ -3,9 +3,9 @@
 A patch of output cells (rows x vectors, sized for the target by limn.c_isa) stays in local accumulators while r
 is walked in order over a packed, contiguous panel of b (R_BLOCK rows at a time, totals stored and reloaded
 exactly), so each cell sees the plain nest's fma sequence from the same identity; edges use the scalar fold.
-A kernel's epilogue (limn.epilogue) runs on each tile's cells right after the tile stores their totals, while
-they are in L1, with the plain nest's statements. Held to the plain nest by
-tests/c/test_c_corpus.py::test_tiled_matmul_equals_plain_nest_bit_for_bit and ::test_tiled_epilogues_...
+A kernel's epilogue (limn.epilogue) runs, with the plain nest's statements, after the tiles or (Options.
+tile_epilogues) on each block of rows right after the tiles finish it, while it is in L1. Held to the plain
+nest by tests/c/test_c_corpus.py::test_tiled_matmul_equals_plain_nest_bit_for_bit.
 Pipeline: IR -> C source -> cc.
 """
 
@@ -37,6 +37,7 @@ class Matmul:
     epilogue: tuple[Instr, ...] = ()  # straight-line, at one output cell once its total is final
     takes_following: bool = False  # the epilogue is the nest after this one, which the tile replaces
     rows: tuple[Loop, ...] = ()  # the loops i stands for, innermost first, where batch loops folded into it
+    cells: tuple[Loop, ...] = ()  # the output loops (batch, i, j) in the nest's order
 
 
 def _coef(index: Index, var: LoopVar) -> int:
@@ -59,20 +60,11 @@ def match_matmul(nest: list[Instr], kernel: KernelIR, following: list[Instr] | N
         return None
     registers = isinstance(nest[len(loops) - 1], Acc)
     epilogue: tuple[Instr, ...] = ()
-    if registers:  # LOOP.. ACC LOOP r body ENDLOOP r STORE [epilogue] ENDLOOP..
-        head = len(loops) - 1
-        if nest[:head] != loops[:-1] or nest[head + 1] is not loops[-1]:
+    if registers:
+        parts = _register_form(nest, loops)
+        if parts is None:
             return None
-        acc_ins: Acc = nest[head]
-        body, after = nest[head + 2 : head + 6], nest[head + 6 :]
-        if len(after) < head + 2 or not isinstance(after[1], Store) or acc_ins.identity != 0:
-            return None
-        epilogue = tuple(after[2 : len(after) - head])
-        if not isinstance(after[0], EndLoop) or not all(isinstance(e, EndLoop) for e in after[len(after) - head :]):
-            return None
-        store: Store = after[1]
-        if store.src != acc_ins.dst:
-            return None
+        acc_ins, body, store, epilogue = parts
         out, out_index = store.buf, store.index
     else:  # LOOP.. body ENDLOOP..
         if nest[: len(loops)] != loops or len(nest) != 2 * len(loops) + 4:
@@ -123,11 +115,28 @@ def match_matmul(nest: list[Instr], kernel: KernelIR, following: list[Instr] | N
     if _vars(out_index) - batch_vars - {i.var, j.var}:
         return None
     ctype = "double" if dtype == dtypes.float64 else "float"
-    m = Matmul(batch, i, r, j, la, lb, out, out_index, ctype, registers)
+    m = Matmul(batch, i, r, j, la, lb, out, out_index, ctype, registers, cells=tuple(outer))
     if registers:
         return replace(m, epilogue=epilogue) if _epilogue_fits(m, epilogue) else None
     found = epilogue_of(m, following) if following is not None else None
     return m if found is None else replace(m, epilogue=found, takes_following=True)
+
+
+def _register_form(nest: list[Instr], loops: list[Loop]) -> tuple[Acc, list[Instr], Store, tuple[Instr, ...]] | None:
+    """The ACC, the four instructions of the fold's body, the STORE of the total and the epilogue after it,
+    of a nest LOOP.. ACC LOOP r body ENDLOOP r STORE [epilogue] ENDLOOP..; or None."""
+    head = len(loops) - 1
+    if nest[:head] != loops[:-1] or nest[head + 1] is not loops[-1]:
+        return None
+    acc: Acc = nest[head]
+    body, after = nest[head + 2 : head + 6], nest[head + 6 :]
+    if len(after) < head + 2 or not isinstance(after[1], Store) or acc.identity != 0:
+        return None
+    if not isinstance(after[0], EndLoop) or not all(isinstance(e, EndLoop) for e in after[len(after) - head :]):
+        return None
+    if after[1].src != acc.dst:
+        return None
+    return acc, body, after[1], tuple(after[2 : len(after) - head])
 
 
 def epilogue_of(m: Matmul, following: list[Instr]) -> tuple[Instr, ...] | None:
@@ -305,8 +314,8 @@ def _row_tile(m: Matmul, rows: int, vectors: int, rest: int, ni: str, out_row: s
 
 
 def _tile_epilogue(m: Matmul, renderer, row_end: str, cols: tuple[str, str]) -> list[str]:
-    """The epilogue of the tiles at rows [it, row_end) and columns [cols) (a panel's, or a packed block's),
-    once the last block of r has stored their totals: they are still in L1."""
+    """The epilogue of the tile at rows [it, row_end) and columns [cols) of one panel, which one thread
+    folds through every block of r, once the last block has stored their totals: they are still in L1."""
     if not m.epilogue:
         return []
     return [
@@ -314,6 +323,25 @@ def _tile_epilogue(m: Matmul, renderer, row_end: str, cols: tuple[str, str]) -> 
         *_indented(4, _epilogue_lines(m, renderer, ("it", row_end), cols)),
         "}",
     ]
+
+
+def _rows_epilogue(m: Matmul, renderer) -> list[str]:
+    """The packed form's epilogue of rows [it, it + here), in every column, at the last block of r and of
+    columns: the earlier column blocks' cells were finished before the team's barrier, this block's just
+    now (still in L1), and each output's rows are one run of memory."""
+    if not m.epilogue:
+        return []
+    nj = m.j.extent
+    return [
+        f"if (ke == {m.r.extent} && je == {nj}) {{ /* rows [it, it + here) are final in every column */",
+        *_indented(4, _epilogue_lines(m, renderer, ("it", "it + here"), ("0", str(nj)))),
+        "}",
+    ]
+
+
+def epilogue_nest(m: Matmul) -> list[Instr]:
+    """The epilogue as the plain nest runs it after its fold: a nest over the output cells."""
+    return [*m.cells, *m.epilogue, *(EndLoop(x.var) for x in reversed(m.cells))]
 
 
 def _epilogue_lines(m: Matmul, renderer, rows: tuple[str, str], cols: tuple[str, str]) -> list[str]:
@@ -520,7 +548,7 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
             ),
         ),
         "        }",
-        *_indented(8, _tile_epilogue(m, renderer, "it + here", ("jb", "je"))),
+        *_indented(8, _rows_epilogue(m, renderer)),
         "    }",
         "}",
         "}",

@@ -9,13 +9,13 @@ Pipeline: tensor -> graph -> schedule -> IR -> **C source** -> cc -> ctypes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from limn import c_isa
 from limn.c_chunk import costly, render_chunked, worth_chunking
 from limn.c_hoist import hoist
 from limn.c_jam import is_row_fold, render_jammed
-from limn.c_matmul import fill_overwritten_by_tile, match_matmul, render_tiled
+from limn.c_matmul import epilogue_nest, fill_overwritten_by_tile, match_matmul, render_tiled
 from limn.c_pad_split import split_at_mask_edges, whole
 from limn.c_prelude import HALF_WIDTHS, MATH_FUNCS
 from limn.c_threads import Pragma, scatters, team_pragma
@@ -25,8 +25,9 @@ from limn.ir import Acc, Accum, EndLoop, Instr, KernelIR, LoadI, Loop, Store
 
 @dataclass
 class Options:
-    """Which rewrites the renderer makes. Each is on by default and off only where a test holds it to the
-    plain nest; nests with fewer than `parallel_work` iterations stay serial."""
+    """Which rewrites the renderer makes. Each is on by default (but tile_epilogues, which did not pay) and
+    off only where a test holds it to the plain nest; nests with fewer than `parallel_work` iterations stay
+    serial."""
 
     threads: int = 1  # the OpenMP team size; 1 emits no pragmas
     split_pads: bool = True
@@ -36,6 +37,11 @@ class Options:
     parallel_work: int = 32768  # a nest with fewer loop iterations than this runs serially
     hoist_invariants: bool = True
     split_epilogues: bool = True  # a register fold's loop, then its epilogue's loop (fold_then_epilogue)
+    # a tiled matmul's epilogue applied to each block of rows as the tiles finish it, reading the totals from
+    # L1, instead of in a nest after the tiles: on a 2-core x86-64-v4 host it measured no faster at a GPT
+    # layer's sizes (the nest after reads them from L3) and up to 13% slower where a row spans two column
+    # blocks, so it is off; a host short of memory bandwidth may want it
+    tile_epilogues: bool = False
     isa: c_isa.ISA = c_isa.TABLE[0]  # the target's row of the ISA table: tile, chunk and jam sizes
 
 
@@ -79,9 +85,13 @@ class CRenderer(CStyle):
         """A top-level loop nest: tiled if it reads as a matmul, else emitted with its team's pragma. True
         when the tile took the `following` nest along as its epilogue (so it is not emitted again)."""
         if self.options.tile_matmuls:
-            m = match_matmul(nest, self.kernel, following)
+            in_tiles = self.options.tile_epilogues
+            m = match_matmul(nest, self.kernel, following if in_tiles else None)
             if m is not None:
-                self.lines.extend(render_tiled(m, self, depth))
+                self.lines.extend(render_tiled(m if in_tiles else replace(m, epilogue=()), self, depth))
+                if m.epilogue and not in_tiles:  # the register form's epilogue: a nest of its own, after
+                    after = epilogue_nest(m)
+                    self.loop_block(after, depth, {}, team_pragma(after, self.options), collapsing=0)
                 return m.takes_following
         self.loop_block(nest, depth, {}, team_pragma(nest, self.options), collapsing=0)
         return False
