@@ -41,7 +41,7 @@ def fold_epilogues(kernels: list[Kernel]) -> list[Kernel]:
             done.append(kernel)
         else:
             done[r] = _folded(done[r], kernel)
-    return [k if k.name == f"k{n}" else replace(k, name=f"k{n}") for n, k in enumerate(done)]
+    return [k.named(f"k{n}") for n, k in enumerate(done)]
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -137,12 +137,23 @@ class Kernel:
         if self.scatter is not None:
             roots += [self.scatter.idx, self.scatter.upd]
         found: dict[int, None] = {}  # an ordered set
-        for e in walk_expr(roots):
+        for e in self.exprs if self.scatter is None else walk_expr(roots):
             for load in loads_of(e):
                 found.setdefault(load.slot)
         if self.also and self.op in REDUCE:
             found.pop(self.out, None)  # an epilogue reads the total this kernel folds, not an input
         return tuple(found)
+
+    def named(self, name: str) -> Kernel:
+        """This kernel under another name (the passes renumber k0, k1, ...), keeping what was walked of it:
+        `exprs` and `inputs` do not depend on the name."""
+        if name == self.name:
+            return self
+        renamed = replace(self, name=name)
+        for walked in ("exprs", "inputs"):
+            if walked in self.__dict__:
+                renamed.__dict__[walked] = self.__dict__[walked]
+        return renamed
 
     @property
     def outputs(self) -> tuple[int, ...]:

@@ -48,7 +48,7 @@ def merge_kernels(kernels: list[Kernel]) -> list[Kernel]:
         else:
             earlier = done[s]
             done[s] = replace(earlier, also=earlier.also + tuple(stored_values(kernel)))
-    return [k if k.name == f"k{n}" else replace(k, name=f"k{n}") for n, k in enumerate(done)]
+    return [k.named(f"k{n}") for n, k in enumerate(done)]
 
 
 def mergeable(k: Kernel) -> bool:
