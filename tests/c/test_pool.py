@@ -129,4 +129,3 @@ def test_a_realize_loop_reuses_its_output_block_and_stays_right():
         del y
     assert device.pool.reused >= 2, "the dropped outputs' blocks should serve the next results"
     np.testing.assert_allclose(kept.numpy(), want[0], rtol=2e-6, err_msg="a result kept across later runs")
-

@@ -128,7 +128,8 @@ static inline float limn_expf(float x) {
     const float shifted = limn_madd(clamped, 1.44269504088896341f, 12582912.0f);
     const float n = shifted - 12582912.0f;
     const int32_t k = (int32_t)(limn_bits(shifted) - 0x4b400000u); /* n as an integer, -150 <= k <= 128 */
-    const float r = limn_madd(-n, 1.428606765330187045e-06f, limn_madd(-n, 0.693145751953125f, clamped)); /* |r| <= ln2/2 */
+    /* |r| <= ln2/2 */
+    const float r = limn_madd(-n, 1.428606765330187045e-06f, limn_madd(-n, 0.693145751953125f, clamped));
     float p = 1.0f / 5040.0f;
     p = limn_madd(p, r, 1.0f / 720.0f);
     p = limn_madd(p, r, 1.0f / 120.0f);
