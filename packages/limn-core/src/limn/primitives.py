@@ -96,7 +96,11 @@ def index_tensor(idx: TensorLike, what: str) -> Tensor:
     return idx
 
 
-def join_devices(tensors: Sequence[Tensor], what: str) -> str:
+# each movement's View method, looked up once: an Enum's .value is a Python-level property
+_VIEW_METHODS = {kind: getattr(View, kind.value) for kind in Movement}
+
+
+def join_devices(tensors: Sequence[Tensor], what: str | Op) -> str:
     """The device an op on these tensors belongs to. Host devices share bytes and mix freely (host
     tensors also upload to a device tensor's device); two different non-host devices do not mix."""
     first = tensors[0].device
@@ -104,7 +108,8 @@ def join_devices(tensors: Sequence[Tensor], what: str) -> str:
         return first
     non_host = sorted({t.device for t in tensors if not get_device(t.device).host})
     if len(non_host) > 1:
-        raise DeviceError(f"{what}: mixes tensors on devices {', '.join(non_host)}; move them to one with .to(name)")
+        name = what.name if isinstance(what, Op) else what  # an op's name is spelled only for the error
+        raise DeviceError(f"{name}: mixes tensors on devices {', '.join(non_host)}; move them to one with .to(name)")
     return non_host[0] if non_host else first
 
 
@@ -323,7 +328,7 @@ class Tensor:
     # ---- primitives: each builds one Node (and a Context when gradients flow) ----
 
     def _result(self, node: Node, rule: Op | Movement, parents: tuple[Tensor, ...], arg: Any = None) -> Tensor:
-        device = join_devices(parents, node.op.name)
+        device = join_devices(parents, node.op)
         ctx = None
         if autograd.is_grad_enabled() and any(p.requires_grad for p in parents):
             ctx = Context(rule, parents, node, arg)
@@ -482,7 +487,7 @@ class Tensor:
     def _movement(self, kind: Movement, arg: Any) -> Tensor:
         """Applies movement `kind` to self's view (the View method it is named after, with `arg`); copies
         first where a reshape cannot be a view."""
-        change = getattr(View, kind.value)  # View.reshape, View.permute, ...: (view, arg) -> view
+        change = _VIEW_METHODS[kind]  # View.reshape, View.permute, ...: (view, arg) -> view
         node = self.node
         if node.op is Op.CONST and kind is not Movement.PAD:
             shape = change(View.contiguous(node.shape), arg).shape

@@ -9,6 +9,7 @@ Pipeline: tensor -> **graph (VIEW nodes)** -> schedule -> IR (index expressions)
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 Shape = tuple[int, ...]
@@ -23,8 +24,15 @@ def prod(xs: tuple[int, ...] | list[int]) -> int:
     return n
 
 
+# Graph building, scheduling and lowering ask for the same few shapes' strides and contiguous views tens of
+# thousands of times per new graph; both are pure functions of the shape returning immutable values.
 def row_major_strides(shape: Shape) -> Strides:
     """Strides of a packed row-major array of this shape (size-1 dims get stride 0: they never move)."""
+    return _row_major_strides(tuple(shape))
+
+
+@functools.lru_cache(maxsize=4096)
+def _row_major_strides(shape: Shape) -> Strides:
     strides = []
     step = 1
     for s in reversed(shape):
@@ -42,7 +50,7 @@ class View:
 
     @staticmethod
     def contiguous(shape: Shape) -> View:
-        return View(tuple(shape), row_major_strides(tuple(shape)), 0, None)
+        return _contiguous(tuple(shape))
 
     # ---- queries ----
 
@@ -50,7 +58,7 @@ class View:
     def size(self) -> int:
         return prod(self.shape)
 
-    @property
+    @functools.cached_property
     def is_contiguous(self) -> bool:
         """True when this view reads the buffer exactly as a packed row-major array of its shape."""
         return self.offset == 0 and self.mask is None and self.strides == row_major_strides(self.shape)
@@ -175,3 +183,9 @@ class View:
 def _clip_range(lo: int, hi: int, size: int) -> tuple[int, int]:
     lo, hi = max(lo, 0), min(hi, size)
     return (lo, hi) if lo < hi else (0, 0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _contiguous(shape: Shape) -> View:
+    """The packed row-major view of a shape (one shared object per shape: a View is immutable)."""
+    return View(shape, _row_major_strides(shape), 0, None)
