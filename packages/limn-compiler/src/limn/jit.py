@@ -43,8 +43,9 @@ def structure_key(sinks: Sequence[Node], order: list[Node] | None = None) -> tup
     and those buffers. Two graphs with equal keys run the same plan on their own buffers. `order` is
     toposort(sinks) when the caller has walked it already.
 
-    Each row is plain data (names, ints, tuples of them, a view as its four fields), since the plan cache
-    keeps every key it is given and the garbage collector walks only containers of objects."""
+    Each row is plain data (the op, names, ints, tuples of them, a view as its four fields), since the plan
+    cache keeps every key it is given and the garbage collector walks only containers of objects. The op is
+    the Op itself, compared by identity: its .name is an Enum property, slow to read for every node."""
     if order is None:
         order = toposort(sinks)
     position = {id(n): i for i, n in enumerate(order)}
@@ -64,7 +65,7 @@ def structure_key(sinks: Sequence[Node], order: list[Node] | None = None) -> tup
             arg = (view.shape, view.strides, view.offset, view.mask)
         else:
             arg = n.arg
-        rows.append((n.op.name, n.dtype.name, n.shape, arg, tuple([position[id(s)] for s in n.srcs])))
+        rows.append((n.op, n.dtype.name, n.shape, arg, tuple([position[id(s)] for s in n.srcs])))
     rows.append(("sinks", tuple(position[id(s)] for s in sinks)))
     return tuple(rows), leaves
 
