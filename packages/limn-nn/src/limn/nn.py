@@ -264,19 +264,24 @@ def _tap_rows(
     [b, c, t, p] holds the cell of the padded x that tap t reads for output cell p. Each tap is a view
     of x (see _tap_cells), and the cat of them is the one copy."""
     b, c, n = x.shape[0], x.shape[1], len(kernel)
-    rows = []
-    for tap in itertools.product(*(range(k) for k in kernel)):
-        view, widths = x, [(0, 0), (0, 0)]
+    taps = list(itertools.product(*(range(k) for k in kernel)))
+    x = x.unsqueeze(2)  # (B, C, 1, *i): the taps' axis, which each tap's pad stretches to T
+    cols = None
+    for t, tap in enumerate(taps):
+        # one pad per tap does the conv's padding and places the tap at row t of the T taps (what a cat of
+        # the taps along axis 2 would pad them with), so the taps add up to the im2col rows
+        view, widths = x, [(0, 0), (0, 0), (t, len(taps) - 1 - t)]
         for ax in range(n):
             first = tap[ax] * dilation[ax] - padding[ax]  # where the tap's first output cell reads in x
-            view, width = _tap_cells(view, 2 + ax, first, stride[ax], outs[ax])  # (.., o - padding, ..)
+            view, width = _tap_cells(view, 3 + ax, first, stride[ax], outs[ax])  # (.., o - padding, ..)
             widths.append(width)
         # padded last: a reshape of a padded view would be a copy, and each strided dim reshapes
-        rows.append(view.pad(tuple(widths)).unsqueeze(2))  # (B, C, 1, *o)
-    if len(rows) == 1:  # a 1 x 1 kernel: the matmul reads x through the view, no copy
-        return rows[0].reshape(b, c, 1, math.prod(outs))
+        row = view.pad(tuple(widths))  # (B, C, T, *o), zero off row t
+        cols = row if cols is None else cols + row
+    if len(taps) == 1:  # a 1 x 1 kernel: the matmul reads x through the view, no copy
+        return cols.reshape(b, c, 1, math.prod(outs))
     # stored, so the reshape to P cells is a view of the copy, not a reshape of each shifted view
-    return Tensor.cat(rows, axis=2).contiguous().reshape(b, c, len(rows), math.prod(outs))  # (B, C, T, P)
+    return cols.contiguous().reshape(b, c, len(taps), math.prod(outs))  # (B, C, T, P)
 
 
 def _tap_cells(x: Tensor, axis: int, first: int, step: int, count: int) -> tuple[Tensor, tuple[int, int]]:
