@@ -11,9 +11,16 @@ import time
 from collections.abc import Callable
 
 
+SETTLE_SECONDS = 0.05
+"""A pause between the warm-up and the timed runs: the thread pool of the framework measured just before
+(torch's OpenMP team, or limn's) spins for a while after its last call, and would hold a core the timed
+runs need. Measured without it, one of a pair of equal convs ran at a third of its twin's speed."""
+
+
 def median_seconds(fn: Callable[[], object], repeats: int = 7, warmup: int = 1) -> float:
     for _ in range(warmup):
         fn()
+    time.sleep(SETTLE_SECONDS)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
