@@ -10,7 +10,6 @@ import statistics
 import time
 from collections.abc import Callable
 
-
 SETTLE_SECONDS = 0.05
 """A pause between the warm-up and the timed runs: the thread pool of the framework measured just before
 (torch's OpenMP team, or limn's) spins for a while after its last call, and would hold a core the timed

@@ -91,8 +91,10 @@ def test_keys_tell_apart_views_that_differ_only_in_their_mask():
 
 
 @pytest.fixture
-def c_device(monkeypatch):
-    """A fresh c device selected, its renderer's calls counted in `rendered`."""
+def c_device(monkeypatch, tmp_path):
+    """A fresh c device selected, its renderer's calls counted in `rendered`, over an empty kernel cache
+    (so its source index, which would spare the renderer, holds nothing yet)."""
+    monkeypatch.setenv("LIMN_CACHE_DIR", str(tmp_path / "cache"))
     backend_c = pytest.importorskip("limn.backend_c")
     try:
         device = backend_c.CDevice()

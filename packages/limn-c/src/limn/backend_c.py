@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from limn import c_isa
+from limn import c_isa, c_source_index
 from limn.c_matmul import VECTOR_PRELUDE
 from limn.c_pool import HostPool
 from limn.c_prelude import PRELUDE
@@ -243,10 +243,22 @@ class CDevice(CompiledDevice):
             body, source = known
             assert body is kernel.body, "a kept source's body is held by its entry, so no other body has its id"
             return source
-        _, source = self.renderer.render(kernel)
+        source = self._indexed_source(kernel)
         if len(sources) >= 2048:
             sources.clear()
         sources[key] = (kernel.body, source)
+        return source
+
+    def _indexed_source(self, kernel: KernelIR) -> str:
+        """The kernel's source from the on-disk source index (c_source_index.py) when an earlier process
+        rendered its nest with these options, else rendered now and kept there."""
+        if not kernel.nest:  # built by hand, not lowered from a nest key
+            return self.renderer.render(kernel)[1]
+        path = c_source_index.entry(cache_dir() / "sources", kernel.nest, repr(self.options))
+        source = c_source_index.read(path)
+        if source is None:
+            source = self.renderer.render(kernel)[1]
+            c_source_index.write(path, source)
         return source
 
     def compile(self, kernel: KernelIR, source: str) -> Any:

@@ -8,7 +8,9 @@ Pipeline: tensor -> graph -> schedule -> **IR** -> renderer -> device.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -419,6 +421,7 @@ class Lowered:
 
     nest: KernelIR
     positions: tuple[int, ...]
+    digest: str  # sha256 of the nest_key: KernelIR.nest of every kernel bound to this nest
 
 
 LOWERED_KEPT = 4096
@@ -435,15 +438,17 @@ def _lowered(kernel: Kernel, sched: Schedule) -> KernelIR:
     key, slots = nest_key(kernel, sched, lowerer.order)
     known = _lowered_before.get(key)
     if known is None:
-        nest = lowerer.lower()
+        nest = dataclasses.replace(lowerer.lower(), nest=hashlib.sha256(key.encode()).hexdigest())
         position = {slot: i for i, slot in enumerate(slots)}
         if len(_lowered_before) >= LOWERED_KEPT:
             _lowered_before.clear()
-        _lowered_before[key] = Lowered(nest, tuple(position[b.slot] for b in nest.inputs + nest.outputs))
+        positions = tuple(position[b.slot] for b in nest.inputs + nest.outputs)
+        _lowered_before[key] = Lowered(nest, positions, nest.nest)
         return nest
     nest, n_in = known.nest, len(known.nest.inputs)
     bound = [BufferArg(b.name, slots[p], b.dtype, b.shape) for b, p in zip(nest.inputs + nest.outputs, known.positions)]
-    return KernelIR(kernel.name, nest.op, nest.loop_shape, tuple(bound[:n_in]), tuple(bound[n_in:]), nest.body)
+    ins, outs = tuple(bound[:n_in]), tuple(bound[n_in:])
+    return KernelIR(kernel.name, nest.op, nest.loop_shape, ins, outs, nest.body, nest=known.digest)
 
 
 def nest_key(kernel: Kernel, sched: Schedule, order: list[Expr] | None = None) -> tuple[str, list[int]]:

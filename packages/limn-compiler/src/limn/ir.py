@@ -9,7 +9,7 @@ Pipeline: tensor -> graph -> schedule -> **IR** -> renderer -> device.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -283,7 +283,10 @@ class BufferArg:
 
 @dataclass(frozen=True)
 class KernelIR:
-    """One kernel's loop nests. A CUSTOM kernel has no body: the device supplies it whole."""
+    """One kernel's loop nests. A CUSTOM kernel has no body: the device supplies it whole. `nest` is the
+    sha256 of the nest_key it was lowered from (limn.codegen), "" when it was built by hand: every kernel
+    lowered from an equal key has this body and buffers, so a device may keep what it makes of the nest
+    (the c device its C source) by it, across processes too. It takes no part in equality."""
 
     name: str
     op: Op
@@ -292,6 +295,7 @@ class KernelIR:
     outputs: tuple[BufferArg, ...]
     body: tuple[Instr, ...]
     custom: str | None = None
+    nest: str = field(default="", compare=False, repr=False)
 
     def __str__(self) -> str:
         return "\n".join(self.header_lines() + self.body_lines())

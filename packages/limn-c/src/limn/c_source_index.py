@@ -1,0 +1,84 @@
+"""The source index: each nest's C source kept on disk under the nest it was rendered from.
+
+A process that plans a graph an earlier one planned (generation at context lengths seen before, a training
+script run again) schedules and lowers it anew, but it need not render it: rendering was a third of the
+cost of planning a GPT forward of a new shape with every library in the disk cache. A kernel's source is
+a function of three things: its nest (KernelIR.nest, the digest of the nest_key every kernel lowered to
+that body shares), the renderer's options, and the code of limn that lowers and renders. So an entry is
+named by a hash of the three, and the third is a fingerprint of every module file of the installed
+packages: a changed limn renders everything again. An entry is the source with its own sha256 on a first
+line; an entry that does not match is a miss and is written again. Entries are written to a temp file and
+renamed into place; a folder that cannot be read or written makes the index a no-op, never an error.
+Pipeline: IR -> C source (c_source.py, **or this index**) -> cc -> ctypes.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import socket
+import stat
+from pathlib import Path
+
+import limn.c_source
+import limn.codegen
+import limn.dtypes
+
+HEADER = "/* limn source index, sha256 "
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """The sha256 of every module file of the packages that lower and render a kernel (limn-core,
+    limn-compiler, limn-c; one folder when installed from wheels), read once per process."""
+    folders = sorted({Path(m.__file__).parent for m in (limn.dtypes, limn.codegen, limn.c_source)})
+    digest = hashlib.sha256()
+    for folder in folders:
+        for path in sorted(folder.glob("*.py")):
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def entry(folder: Path, nest: str, options: str) -> Path:
+    """Where the source of nest `nest` rendered with `options` (their repr) is kept."""
+    name = hashlib.sha256(f"{nest}\n{options}\n{code_fingerprint()}".encode()).hexdigest()
+    return folder / name[:2] / f"{name}.c"
+
+
+def read(path: Path) -> str | None:
+    """The source kept at path; None when there is none or it is not what was written."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO in the slot must not hang
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            text = f.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    first, _, source = text.partition("\n")
+    if not first.startswith(HEADER) or not first.endswith(" */"):
+        return None
+    if first[len(HEADER) : -len(" */")] != hashlib.sha256(source.encode()).hexdigest():
+        return None
+    return source
+
+
+def write(path: Path, source: str) -> None:
+    """Keeps source at path (atomically: a reader sees the whole entry or none). Failures are ignored:
+    the index only saves work."""
+    tmp = path.with_name(f"{path.name}.{socket.gethostname()}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(f"{HEADER}{hashlib.sha256(source.encode()).hexdigest()} */\n{source}")
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass

@@ -1,0 +1,135 @@
+"""Rules for the c device's source index (limn.c_source_index):
+- a device that meets a nest an earlier device (an earlier process) rendered with the same options takes
+  its source from the index and renders nothing, and the source is byte for byte what rendering gives;
+- the entry is named by the nest, the renderer's options and the code fingerprint: other options or another
+  limn render anew;
+- an entry that is not what was written (a changed byte, a truncated file, a FIFO or a folder in its
+  place) is a miss: the kernel is rendered (and the entry written again where it can be), never hung on;
+- an index folder that cannot be written is no error: kernels render and run as without it;
+- a kernel built by hand (no nest key) is rendered, not indexed.
+The oracle for values is the numpy device; for sources, the renderer itself.
+"""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import limn
+from limn import Tensor, c_source_index, codegen
+from limn.backend_c import CDevice
+from limn.codegen import ir
+
+
+@pytest.fixture
+def index(tmp_path, monkeypatch) -> Path:
+    """A fresh cache folder, its source index folder, and no nest lowered before in this process."""
+    monkeypatch.setenv("LIMN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(codegen, "_lowered_before", {})
+    return tmp_path / "cache" / "c" / "sources"
+
+
+def make() -> Tensor:
+    x = Tensor(np.linspace(-2, 2, 24, dtype=np.float32).reshape(4, 6))
+    return ((x * 3).exp() + x).sum(1)
+
+
+class CountingDevice(CDevice):
+    """A c device that counts how often its renderer runs."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.rendered = 0
+        render = self.renderer.render
+
+        def counted(kernel):
+            self.rendered += 1
+            return render(kernel)
+
+        self.renderer.render = counted
+
+
+def run_on(device: CDevice) -> tuple[np.ndarray, list[str]]:
+    """make() on `device`, checked against the numpy device, and the sources of its kernels."""
+    limn.register_device("c_index", lambda: device)
+    limn.set_device("c_index")
+    try:
+        y = make()
+        sources = [device.render(k) for k in ir(y).kernels]
+        got = y.numpy()
+    finally:
+        limn.set_device("numpy")
+    np.testing.assert_allclose(got, make().numpy(), rtol=1e-6)
+    return got, sources
+
+
+def entries(index: Path) -> list[Path]:
+    return sorted(p for p in index.rglob("*.c"))
+
+
+def test_a_nest_rendered_before_is_read_back_not_rendered(index, monkeypatch):
+    first = CountingDevice()
+    _, sources = run_on(first)
+    assert first.rendered > 0 and entries(index), "the first device renders and keeps its sources"
+    monkeypatch.setattr(codegen, "_lowered_before", {})  # as in a new process
+    second = CountingDevice()
+    _, again = run_on(second)
+    assert second.rendered == 0, "every source should come from the index"
+    assert again == sources
+    oracle = CDevice().renderer  # rendering itself, with no index behind it
+    assert again == [oracle.render(k)[1] for k in ir(make()).kernels]
+
+
+def test_other_options_or_another_limn_render_anew(index, monkeypatch):
+    run_on(CDevice())
+    kept = len(entries(index))
+    serial = CountingDevice(threads=False)
+    run_on(serial)
+    assert serial.rendered > 0 and len(entries(index)) > kept
+    monkeypatch.setattr(c_source_index, "code_fingerprint", lambda: "another limn")
+    monkeypatch.setattr(codegen, "_lowered_before", {})
+    changed = CountingDevice()
+    run_on(changed)
+    assert changed.rendered > 0
+
+
+@pytest.mark.parametrize("damage", ["a changed byte", "truncated", "a fifo", "a folder"])
+def test_a_damaged_entry_is_a_miss_and_is_written_again(index, monkeypatch, damage):
+    _, sources = run_on(CDevice())
+    victim = entries(index)[0]
+    text = victim.read_text()
+    victim.unlink()
+    if damage == "a changed byte":
+        cut = text.index("{") + 1
+        victim.write_text(text[:cut] + " " + text[cut:])
+    elif damage == "truncated":
+        victim.write_text(text[: len(text) // 2])
+    elif damage == "a fifo":
+        os.mkfifo(victim)
+    else:
+        victim.mkdir()
+    monkeypatch.setattr(codegen, "_lowered_before", {})
+    device = CountingDevice()
+    _, again = run_on(device)
+    assert device.rendered >= 1 and again == sources
+    if damage in ("a changed byte", "truncated"):
+        assert victim.read_text() == text, "the entry should be written again, whole"
+
+
+def test_an_unwritable_index_folder_is_no_error(index, monkeypatch):
+    index.parent.mkdir(parents=True)
+    index.write_text("a file where the index folder would be")
+    device = CountingDevice()
+    run_on(device)
+    assert device.rendered > 0
+    assert index.read_text() == "a file where the index folder would be"
+
+
+def test_a_kernel_built_by_hand_is_rendered_not_indexed(index):
+    device = CDevice()
+    kernel = ir(make()).kernels[0]
+    by_hand = type(kernel)(kernel.name, kernel.op, kernel.loop_shape, kernel.inputs, kernel.outputs, kernel.body)
+    assert by_hand.nest == "" and kernel.nest
+    assert device.render(by_hand) == device.renderer.render(by_hand)[1]
+    assert not entries(index)
