@@ -255,7 +255,7 @@ class CDevice(CompiledDevice):
         if not kernel.nest:  # built by hand, not lowered from a nest key
             return self.renderer.render(kernel)[1]
         path = c_source_index.entry(cache_dir() / "sources", kernel.nest, repr(self.options))
-        source = c_source_index.read(path)
+        source = c_source_index.parse(_file_bytes(path))  # a FIFO or folder in the slot is a miss
         if source is None:
             source = self.renderer.render(kernel)[1]
             c_source_index.write(path, source)

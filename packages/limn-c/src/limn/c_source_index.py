@@ -18,7 +18,6 @@ import functools
 import hashlib
 import os
 import socket
-import stat
 from pathlib import Path
 
 import limn.c_source
@@ -47,18 +46,14 @@ def entry(folder: Path, nest: str, options: str) -> Path:
     return folder / name[:2] / f"{name}.c"
 
 
-def read(path: Path) -> str | None:
-    """The source kept at path; None when there is none or it is not what was written."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO in the slot must not hang
-    except OSError:
+def parse(data: bytes | None) -> str | None:
+    """The source in an entry's bytes (None: no entry, or not a regular file); None again when the entry is
+    not what was written (its checksum line does not match, or it is not UTF-8)."""
+    if data is None:
         return None
     try:
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                return None
-            text = f.read().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
         return None
     first, _, source = text.partition("\n")
     if not first.startswith(HEADER) or not first.endswith(" */"):
