@@ -11,6 +11,7 @@ Pipeline: tensor -> graph -> schedule -> IR -> **plan executor** -> renderer -> 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sys
@@ -26,6 +27,7 @@ from limn.codegen import lower_schedule
 from limn.device import Buffer, DeviceError, get_device
 from limn.dtypes import DType
 from limn.ir import KernelIR, Program
+from limn.kernel import SlotKind
 from limn.ops import Node, Op, Shape, toposort
 from limn.schedule import Gather, Load, Schedule, explain, schedule
 from limn.view import View
@@ -94,6 +96,21 @@ class Plan:
     compiled: list[Any]
     checks: list[IndexCheck]
     _per_thread: threading.local = field(default_factory=threading.local, repr=False)
+
+    @functools.cached_property
+    def written(self) -> list[tuple[int, DType, Shape, bool]]:
+        """Each slot a run allocates, as (number, dtype, shape, whether it is a sink's): a run walks this,
+        not the schedule's slots and sinks, on the hot path of every realize."""
+        kept = {sink.slot for sink in self.schedule.sinks}
+        slots = self.schedule.slots
+        return [(s.number, s.dtype, s.shape, s.number in kept) for s in slots if s.kind != SlotKind.INPUT]
+
+    @functools.cached_property
+    def checks_by_kernel(self) -> dict[int, list[IndexCheck]]:
+        by_kernel: dict[int, list[IndexCheck]] = {}
+        for c in self.checks:
+            by_kernel.setdefault(c.kernel, []).append(c)
+        return by_kernel
 
     @property
     def schedule(self) -> Schedule:
@@ -200,20 +217,15 @@ class CompiledDevice:
         handles: list[Any] = [None] * len(sched.slots)
         for slot, buf in zip(sched.inputs, leaves):
             handles[slot] = self._bind(buf)
-        kept = {sink.slot for sink in sched.sinks}
         scratch = plan.scratch()
-        for slot in sched.slots:
-            if slot.kind == "input":
-                continue
-            if slot.number in kept:
-                handles[slot.number] = self._alloc_checked(slot.dtype, slot.shape)
+        for number, dtype, shape, kept in plan.written:
+            if kept:
+                handles[number] = self._alloc_checked(dtype, shape)
             else:
-                if slot.number not in scratch:
-                    scratch[slot.number] = self._alloc_checked(slot.dtype, slot.shape)
-                handles[slot.number] = scratch[slot.number]
-        checks: dict[int, list[IndexCheck]] = {}
-        for c in plan.checks:
-            checks.setdefault(c.kernel, []).append(c)
+                if number not in scratch:
+                    scratch[number] = self._alloc_checked(dtype, shape)
+                handles[number] = scratch[number]
+        checks = plan.checks_by_kernel
         timing = debug_level() >= 3
         for i, (kernel, compiled) in enumerate(zip(plan.program.kernels, plan.compiled)):
             for check in checks.get(i, ()):

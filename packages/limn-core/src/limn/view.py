@@ -58,7 +58,7 @@ class View:
     def size(self) -> int:
         return prod(self.shape)
 
-    @functools.cached_property
+    @property
     def is_contiguous(self) -> bool:
         """True when this view reads the buffer exactly as a packed row-major array of its shape."""
         return self.offset == 0 and self.mask is None and self.strides == row_major_strides(self.shape)
