@@ -36,6 +36,16 @@ PRELUDE = r"""#include <stdint.h>
 #define LIMN_IVDEP
 #endif
 
+/* Between the nests of one kernel: a nest that reads what an earlier one stored must see those stores.
+   gcc 12.2 at -O3 (any -march) moved an int fold's stores into `out` past the loads of the epilogue nest
+   after it, which read stale totals (tests/compiler/test_epilogue_adversarial.py). It emits no instruction;
+   it only keeps the compiler from carrying memory accesses across it. */
+#if defined(__GNUC__)
+#define LIMN_NEST_BARRIER __asm__ __volatile__("" ::: "memory")
+#else
+#define LIMN_NEST_BARRIER
+#endif
+
 /* A float's bits and back: memcpy is the defined way, and compilers make it a no-op. */
 static inline uint32_t limn_bits(float f) {
     uint32_t b;

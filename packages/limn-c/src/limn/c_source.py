@@ -68,6 +68,7 @@ class CRenderer(CStyle):
             nests.append(body[pos : end + 1])
             pos = end + 1
         taken = False  # the nest before was a tiled matmul that ran this one, its epilogue, per tile
+        looped = False  # a loop nest was emitted: the next one starts behind a barrier
         for k, nest in enumerate(nests):
             following = nests[k + 1] if k + 1 < len(nests) else None
             if taken:
@@ -76,6 +77,9 @@ class CRenderer(CStyle):
             if self.options.tile_matmuls and following and fill_overwritten_by_tile(nest, following, kernel):
                 continue  # the tiled matmul after it writes every cell this fill would
             if isinstance(nest[0], Loop):
+                if looped:
+                    self.barrier(depth=1)
+                looped = True
                 taken = self.nest(nest, depth=1, following=following)
             else:
                 self.straight(nest[0], depth=1, decided={})
@@ -91,6 +95,7 @@ class CRenderer(CStyle):
                 self.lines.extend(render_tiled(m if in_tiles else replace(m, epilogue=()), self, depth))
                 if m.epilogue and not in_tiles:  # the register form's epilogue: a nest of its own, after
                     after = epilogue_nest(m)
+                    self.barrier(depth)
                     self.loop_block(after, depth, {}, team_pragma(after, self.options), collapsing=0)
                 return m.takes_following
         self.loop_block(nest, depth, {}, team_pragma(nest, self.options), collapsing=0)
@@ -121,8 +126,10 @@ class CRenderer(CStyle):
         whole_loop = collapsing == 0 and (pragma is None or pragma.collapse == 1)  # no collapse reaches inside
         parts = fold_then_epilogue(loop, inner) if whole_loop and self.options.split_epilogues else None
         if parts is not None:  # two loops over the cells: the fold (jammed, say), then its epilogue (vectorized)
-            for part in parts:
-                self.loop_block([loop, *part, block[-1]], depth, decided, pragma, collapsing, chunk)
+            fold, epilogue = parts
+            self.loop_block([loop, *fold, block[-1]], depth, decided, pragma, collapsing, chunk)
+            self.barrier(depth)
+            self.loop_block([loop, *epilogue, block[-1]], depth, decided, pragma, collapsing, chunk)
             return
         if self._jams(loop, inner, collapsing):
             render_jammed(self, loop, inner, depth, decided, pragma)
@@ -177,6 +184,10 @@ class CRenderer(CStyle):
             else:
                 self.straight(ins, depth, decided)
                 pos += 1
+
+    def barrier(self, depth: int) -> None:
+        """Keeps the compiler from moving memory accesses from one nest into the next (c_prelude.py)."""
+        self.emit("LIMN_NEST_BARRIER;", depth)
 
     def emit(self, text: str, depth: int, raw: bool = False) -> None:
         """One line, indented four spaces per depth (a `raw` line, a pragma, starts at column 0)."""
