@@ -93,12 +93,13 @@ def tests(session: nox.Session, backend: str) -> None:
 @nox.session
 def isa(session: nox.Session) -> None:
     """The slow c tests: every kernel of the corpus and a GPT step compiled for x86-64-v3 and v4 with gcc's
-    vectorization report, and exp/log over a dense sweep of float32 (pytest -m isa)."""
+    vectorization report, the other ISA rows' matmul tiles, exp/log over a dense sweep of float32, and the
+    long randomized sweep of matmul epilogues (pytest -m isa)."""
     packages = ["limn-core", "limn-compiler", "limn-c", "limn-nn"]
     session.install(
         "-c", locked_constraints(session), *(str(PACKAGES / name) for name in packages), *test_requirements()
     )
-    session.run("pytest", "-m", "isa", "tests/c", *session.posargs)
+    session.run("pytest", "-m", "isa", "tests/c", "tests/compiler/test_epilogue_adversarial.py", *session.posargs)
 
 
 @nox.session

@@ -123,7 +123,13 @@ def test_c_matches_numpy_device(case: Case):
         assert ok, f"{case} output {i} differs from numpy\nexpected:\n{e}\ngot:\n{g}\n" + _reproducer(case)
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
+def _half_in_default(cases: list[Case]) -> list:
+    """The cases, every other one marked isa: the default suite runs half of the corpus through a rewrite's
+    bit-for-bit test (each case compiles twice more), `nox -s isa` (and CI) the other half."""
+    return [pytest.param(c, id=str(c), marks=pytest.mark.isa if i % 2 else ()) for i, c in enumerate(cases)]
+
+
+@pytest.mark.parametrize("case", _half_in_default(CASES))
 def test_threaded_nests_equal_serial_bit_for_bit(case: Case):
     serial, threaded = on("c_serial", case), on("c_threads", case)
     for i, (s, t) in enumerate(zip(serial, threaded)):
@@ -140,7 +146,7 @@ def test_split_pads_equal_unsplit_bit_for_bit(case: Case):
 FOLDS = [c for c in CASES if any(key in c.name for key in ("softmax", "reduce_of_expression", "autograd"))]
 
 
-@pytest.mark.parametrize("case", FOLDS + [c for c in CASES if c.name.startswith("reduces")], ids=str)
+@pytest.mark.parametrize("case", _half_in_default(FOLDS + [c for c in CASES if c.name.startswith("reduces")]))
 def test_chunked_and_jammed_folds_equal_plain_folds_bit_for_bit(case: Case):
     plain, chunked = on("c_plainfold", case), on("c_threads", case)
     for i, (p, c) in enumerate(zip(plain, chunked)):
@@ -159,7 +165,7 @@ def test_split_epilogues_equal_unsplit_bit_for_bit(case: Case):
 HOISTS = ("reduces", "softmax", "reduce_of_expression", "permute_and_reshape", "int_wraparound", "scatter", "autograd")
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if any(key in c.name for key in HOISTS)], ids=str)
+@pytest.mark.parametrize("case", _half_in_default([c for c in CASES if any(key in c.name for key in HOISTS)]))
 def test_hoisted_invariants_equal_unhoisted_bit_for_bit(case: Case):
     unhoisted, hoisted = on("c_nohoist", case), on("c_threads", case)
     for i, (u, h) in enumerate(zip(unhoisted, hoisted)):
