@@ -1,4 +1,5 @@
-"""Shared test setup: every test starts on the numpy device, and tests/ is importable (corpus.py)."""
+"""Shared test setup: every test starts on the numpy device, `device` runs a test on numpy and on c, and tests/
+is importable (corpus.py, oracle.py)."""
 
 import pytest
 
@@ -10,3 +11,13 @@ def _numpy_device_between_tests():
     limn.set_device("numpy")
     yield
     limn.set_device("numpy")
+
+
+@pytest.fixture(params=["numpy", "c"])
+def device(request: pytest.FixtureRequest) -> str:
+    """Each test once on the numpy device and once on c (skipped, naming why, where c cannot run)."""
+    try:
+        limn.set_device(request.param)
+    except limn.DeviceError as e:
+        pytest.skip(f"device {request.param!r} cannot run here: {e}")
+    return request.param

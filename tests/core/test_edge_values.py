@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from oracle import agree, literal, same
 
 import limn
 from limn import Tensor
@@ -24,107 +25,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*degrees of freedom:UserWarning
 
 nan, inf = math.nan, math.inf
 F32 = np.finfo(np.float32)
-TOLERANCE = 1e-5
-
-
-@pytest.fixture(params=["numpy", "c"])
-def device(request: pytest.FixtureRequest) -> str:
-    try:
-        limn.set_device(request.param)
-    except limn.DeviceError as e:
-        pytest.skip(f"device {request.param!r} cannot run here: {e}")
-    return request.param
-
-
-def _literal(a: np.ndarray) -> str:
-    """A numpy array as python source that runs (nan and inf spelled out)."""
-    body = repr(a.tolist()).replace("nan", "float('nan')").replace("inf", "float('inf')")
-    return f"np.array({body}, np.{a.dtype})"
-
-
-def _reproducer(device: str, limn_expr: str, torch_expr: str, inputs: dict[str, np.ndarray], grad: bool) -> str:
-    lines = ["import math", "import numpy as np", "import torch", "import limn", "from limn import Tensor", ""]
-    lines += [f"limn.set_device({device!r})"]
-    for name, a in inputs.items():
-        lines.append(f"{name} = Tensor({_literal(a)}, requires_grad={grad and a.dtype.kind == 'f'})")
-    lines += [f"out = {limn_expr}", "print(out.numpy())"]
-    if grad:
-        lines += ["out.sum().backward()"] + [
-            f"print({n}.grad.numpy())" for n, a in inputs.items() if a.dtype.kind == "f"
-        ]
-    lines.append("")
-    for name, a in inputs.items():
-        lines.append(f"{name} = torch.tensor({_literal(a)}, requires_grad={grad and a.dtype.kind == 'f'})")
-    lines += [f"out = {torch_expr}", "print(out)"]
-    if grad:
-        lines += ["out.sum().backward()"] + [f"print({n}.grad)" for n, a in inputs.items() if a.dtype.kind == "f"]
-    return "\n".join(lines)
-
-
-def same(
-    got: np.ndarray, want: np.ndarray, what: str, signed_zeros: bool = False, tol: float = TOLERANCE
-) -> str | None:
-    """None when got matches want: shape, dtype family, values (NaN for NaN, inf for inf), zero signs if asked."""
-    if got.shape != want.shape:
-        return f"{what}: shape {got.shape}, torch {want.shape}"
-    if got.dtype.kind != want.dtype.kind or (got.dtype.kind == "f" and got.dtype != want.dtype):
-        return f"{what}: dtype {got.dtype}, torch {want.dtype}"
-    if got.dtype.kind != "f":
-        return None if np.array_equal(got, want) else f"{what}: {got.tolist()}, torch {want.tolist()}"
-    try:
-        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True)
-    except AssertionError:
-        return f"{what}: {got.tolist()}, torch {want.tolist()}"
-    zeros = (got == 0) & (want == 0)
-    if signed_zeros and not np.array_equal(np.signbit(got[zeros]), np.signbit(want[zeros])):
-        return f"{what}: signs of zeros differ: {got.tolist()}, torch {want.tolist()}"
-    return None
-
-
-def agree(
-    device: str,
-    limn_expr: str,
-    torch_expr: str | None = None,
-    *,
-    grad: bool = True,
-    signed_zeros: bool = False,
-    tol: float = TOLERANCE,
-    torch_float64: bool = False,
-    **inputs: np.ndarray,
-) -> None:
-    """Runs limn_expr on limn tensors and torch_expr (default: the same text) on torch tensors made from
-    `inputs`, and asserts the values agree; with grad, so do the gradients of out.sum() w.r.t. each float
-    input. An input holding a python list becomes float32. torch_float64 runs torch in float64 and rounds
-    its answers to the inputs' dtype: the oracle where torch's float32 arithmetic itself overflows."""
-    torch_expr = torch_expr or limn_expr
-    inputs = {k: v if isinstance(v, np.ndarray) else np.array(v, np.float32) for k, v in inputs.items()}
-    floats = [k for k, v in inputs.items() if v.dtype.kind == "f"]
-    ours = {k: Tensor(v, requires_grad=grad and k in floats) for k, v in inputs.items()}
-    wide = {k: v.astype(np.float64) if torch_float64 and k in floats else v for k, v in inputs.items()}
-    theirs = {k: torch.tensor(v, requires_grad=grad and k in floats) for k, v in wide.items()}
-    repro = _reproducer(device, limn_expr, torch_expr, inputs, grad)
-    if torch_float64:
-        repro += "\n# (torch ran in float64)"
-
-    def rounded(t: torch.Tensor, like: np.ndarray) -> np.ndarray:
-        a = t.detach().numpy()
-        return a.astype(like.dtype) if torch_float64 and a.dtype == np.float64 else a
-
-    out = eval(limn_expr, {"Tensor": Tensor, "limn": limn, "math": math, **ours})
-    tout = eval(torch_expr, {"torch": torch, "math": math, **theirs})
-    problems = [same(out.numpy(), rounded(tout, out.numpy()), "value", signed_zeros, tol)]
-    if grad:
-        out.sum().backward()
-        tout.sum().backward()
-        for k in floats:
-            mine, want = ours[k].grad, theirs[k].grad
-            if mine is None or want is None:
-                if mine is not None or want is not None:
-                    problems.append(f"d/d{k}: limn {mine}, torch {want} (one of them is cut off from {k})")
-                continue
-            problems.append(same(mine.numpy(), rounded(want, inputs[k]), f"d/d{k}", signed_zeros, tol))
-    problems = [p for p in problems if p]
-    assert not problems, f"{limn_expr} on {device}: " + "; ".join(problems) + f"\n\n---- reproducer ----\n{repro}"
 
 
 def ops_in(t: Tensor) -> list[Op]:
@@ -545,7 +445,7 @@ def test_pow_gradients_at_zeros_infinities_nan_and_ones_match_torch_where_torchs
     ]:
         told = ~np.isnan(want)
         problem = same(got[told], want[told], name)
-        assert problem is None, f"x ** y on {device}, x = {_literal(x)}, y = {_literal(y)}: {problem}"
+        assert problem is None, f"x ** y on {device}, x = {literal(x)}, y = {literal(y)}: {problem}"
 
 
 @pytest.mark.parametrize(("base", "exponent"), [(0.0, 0.0), (inf, 0.0), (1.0, nan), (0.0, 2.0), (0.0, -1.0)])
