@@ -60,7 +60,7 @@ def positive(rng: np.random.Generator, shape: tuple[int, ...], dtype: str = "flo
 
 
 FLOATS = ("float32", "float64", "float16", "bfloat16")
-INTS = ("int32", "int16", "int8")
+INTS = ("int32", "int16", "int8", "int64", "uint8")
 ALL = FLOATS + INTS
 
 CASES: list[Case] = []
@@ -115,10 +115,10 @@ def powers_at_special_values(rng, dt):
     return [x**whole, x**y, x**3, x**-2, x**2.5, 0.0**y, (-2.5) ** whole]
 
 
-@case("float32", "float64", "float16", "int32", "int8")
+@case("float32", "float64", "float16", "int32", "int8", "int64", "uint8")
 def casts(rng, dt):
     x = data(rng, (3, 7), dt)
-    outs = [x.cast(t) for t in ("float32", "float64", "int32", "int16", "int8", "bool")]
+    outs = [x.cast(t) for t in ("float32", "float64", "int32", "int16", "int8", "bool", "int64", "uint8")]
     return outs + [x.cast("float16"), x.cast("bfloat16")]
 
 
@@ -247,7 +247,7 @@ def matmul_shapes(rng, dt):
     return outs
 
 
-@case("float32", "int32", "int8")
+@case("float32", "int32", "int8", "int64", "uint8")
 def matmul_batched_and_vectors(rng, dt):
     a, b = data(rng, (2, 3, 4), dt), data(rng, (4, 5), dt)
     v = data(rng, (4,), dt)
@@ -283,6 +283,16 @@ def scatter_add_collisions(rng, dt):
     idx = Tensor(np.array([[0, 1, 1], [4, 4, 4], [0, 0, 2]], dtype=np.int32))
     upd = data(rng, (3, 3), dt)
     return [base.scatter_add(idx, upd, 0), (base * 2).scatter_add(idx, upd + 1, 0).sum(1)]
+
+
+@case("float32", "int64", "uint8")
+def gather_and_scatter_with_int64_indices(rng, dt):
+    table = data(rng, (10, 4), dt, specials=4)
+    rows = Tensor(rng.integers(0, 10, size=(2, 3)).astype(np.int64))
+    cols = Tensor(rng.integers(0, 4, size=(10, 6)).astype(np.int64))
+    hits = Tensor(np.array([[0, 1, 1, 3], [9, 9, 9, 0]], dtype=np.int64))
+    upd = data(rng, (2, 4), dt)
+    return [table.embedding(rows), table.gather(cols, 1), table.scatter_add(hits, upd, 0)]
 
 
 @case("float32")

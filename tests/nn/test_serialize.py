@@ -47,9 +47,11 @@ DTYPES: dict[str, tuple[np.dtype, torch.dtype, list[Any]]] = {
         torch.bfloat16,
         [0.0, -0.0, 1e-40, -1.5, np.inf, -np.inf, np.nan, 3e38],
     ),
+    "I64": (np.dtype(np.int64), torch.int64, [0, 1, -1, 7, -(2**63), 2**63 - 1, 2**40, -(2**33)]),
     "I32": (np.dtype(np.int32), torch.int32, [0, 1, -1, 7, -(2**31), 2**31 - 1, 123456, -654321]),
     "I16": (np.dtype(np.int16), torch.int16, [0, 1, -1, 7, -(2**15), 2**15 - 1, 1234, -4321]),
     "I8": (np.dtype(np.int8), torch.int8, [0, 1, -1, 7, -128, 127, 12, -43]),
+    "U8": (np.dtype(np.uint8), torch.uint8, [0, 1, 254, 7, 128, 255, 12, 43]),
     "BOOL": (np.dtype(np.bool_), torch.bool, [True, False, False, True, True, True, False, False]),
 }
 
@@ -177,10 +179,10 @@ def test_save_realizes_every_tensor_in_one_batch(tmp_path, monkeypatch):
     [
         ({"x": [1.0, 2.0]}, None, TypeError, r"save: 'x' is a list; pass a limn Tensor or a numpy array"),
         (
-            {"x": np.arange(3, dtype=np.int64)},
+            {"x": np.arange(3, dtype=np.uint16)},
             None,
             TypeError,
-            r"'x': numpy dtype int64 .*astype\(np.int32\)",
+            r"'x': numpy dtype uint16 .*astype\(np.int64\)",
         ),
         ({"__metadata__": np.ones(1)}, None, ValueError, r"'__metadata__' is reserved"),
         ({1: np.ones(1)}, None, TypeError, r"tensor names must be str"),
@@ -694,12 +696,12 @@ MALFORMED: dict[str, tuple[bytes, str, bool]] = {
     ),
     "unknown_dtype": (
         file_bytes({"a": {"dtype": "F128", "shape": [1], "data_offsets": [0, 16]}}, bytes(16)),
-        r"tensor 'a': unknown dtype 'F128'; limn reads F64, F32, F16, BF16, I32, I16, I8, BOOL",
+        r"tensor 'a': unknown dtype 'F128'; limn reads F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL",
         True,
     ),
     "a_safetensors_dtype_limn_lacks": (
-        file_bytes({"a": {"dtype": "I64", "shape": [1], "data_offsets": [0, 8]}}, bytes(8)),
-        r"tensor 'a': unknown dtype 'I64' \(a safetensors dtype limn has no twin for; convert it first\)",
+        file_bytes({"a": {"dtype": "U16", "shape": [1], "data_offsets": [0, 2]}}, bytes(2)),
+        r"tensor 'a': unknown dtype 'U16' \(a safetensors dtype limn has no twin for; convert it first\)",
         False,
     ),
     "shape_not_a_list": (

@@ -58,9 +58,11 @@ class CType:
 TYPES: dict[DType, CType] = {
     dtypes.float64: CType("double", "double"),
     dtypes.float32: CType("float", "float"),
+    dtypes.int64: CType("int64_t", "int64_t"),
     dtypes.int32: CType("int32_t", "int32_t"),
     dtypes.int16: CType("int16_t", "int16_t"),
     dtypes.int8: CType("int8_t", "int8_t"),
+    dtypes.uint8: CType("uint8_t", "uint8_t"),
     dtypes.bool_: CType("uint8_t", "int"),
 }
 
@@ -80,15 +82,20 @@ C_OPS: dict[Op, str] = {
     Op.MAX: "(({a} != {a} || {a} > {b}) ? {a} : {b})",  # keeps a nan, as numpy's max does
 }
 
-# ints wrap: compute in uint32_t (defined modulo 2**32) and narrow to the dtype ({t}; C narrows modulo)
+# ints wrap: compute in the unsigned type {u} (defined modulo 2**32, or 2**64 for int64: WRAP_TYPES) and
+# narrow to the dtype ({t}; C narrows modulo)
 C_INT_OPS: dict[Op, str] = {
-    Op.NEG: "({t})(0u - (uint32_t){a})",
-    Op.ADD: "({t})((uint32_t){a} + (uint32_t){b})",
-    Op.MUL: "({t})((uint32_t){a} * (uint32_t){b})",
+    Op.NEG: "({t})(({u})0 - ({u}){a})",
+    Op.ADD: "({t})(({u}){a} + ({u}){b})",
+    Op.MUL: "({t})(({u}){a} * ({u}){b})",
     Op.CMPLT: "({a} < {b})",
     Op.WHERE: "({a} ? {b} : {c})",
     Op.MAX: "({a} > {b} ? {a} : {b})",
 }
+
+# the unsigned type each int's arithmetic wraps in: as wide as the int, and no narrower than an int, since a
+# narrower one would be promoted back to a signed int before it is added or multiplied
+WRAP_TYPES: dict[int, str] = {8: "uint32_t", 16: "uint32_t", 32: "uint32_t", 64: "uint64_t"}
 
 C_BOOL_OPS: dict[Op, str] = {
     Op.ADD: "({a} | {b})",
@@ -192,7 +199,10 @@ class CStyle:
             return "1" if value else "0"
         if dtype.is_int:
             v = int(value)
-            # int32's lowest value is the negation of 2147483648, which is no int: it is written as a long long
+            # int32's lowest value is the negation of 2147483648, which is no int: it is written as a long long;
+            # int64's is the negation of a number no long long holds, so it is written as a difference
+            if v == -(2**63):
+                return f"({-(2**63) + 1}LL - 1)"
             return f"{v}" if -(2**31) < v < 2**31 else f"{v}LL"
         v = float(value)
         if math.isnan(v):
@@ -311,7 +321,7 @@ class CStyle:
             return self.bool_ops[op].format(**names)
         if operand.is_int:
             assert op in self.int_ops, f"integer {op.name} reached the renderer; the frontend casts to float first"
-            return self.int_ops[op].format(t=self.storage(result), **names)
+            return self.int_ops[op].format(t=self.storage(result), u=WRAP_TYPES[operand.bits], **names)
         text = self.float_ops[op].format(**names, **self.math_funcs[self.value_type(operand)])
         return text if op is Op.CMPLT else self.round(text, result)
 

@@ -10,9 +10,13 @@ __path__ = __import__("pkgutil").extend_path(__path__, __name__)  # limn.* modul
 from limn.autograd import enable_grad, is_grad_enabled, no_grad
 from limn.creation import manual_seed
 from limn.device import DeviceError, current_device, devices, get_device, register_device, set_device
-from limn.dtypes import DType, bfloat16, bool_, float16, float32, float64, int8, int16, int32
+from limn.dtypes import DType, bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
 from limn.engine import realize
 from limn.tensor import Tensor
+
+# torch's other names for the same dtypes (limn.long is limn.int64), so ported code reads unchanged
+double, float, half = float64, float32, float16
+long, int, short, bool = int64, int32, int16, bool_
 
 __version__ = "0.1.1"
 
@@ -24,18 +28,26 @@ __all__ = [
     "bool_",
     "current_device",
     "devices",
+    "double",
     "enable_grad",
     "float16",
     "float32",
     "float64",
     "get_device",
+    "half",
     "int8",
     "int16",
     "int32",
+    "int64",
     "is_grad_enabled",
+    "long",
     "manual_seed",
     "no_grad",
     "realize",
     "register_device",
     "set_device",
+    "short",
+    "uint8",
 ]
+# limn.float, limn.int and limn.bool are torch's names too, left out of __all__ so that `from limn import *`
+# does not hide python's float, int and bool

@@ -1,6 +1,7 @@
-"""The seven dtypes limn computes in, plus bool, and the rules for mixing them.
+"""The nine dtypes limn computes in, plus bool, and the rules for mixing them.
 
-A DType names a storage format and the numpy dtype that holds it. Half widths (float16, bfloat16) are
+A DType names a storage format and the numpy dtype that holds it; torch's short names (long, half, ...)
+are the same dtypes under another name. Half widths (float16, bfloat16) are
 storage only: every device widens them to float32 to compute and rounds back once per value. The
 promotion table below is the single answer to "what dtype does a op on these two give"; the docs in
 limn-core's README print it cell by cell and tests/core/test_dtypes.py checks every cell.
@@ -16,7 +17,8 @@ import numpy as np
 
 @dataclass(frozen=True, eq=True)
 class DType:
-    """One element type: its name, its numpy twin, and its family ('f' float, 'i' int, 'b' bool)."""
+    """One element type: its name, its numpy twin, its family ('f' float, 'i' int, signed or not, 'b' bool)
+    and its width in bits."""
 
     name: str
     np: np.dtype
@@ -34,6 +36,21 @@ class DType:
     @property
     def is_int(self) -> bool:
         return self.kind == "i"
+
+    @property
+    def is_unsigned(self) -> bool:
+        """uint8: an int with no negative values, which wraps modulo 2**8 into [0, 255]."""
+        return self.np.kind == "u"
+
+    @property
+    def is_floating_point(self) -> bool:
+        """torch's name for is_float."""
+        return self.is_float
+
+    @property
+    def is_signed(self) -> bool:
+        """Whether the dtype holds negative values, as torch's dtype.is_signed (False for uint8 and bool)."""
+        return self.is_float or (self.is_int and not self.is_unsigned)
 
     @property
     def is_half(self) -> bool:
@@ -58,24 +75,45 @@ float64 = DType("float64", np.dtype(np.float64), "f", 64)
 float32 = DType("float32", np.dtype(np.float32), "f", 32)
 float16 = DType("float16", np.dtype(np.float16), "f", 16)
 bfloat16 = DType("bfloat16", np.dtype(ml_dtypes.bfloat16), "f", 16)
+int64 = DType("int64", np.dtype(np.int64), "i", 64)
 int32 = DType("int32", np.dtype(np.int32), "i", 32)
 int16 = DType("int16", np.dtype(np.int16), "i", 16)
 int8 = DType("int8", np.dtype(np.int8), "i", 8)
+uint8 = DType("uint8", np.dtype(np.uint8), "i", 8)
 bool_ = DType("bool", np.dtype(np.bool_), "b", 8)
 
-ALL: tuple[DType, ...] = (float64, float32, float16, bfloat16, int32, int16, int8, bool_)
+ALL: tuple[DType, ...] = (float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, bool_)
 FLOATS: tuple[DType, ...] = (float64, float32, float16, bfloat16)
-INTS: tuple[DType, ...] = (int32, int16, int8)
-BY_NAME: dict[str, DType] = {d.name: d for d in ALL}
+INTS: tuple[DType, ...] = (int64, int32, int16, int8, uint8)
+
+# torch's other names for the same dtypes (torch.long is torch.int64): limn exports them, and as_dtype reads
+# them, so ported code reads unchanged
+TORCH_NAMES: dict[str, DType] = {
+    "double": float64,
+    "float": float32,
+    "half": float16,
+    "long": int64,
+    "int": int32,
+    "short": int16,
+}
+BY_NAME: dict[str, DType] = {d.name: d for d in ALL} | TORCH_NAMES
 BY_NUMPY: dict[np.dtype, DType] = {d.np: d for d in ALL}
 
 
 def as_dtype(x: DType | str | np.dtype | type) -> DType:
-    """Accepts a DType, its name ('float32'), or a numpy dtype; anything else is a TypeError."""
+    """Accepts a DType, its name or torch's ('float32', 'long'), a numpy dtype or python type (int is numpy's
+    int64), or a torch dtype (torch.int64, read by its name: limn does not import torch); anything else is a
+    TypeError.
+
+    >>> as_dtype("long"), as_dtype(np.uint8), as_dtype(bool)
+    (limn.int64, limn.uint8, limn.bool)
+    """
     if isinstance(x, DType):
         return x
-    if isinstance(x, str) and x in BY_NAME:
-        return BY_NAME[x]
+    if isinstance(x, str) and x.removeprefix("limn.") in BY_NAME:
+        return BY_NAME[x.removeprefix("limn.")]
+    if type(x).__module__ == "torch" and str(x).removeprefix("torch.") in BY_NAME:
+        return BY_NAME[str(x).removeprefix("torch.")]
     try:
         npd = np.dtype(x)
     except TypeError:
@@ -92,8 +130,8 @@ def from_numpy(npd: np.dtype) -> DType:
     if npd in BY_NUMPY:
         return BY_NUMPY[npd]
     hint = {
-        "i": "cast it with .astype(np.int32) (limn's widest int)",
-        "u": "cast it with .astype(np.int32)",
+        "i": "cast it with .astype(np.int64)",
+        "u": "cast it with .astype(np.int64) (limn's one unsigned int is uint8)",
         "c": "limn has no complex dtypes",
         "O": "convert the objects to numbers first",
     }.get(npd.kind, "cast it to float32")
@@ -108,7 +146,11 @@ def _promote_pair(a: DType, b: DType) -> DType:
     if b == bool_:
         return a
     if a.is_int and b.is_int:
-        return a if a.bits >= b.bits else b
+        if a.is_unsigned == b.is_unsigned:
+            return a if a.bits >= b.bits else b
+        # uint8 meeting a signed int: the narrowest signed int holding both ranges (uint8 + int8 is int16)
+        signed, unsigned = (b, a) if a.is_unsigned else (a, b)
+        return next(d for d in (int16, int32, int64) if d.bits >= max(signed.bits, 2 * unsigned.bits))
     if a.is_int or b.is_int:
         # an int meeting a float joins the floats at float32 or wider
         f = b if a.is_int else a

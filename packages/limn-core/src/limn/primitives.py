@@ -57,8 +57,15 @@ def const_value(value: Scalar, dtype: DType) -> Scalar:
     if dtype == dtypes.bool_:
         return bool(value)
     if dtype.is_int:
-        return int(np.array(int(value), np.int64).astype(dtype.np))
+        return wrap_int(int(value), dtype)
     return float(np.array(value, np.float64).astype(dtype.np))
+
+
+def wrap_int(value: int, dtype: DType) -> int:
+    """A python int reduced modulo 2**bits into the range of the int dtype (300 in int8 is 44, -1 in uint8 255)."""
+    span = 1 << dtype.bits
+    low = 0 if dtype.is_unsigned else -(span >> 1)
+    return (value - low) % span + low
 
 
 def host_array(data: TensorLike, dtype: DType | None) -> np.ndarray:
@@ -81,7 +88,10 @@ def host_array(data: TensorLike, dtype: DType | None) -> np.ndarray:
             src = dtypes.float32  # python floats become float32, as in torch
         elif arr.dtype.kind in "iu":
             if arr.size and (arr.min() < -(2**31) or arr.max() >= 2**31):
-                raise OverflowError("Tensor(): an integer in the data does not fit int32, limn's widest int")
+                raise OverflowError(
+                    "Tensor(): an integer in the data does not fit int32, the dtype python ints take; "
+                    "pass dtype=limn.int64 to keep it"
+                )
             src = dtypes.int32
         else:
             src = dtypes.from_numpy(arr.dtype)
@@ -92,7 +102,7 @@ def index_tensor(idx: TensorLike, what: str) -> Tensor:
     """idx as an int tensor of indices (host data becomes one); anything else is a TypeError."""
     idx = idx if isinstance(idx, Tensor) else Tensor(idx)
     if not idx.dtype.is_int:
-        raise TypeError(f"{what}: indices must be an int tensor (int32, int16 or int8), got {idx.dtype.name}")
+        raise TypeError(f"{what}: indices must be an int tensor (int64, int32, ... uint8), got {idx.dtype.name}")
     return idx
 
 
@@ -339,10 +349,13 @@ class Tensor:
 
     def cast(self, dtype: DType | str) -> Tensor:
         """Converts to dtype (self itself when it has it already). Floats to ints truncate toward zero,
-        narrowing ints wrap, anything to bool is `!= 0`. Gradients flow through casts between floats."""
+        narrowing ints wrap, anything to bool is `!= 0`. Gradients flow through casts between floats; an int
+        or bool result has none, as in torch."""
         dtype = dtypes.as_dtype(dtype)
         if dtype == self.dtype:
             return self
+        if not dtype.is_float:
+            return self.detach()._unary(Op.CAST, dtype)  # as torch's x.long(): cut off from x's gradient
         return self._unary(Op.CAST, dtype)
 
     def _float(self) -> Tensor:

@@ -167,14 +167,17 @@ def argmin(x: Tensor, axis: int | None = None, keepdim: bool = False) -> Tensor:
 
 
 def any(x: Tensor, axis: Axis = None, keepdim: bool = False) -> Tensor:
-    """Whether some value over axis is nonzero (NaN is); over an empty axis False, as in torch."""
+    """Whether some value over axis is nonzero (NaN is); over an empty axis False, as in torch. Bool, except
+    for a uint8 tensor, where it is uint8 0/1, as torch's (a leftover of torch's byte masks)."""
     # any = max of (x != 0) as 0/1, > 0; MAX of nothing is the lowest int, so any of nothing is False
-    return x.cast(dtypes.bool_).cast(dtypes.int32)._reduce(Op.MAX, axis, keepdim).gt(0)
+    out = x.cast(dtypes.bool_).cast(dtypes.int32)._reduce(Op.MAX, axis, keepdim).gt(0)
+    return out.cast(dtypes.uint8) if x.dtype == dtypes.uint8 else out
 
 
 def all(x: Tensor, axis: Axis = None, keepdim: bool = False) -> Tensor:
-    """Whether every value over axis is nonzero; over an empty axis True, as in torch."""
-    return x.logical_not().any(axis, keepdim).logical_not()  # all x = not any(not x)
+    """Whether every value over axis is nonzero; over an empty axis True, as in torch (uint8 as in any)."""
+    out = x.logical_not().any(axis, keepdim).logical_not()  # all x = not any(not x)
+    return out.cast(dtypes.uint8) if x.dtype == dtypes.uint8 else out
 
 
 # ---- matmul: a broadcast multiply and a SUM ----

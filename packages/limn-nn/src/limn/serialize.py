@@ -40,20 +40,20 @@ TAGS: dict[str, DType] = {
     "F32": dtypes.float32,
     "F16": dtypes.float16,
     "BF16": dtypes.bfloat16,
+    "I64": dtypes.int64,
     "I32": dtypes.int32,
     "I16": dtypes.int16,
     "I8": dtypes.int8,
+    "U8": dtypes.uint8,
     "BOOL": dtypes.bool_,
 }
 TAG_OF: dict[DType, str] = {dtype: tag for tag, dtype in TAGS.items()}
 # Tags the safetensors format defines that limn has no dtype for: named in the error, with a way out.
-FOREIGN_TAGS = frozenset(
-    {"U8", "U16", "U32", "U64", "I64", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4", "C64"}
-)
+FOREIGN_TAGS = frozenset({"U16", "U32", "U64", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4", "C64"})
 
 # The order the library writes tensors' bytes in (widest first; ties in its own dtype order): following it
 # makes a file here byte-identical to the library's for the same tensors.
-LAYOUT_ORDER = ("F64", "F32", "I32", "BF16", "F16", "I16", "I8", "BOOL")
+LAYOUT_ORDER = ("I64", "F64", "F32", "I32", "BF16", "F16", "I16", "I8", "U8", "BOOL")
 
 LENGTH_BYTES = 8  # the header length: one unsigned 64-bit little-endian int
 MAX_HEADER_BYTES = 100_000_000  # the safetensors library's own limit; a larger length is corruption
