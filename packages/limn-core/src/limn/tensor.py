@@ -9,7 +9,7 @@ Pipeline: **tensor** -> graph -> schedule -> IR -> renderer -> device.
 
 from __future__ import annotations
 
-from limn import creation, elementwise, lookups, power, reductions, shaping
+from limn import conversions, creation, dtypes, elementwise, lookups, power, reductions, shaping
 from limn.creation import manual_seed
 from limn.engine import observers, realize
 from limn.primitives import Scalar, Tensor, TensorLike
@@ -94,6 +94,29 @@ Tensor.dot = reductions.dot
 Tensor.embedding = lookups.embedding
 Tensor.one_hot = lookups.one_hot
 Tensor.cross_entropy = lookups.cross_entropy
+
+# ---- dtypes: conversion methods and torch's small spellings (limn.conversions) ----
+Tensor.to = conversions.to
+Tensor.type = conversions.type_
+Tensor.type_as = conversions.type_as
+Tensor.double = conversions.caster("double", dtypes.float64)
+Tensor.float = conversions.caster("float", dtypes.float32)
+Tensor.half = conversions.caster("half", dtypes.float16)
+Tensor.bfloat16 = conversions.caster("bfloat16", dtypes.bfloat16)
+Tensor.long = conversions.caster("long", dtypes.int64)
+Tensor.int = conversions.caster("int", dtypes.int32)
+Tensor.short = conversions.caster("short", dtypes.int16)
+Tensor.char = conversions.caster("char", dtypes.int8)
+Tensor.byte = conversions.caster("byte", dtypes.uint8)
+Tensor.bool = conversions.caster("bool", dtypes.bool_)
+Tensor.size = property(conversions.size)  # an int that, called, is torch's size(): x.size == 6, x.size() == (2, 3)
+Tensor.dim = conversions.dim
+Tensor.ndimension = conversions.dim
+Tensor.numel = conversions.numel
+Tensor.nelement = conversions.numel
+Tensor.element_size = conversions.element_size
+Tensor.is_floating_point = conversions.is_floating_point
+Tensor.is_signed = conversions.is_signed
 
 
 # ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----
