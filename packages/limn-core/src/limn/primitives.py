@@ -134,9 +134,10 @@ class Tensor:
     """A lazy n-dimensional array. Build expressions; call .numpy()/.item()/.realize() to compute.
 
     Tensor(data) copies `data` (a numpy array, nested lists or a python scalar) into a buffer on `device`
-    (the current device when None). A numpy array keeps its dtype; python floats become float32 and python
-    ints int32, as in torch. Tensor(t) of a tensor is t's value as a new leaf: nothing is copied or computed,
-    unless `device` names another device, where it is a copy of t's value there, computed now (t.to(device)).
+    (the current device when None). A numpy array keeps its dtype; python floats become float32, as in torch,
+    and python ints int32 (torch's are int64: pass dtype=limn.int64). Tensor(t) of a tensor is t's value as
+    a new leaf: nothing is copied or computed, unless `device` names another device, where it is a copy of
+    t's value there, computed now (t.to(device)).
     Attributes: `node`, this value's Node in the graph; `requires_grad`; and `grad`, what backward() has
     accumulated for this leaf (a lazy Tensor), or None.
 
@@ -244,7 +245,8 @@ class Tensor:
 
     @property
     def size(self) -> int:
-        """The number of elements (1 for a 0-d tensor). An int, not torch's shape-returning size()."""
+        """The number of elements (1 for a 0-d tensor), an int; limn.tensor makes it one that, called, is
+        torch's size() (limn.conversions.Size)."""
         return prod(self.shape)
 
     def numel(self) -> int:
