@@ -145,6 +145,9 @@ class Size(int):
         count.shape = shape
         return count
 
+    def __reduce__(self) -> tuple:
+        return int, (int(self),)  # pickled or copied, it is the plain count
+
     def __call__(self, dim: int | None = None) -> Shape | int:
         if dim is None:
             return self.shape
