@@ -2,8 +2,10 @@
 
 Each takes a tensor (and torch's parameters, with torch's names and defaults) and gives a tensor whose values
 and gradients are torch's, at the kinks too: each function's docstring names the gradient torch picks at its
-kink and at NaN, and tests/core/test_activations.py holds every one. The exp-based ones (softplus, logsigmoid,
-elu, mish) take only branches that cannot overflow, so |x| up to the float limit gives torch's finite answer.
+kink and at NaN, and tests/core/test_activations.py holds every one. (At NaN, and for some signs of zero, torch's
+vectorized CPU kernels, which a float32 tensor of 16 or more values runs, disagree with its scalar ones; limn
+follows the vectorized ones.) The exp-based ones (softplus, logsigmoid, elu, mish) take only branches that
+cannot overflow, so |x| up to the float limit gives torch's finite answer.
 Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> device.
 """
 
@@ -49,23 +51,21 @@ def leaky_relu(x: Tensor, negative_slope: float = 0.01, *, neg_slope: float | No
 
 
 def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
-    """x clamped into [min_val, max_val], as torch. Gradient 1 strictly inside and at NaN (torch's rule,
-    unlike clamp's 0 at NaN), 0 at and past the bounds. Int tensors clamp as ints.
+    """x clamped into [min_val, max_val], as torch: clamp's rule, gradient 1 strictly inside, 0 at and past
+    the bounds and at NaN. Int tensors clamp as ints (integer-valued bounds stay ints).
 
     >>> Tensor([-2.0, 0.5, 3.0]).hardtanh().tolist()
     [-1.0, 0.5, 1.0]
     """
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val {min_val} is greater than max_val {max_val}; swap them")
-    if not x.dtype.is_float:
-        return x.clip(min_val, max_val)
-    clamped = x.detach().clip(min_val, max_val)
-    passes = x.le(min_val).logical_or(x.ge(max_val)).logical_not()  # inside, or NaN
-    return passes.where(x, clamped)  # hardtanh: clamp(x, min, max), gradient where min < x < max or NaN
+    if not x.dtype.is_float and float(min_val).is_integer() and float(max_val).is_integer():
+        return x.clip(int(min_val), int(max_val))
+    return x.clip(min_val, max_val)  # hardtanh: clamp(x, min, max), gradient where min < x < max
 
 
 def relu6(x: Tensor) -> Tensor:
-    """min(max(x, 0), 6) = hardtanh(x, 0, 6), as torch: gradient 0 at 0 and at 6, 1 at NaN.
+    """min(max(x, 0), 6) = hardtanh(x, 0, 6), as torch: gradient 0 at 0, at 6 and at NaN.
 
     >>> Tensor([-1.0, 3.0, 7.0]).relu6().tolist()
     [0.0, 3.0, 6.0]
@@ -89,16 +89,17 @@ def hardsigmoid(x: Tensor) -> Tensor:
 def hardswish(x: Tensor) -> Tensor:
     """x * hardsigmoid(x), as torch: 0 (as x * 0) up to -3, x (x + 3) / 6 inside, x from 3 on.
 
-    Gradient as torch's: 0 at and below -3, x/3 + 1/2 inside (-3, 3), 1 at 3 and above and at NaN.
+    Gradient as torch's: 0 at and below -3, x/3 + 1/2 inside (-3, 3) (NaN at NaN), 1 at 3 and above. From
+    3 on it is x * 6 / 6 as torch computes it, so 3e38 overflows to inf there as in torch.
 
     >>> Tensor([-4.0, 0.0, 1.5, 4.0]).hardswish().tolist()
     [-0.0, 0.0, 1.125, 4.0]
     """
     x = _floats_only(x, "hardswish")
-    low, inside = x.le(-3), x.gt(-3).logical_and(x.lt(3))
-    safe = inside.where(x, 0.0)  # the quadratic branch never sees a huge x, whose gradient would be inf
+    low, high = x.le(-3), x.ge(3)
+    safe = low.logical_or(high).where(0.0, x)  # inside (-3, 3) or NaN: never a huge x, whose gradient is inf
     quadratic = safe * (safe + 3) * (1 / 6)
-    return low.where(x * 0.0, inside.where(quadratic, x))  # hardswish: x * clamp(x + 3, 0, 6) / 6
+    return low.where(x * 0.0, high.where(x * 6.0 * (1 / 6), quadratic))  # hardswish: x * clamp(x + 3, 0, 6) / 6
 
 
 def threshold(x: Tensor, threshold: float, value: float) -> Tensor:
@@ -114,8 +115,8 @@ def threshold(x: Tensor, threshold: float, value: float) -> Tensor:
 
 
 def softshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
-    """x - lambd above lambd, x + lambd below -lambd, x * 0 between (so -0.0 keeps its sign), as torch.
-    Gradient 0 in [-lambd, lambd] (its ends included), 1 outside and at NaN.
+    """x - lambd above lambd, x + lambd below -lambd, +0.0 between, as torch. Gradient 1 outside, 0 in
+    [-lambd, lambd] (its ends included) and at NaN.
 
     >>> Tensor([-2.0, 0.25, 2.0]).softshrink(1.0).tolist()
     [-1.0, 0.0, 1.0]
@@ -123,19 +124,21 @@ def softshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
     if lambd < 0:
         raise ValueError(f"softshrink: lambd must be >= 0 (torch raises too), got {lambd}")
     x = _floats_only(x, "softshrink")
-    inside = x.ge(-lambd).logical_and(x.le(lambd))
-    outside = x.gt(0).where(x - lambd, x + lambd)  # NaN lands here: NaN, gradient 1, as torch
-    return inside.where(x.detach() * 0.0, outside)
+    outside = x.gt(lambd).logical_or(x.lt(-lambd))
+    rest = x.detach() * 0.0 + 0.0  # +0.0 inside, NaN at NaN, both with gradient 0
+    return outside.where(x.gt(0).where(x - lambd, x + lambd), rest)
 
 
 def hardshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
-    """x outside [-lambd, lambd], +0.0 inside (its ends included), as torch; gradient 1 outside and at NaN.
+    """x outside [-lambd, lambd], +0.0 inside (its ends included), as torch; gradient 1 outside, 0 inside
+    and at NaN.
 
     >>> Tensor([-2.0, 0.25, 2.0]).hardshrink(1.0).tolist()
     [-2.0, 0.0, 2.0]
     """
     x = _floats_only(x, "hardshrink")
-    return x.ge(-lambd).logical_and(x.le(lambd)).where(0.0, x)  # hardshrink: 0 if |x| <= lambd else x
+    outside = x.gt(lambd).logical_or(x.lt(-lambd))
+    return outside.where(x, x.detach() * 0.0 + 0.0)  # hardshrink: 0 if |x| <= lambd else x
 
 
 def prelu(x: Tensor, weight: Tensor) -> Tensor:
@@ -155,23 +158,24 @@ def prelu(x: Tensor, weight: Tensor) -> Tensor:
         )
     shape = (1,) * x.ndim if weight.size == 1 else (1, channels) + (1,) * (x.ndim - 2)
     w = weight.reshape(shape)  # (C,) -> (1, C, 1, ...), to broadcast over the batch and spatial dims
-    return x.gt(0).where(x, w * x)  # prelu: x if x > 0 else w * x
+    positive = x.gt(0)
+    return positive.where(x, w * positive.where(0.0, x))  # prelu: x if x > 0 else w x (w sees no x = inf)
 
 
 # ---- the exponential family ----
 
 
 def _elu(x: Tensor, alpha: float, scale: float, input_scale: float, what: str) -> Tensor:
-    """torch's elu kernel: scale * x above 0 (and at NaN), scale * alpha * expm1(input_scale * x) at and
-    below 0; so the gradient at 0 is scale * alpha * input_scale, and at NaN scale."""
+    """torch's elu kernel: scale * x above 0, scale * alpha * expm1(input_scale * x) at and below 0 (and at
+    NaN); so the gradient at 0 is scale * alpha * input_scale, and NaN at NaN."""
     x = _floats_only(x, what)
-    negative = x.le(0)
-    curve = expm1(negative.where(x, 0.0) * input_scale) * (alpha * scale)  # e**u - 1 for u <= 0 only
-    return negative.where(curve, x * scale)
+    positive = x.gt(0)
+    curve = expm1(positive.where(0.0, x) * input_scale) * (alpha * scale)  # e**u - 1 for u <= 0 only
+    return positive.where(x * scale, curve)
 
 
 def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
-    """x above 0, alpha (e**x - 1) at and below, as torch. Gradient alpha at 0, 1 at NaN. elu(-0.0) is -0.0.
+    """x above 0, alpha (e**x - 1) at and below, as torch. Gradient alpha at 0. elu(-0.0) is -0.0.
 
     >>> round(Tensor([-1.0]).elu().item(), 4)
     -0.6321
@@ -284,7 +288,7 @@ def tanhshrink(x: Tensor) -> Tensor:
     0.2384
     """
     x = x._float()
-    return x - x.tanh()
+    return x - x.tanh() + 0.0  # + 0.0: tanhshrink(-0.0) is +0.0, as torch's -0.0 - tanh(-0.0)
 
 
 def glu(x: Tensor, dim: int = -1) -> Tensor:
@@ -356,11 +360,18 @@ def _norm(x: Tensor, p: float, axis: int) -> Tensor:
         return x.abs().max(axis, keepdim=True)  # ties share the gradient, as torch's
     if p == 1:
         return x.abs().sum(axis, keepdim=True)
-    total = (x * x).sum(axis, keepdim=True) if p == 2 else (x.abs() ** p).sum(axis, keepdim=True)
-    nonzero = total.gt(0)
-    safe = nonzero.where(total, 1.0)  # the root's gradient is inf at 0, and 0 is what torch gives there
-    root = safe.sqrt() if p == 2 else safe ** (1 / p)
-    return nonzero.where(root, total)
+    if p == 2:
+        total = (x * x).sum(axis, keepdim=True)
+        nonzero = total.gt(0)
+        # sqrt's gradient is inf at 0, where torch's is 0: the root takes 1 there, and the result is the 0
+        return nonzero.where(nonzero.where(total, 1.0).sqrt(), total)
+    # ||x||_p = m ||x / m||_p with m = max |x| (a constant to autograd, so the gradient is exact): the sum of
+    # |x / m|**p is in [1, n], so its root's gradient (which divides by it) cannot overflow at a tiny x
+    m = x.abs().max(axis, keepdim=True).detach()
+    nonzero = m.gt(0)
+    scale = nonzero.where(m, 1.0)
+    total = ((x / scale).abs() ** p).sum(axis, keepdim=True)
+    return nonzero.where(scale * nonzero.where(total, 1.0) ** (1 / p), 0.0 * total)
 
 
 def normalize(x: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:

@@ -31,10 +31,13 @@ def expm1(u: Tensor) -> Tensor:
     -1e-10
     """
     # Kahan's expm1: (e - 1) * u / log(e) with e = e**u rounded cancels e's rounding error; e = 1 means
-    # |u| is under half an ulp of 1, where expm1(u) = u (-0.0 included); e = 0 means expm1(u) = -1
+    # |u| is under half an ulp of 1, where expm1(u) = u (-0.0 included). Below u = -1/2, e - 1 has no
+    # cancellation to repair (and log of a subnormal e would lose digits): there it is e - 1 itself
     e = u.exp()
-    ratio = (e - 1) * (u * e.eq(1).where(1.0, e).log().reciprocal())
-    value = e.eq(1).where(u, e.eq(0).where(-1.0, ratio))
+    near = u.ge(-0.5)
+    e_near = near.where(e, 0.5)
+    ratio = (e_near - 1) * (u * e_near.eq(1).where(1.0, e_near).log().reciprocal())
+    value = near.where(e_near.eq(1).where(u, ratio), e - 1)
     return with_gradient_of(value, e - 1)  # d/du = e**u
 
 
