@@ -379,7 +379,7 @@ def smooth_l1_loss(
     d = _difference(input, target, "smooth_l1_loss")
     if beta == 0:
         return _reduce(d.abs(), reduction)
-    return _reduce(_quadratic_then_linear(d, beta, 1.0) * (1 / beta), reduction)
+    return _reduce(_quadratic_then_linear(d, beta, beta) * (1 / beta), reduction)  # huber(delta=beta) / beta
 
 
 def huber_loss(
