@@ -195,6 +195,20 @@ CLASS_TARGETS = Table(
             id="cross_entropy-weight-ignore_index-smoothing-mean",
         ),
         case(
+            "x.cross_entropy(t, reduction='none')",
+            f"{F}.cross_entropy(x, t.long(), reduction='none')",
+            x=np.array([[0.0, -inf, 1.0], [-inf, -inf, 2.0], [nan, 0.0, 0.0], [inf, 0.0, 1.0]], np.float32),
+            t=np.array([0, 2, 1, 2], np.int32),
+            id="cross_entropy-minus-inf-logits-are-zero-probability-nan-and-inf-propagate",
+        ),
+        case(
+            "x.cross_entropy(t, reduction='none', label_smoothing=0.1)",
+            f"{F}.cross_entropy(x, t.long(), reduction='none', label_smoothing=0.1)",
+            x=np.array([[0.0, -inf, 1.0], [1e30, -1e30, 0.0]], np.float32),
+            t=np.array([0, 0], np.int32),
+            id="cross_entropy-smoothing-over-minus-inf-and-huge-logits",
+        ),
+        case(
             "x.nll_loss(t, size_average=False)",
             f"{F}.nll_loss(x, t.long(), size_average=False)",
             x=LOGITS,

@@ -501,22 +501,38 @@ def tanh(input: Tensor) -> Tensor:
 
 
 def softmax(
-    input: Tensor, dim: int | None = None, dtype: DType | str | None = None, *, axis: int | None = None
+    input: Tensor,
+    dim: int | None = None,
+    _stacklevel: int = 3,
+    dtype: DType | str | None = None,
+    *,
+    axis: int | None = None,
 ) -> Tensor:
     """exp(x) / sum(exp(x)) along dim (the last when none is given: torch's deprecated implicit dim is not
-    followed), computed in dtype if given."""
+    followed), computed in dtype if given. _stacklevel is torch's (for its warning), here only so that dtype
+    sits where torch's does."""
     return activations.softmax(input, dim, dtype, axis=axis)
 
 
 def log_softmax(
-    input: Tensor, dim: int | None = None, dtype: DType | str | None = None, *, axis: int | None = None
+    input: Tensor,
+    dim: int | None = None,
+    _stacklevel: int = 3,
+    dtype: DType | str | None = None,
+    *,
+    axis: int | None = None,
 ) -> Tensor:
     """log(softmax(x)) along dim (the last when none is given), computed in dtype if given."""
     return activations.log_softmax(input, dim, dtype, axis=axis)
 
 
 def softmin(
-    input: Tensor, dim: int | None = None, dtype: DType | str | None = None, *, axis: int | None = None
+    input: Tensor,
+    dim: int | None = None,
+    _stacklevel: int = 3,
+    dtype: DType | str | None = None,
+    *,
+    axis: int | None = None,
 ) -> Tensor:
     """softmax(-x) along dim (the last when none is given)."""
     return activations.softmin(input, dim, dtype, axis=axis)
