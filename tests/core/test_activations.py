@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 from oracle import Table, case
+from test_higher_order import check_hvp
 
 import limn
 import limn.nn
@@ -121,6 +122,42 @@ SHAPES = Table(
 @pytest.mark.parametrize("name", SHAPES.ids)
 def test_float64_zero_size_and_0d_inputs_match_torch(device: str, name: str) -> None:
     SHAPES.assert_agrees(device, name)
+
+
+HALF = Table(
+    [
+        case(ours, theirs, x=KINK_VALUES[np.abs(KINK_VALUES) < 60].astype(np.float16), tol=2e-3, id=f"{name}-float16")
+        for name, (ours, theirs) in ACTIVATIONS.items()
+    ]
+)
+
+
+@pytest.mark.parametrize("name", HALF.ids)
+def test_float16_matches_torch_on_the_numpy_device(name: str) -> None:
+    HALF.assert_agrees("numpy", name)  # the c device declines half widths
+
+
+# second derivatives (backward with create_graph=True), against torch's, for the activations that compose
+# exp, log1p and expm1 with a gradient of their own (limn.stable.with_gradient_of keeps every order)
+SECOND_ORDER = {
+    "softplus": (lambda x: (x * 3).softplus().sum(), lambda x: torch.nn.functional.softplus(x * 3).sum()),
+    "logsigmoid": (lambda x: (x * 3).logsigmoid().sum(), lambda x: torch.nn.functional.logsigmoid(x * 3).sum()),
+    "elu": (lambda x: x.elu().sum(), lambda x: torch.nn.functional.elu(x).sum()),
+    "celu": (lambda x: x.celu(0.5).sum(), lambda x: torch.nn.functional.celu(x, 0.5).sum()),
+    "mish": (lambda x: x.mish().sum(), lambda x: torch.nn.functional.mish(x).sum()),
+    "hardswish": (lambda x: (x * 3).hardswish().sum(), lambda x: torch.nn.functional.hardswish(x * 3).sum()),
+    "glu": (lambda x: x.glu().sum(), lambda x: torch.nn.functional.glu(x).sum()),
+    "normalize": (
+        lambda x: (x.normalize() * Tensor(np.arange(4, dtype=np.float32))).sum(),
+        lambda x: (torch.nn.functional.normalize(x) * torch.arange(4.0)).sum(),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", SECOND_ORDER)
+def test_second_derivatives_match_torch(name: str) -> None:
+    ours, theirs = SECOND_ORDER[name]
+    check_hvp(ours, theirs, [(3, 4)])
 
 
 # ---- the rest: glu, prelu, softmax with dim= and dtype=, softmin, normalize, the limn.nn spellings ----

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 from oracle import Table, case
+from test_higher_order import check_hvp
 
 import limn
 import limn.nn
@@ -659,6 +660,49 @@ ONE_HOT = Table(
 @pytest.mark.parametrize("name", ONE_HOT.ids)
 def test_one_hot_matches_torch(device: str, name: str) -> None:
     ONE_HOT.assert_agrees(device, name)
+
+
+# ---- second derivatives (backward with create_graph=True), against torch's ----
+
+Q34 = np.full((3, 4), 0.3, np.float32)
+SECOND_ORDER = {
+    "bce_with_logits": (
+        lambda x: x.binary_cross_entropy_with_logits(Tensor(Q34)),
+        lambda x: torch.nn.functional.binary_cross_entropy_with_logits(x, torch.tensor(Q34)),
+    ),
+    "bce": (
+        lambda x: x.sigmoid().binary_cross_entropy(Tensor(Q34)),
+        lambda x: torch.nn.functional.binary_cross_entropy(x.sigmoid(), torch.tensor(Q34)),
+    ),
+    "cross_entropy-probabilities-smoothing": (
+        lambda x: x.cross_entropy(Tensor(Q34), label_smoothing=0.1),
+        lambda x: torch.nn.functional.cross_entropy(x, torch.tensor(Q34), label_smoothing=0.1),
+    ),
+    "nll_loss-weight": (
+        lambda x: x.log_softmax(1).nll_loss(Tensor([0, 3, 1]), weight=Tensor([1.0, 2.0, 0.5, 3.0])),
+        lambda x: torch.nn.functional.nll_loss(
+            x.log_softmax(1), torch.tensor([0, 3, 1]), weight=torch.tensor([1.0, 2.0, 0.5, 3.0])
+        ),
+    ),
+    "smooth_l1_loss": (
+        lambda x: (x * 2).smooth_l1_loss(Tensor(np.zeros((3, 4), np.float32)), beta=0.7),
+        lambda x: torch.nn.functional.smooth_l1_loss(x * 2, torch.zeros(3, 4), beta=0.7),
+    ),
+    "kl_div-batchmean": (
+        lambda x: x.log_softmax(1).kl_div(Tensor(Q34), reduction="batchmean"),
+        lambda x: torch.nn.functional.kl_div(x.log_softmax(1), torch.tensor(Q34), reduction="batchmean"),
+    ),
+    "cosine_similarity": (
+        lambda x: x.cosine_similarity(x * x).sum(),
+        lambda x: torch.nn.functional.cosine_similarity(x, x * x).sum(),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", SECOND_ORDER)
+def test_second_derivatives_match_torch(name: str) -> None:
+    ours, theirs = SECOND_ORDER[name]
+    check_hvp(ours, theirs, [(3, 4)])
 
 
 # ---- errors: where torch raises, limn raises a typed error ----
