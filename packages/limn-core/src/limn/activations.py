@@ -1,11 +1,8 @@
 """The activations torch.nn.functional has, composed from primitives: leaky_relu, elu, softplus, mish, hardswish...
 
-Each takes a tensor (and torch's parameters, with torch's names and defaults) and gives a tensor whose values
-and gradients are torch's, at the kinks too: each function's docstring names the gradient torch picks at its
-kink and at NaN, and tests/core/test_activations.py holds every one. (At NaN, and for some signs of zero, torch's
-vectorized CPU kernels, which a float32 tensor of 16 or more values runs, disagree with its scalar ones; limn
-follows the vectorized ones.) The exp-based ones (softplus, logsigmoid, elu, mish) take only branches that
-cannot overflow, so |x| up to the float limit gives torch's finite answer.
+Each takes a tensor (and torch's parameters, names and defaults) and gives a tensor with torch's values and
+gradients, at the kinks too (each docstring names torch's choice there; at NaN, torch's vectorized CPU kernels',
+where its scalar ones differ). softplus, logsigmoid, elu and mish never overflow: |x| to 3e38 stays finite.
 Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> device.
 """
 
