@@ -18,6 +18,7 @@ from oracle import Table, case
 from test_higher_order import check_hvp
 
 import limn
+import limn.losses
 import limn.nn
 from limn import Tensor
 
@@ -287,8 +288,8 @@ def _binary_rows() -> list:
                 id=f"bce-weight-broadcast-{r}",
             ),
             case(
-                f"x.binary_cross_entropy(y.detach(), reduction={r!r})",
-                f"{F}.binary_cross_entropy(x, y.detach(), reduction={r!r})",
+                f"x.binary_cross_entropy(y, reduction={r!r})",
+                f"{F}.binary_cross_entropy(x, y, reduction={r!r})",
                 x=P_EDGE,
                 y=Y_EDGE,
                 id=f"bce-at-0-and-1-logs-clamp-at-minus-100-{r}",
@@ -377,12 +378,24 @@ def test_binary_cross_entropy_matches_torch(device: str, name: str) -> None:
     BINARY.assert_agrees(device, name)
 
 
-def test_bce_target_gradient_at_0_and_1_is_the_clamped_logs_where_torchs_is_inf() -> None:
-    # a named difference: torch's target gradient, log(1 - x) - log(x) unclamped, is +-inf at x = 0 and 1;
-    # limn's is the clamped logs' difference, +-100
+def test_bce_of_an_input_or_target_outside_0_1_is_nan_where_torch_raises() -> None:
+    # a named difference: torch checks the values and raises; limn cannot see values when it builds the
+    # graph, and the logs make NaN of them
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        torch.nn.functional.binary_cross_entropy(torch.tensor([1.5, nan]), torch.tensor([1.0, 1.0]))
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        torch.nn.functional.binary_cross_entropy(torch.tensor([0.5]), torch.tensor([nan]))
+    out = Tensor([1.5, nan]).binary_cross_entropy(Tensor([1.0, 1.0]), reduction="none")
+    assert np.isnan(out.numpy()).all()
+    assert np.isnan(Tensor([0.5]).binary_cross_entropy(Tensor([nan])).item())
+
+
+def test_bce_target_gradient_at_0_and_1_is_torchs_unclamped_inf() -> None:
     x, y = Tensor([0.0, 1.0]), Tensor([0.5, 0.5], requires_grad=True)
     x.binary_cross_entropy(y, reduction="sum").backward()
-    assert y.grad.tolist() == [100.0, -100.0]
+    tx, ty = torch.tensor([0.0, 1.0]), torch.tensor([0.5, 0.5], requires_grad=True)
+    torch.nn.functional.binary_cross_entropy(tx, ty, reduction="sum").backward()
+    assert y.grad.tolist() == ty.grad.tolist() == [inf, -inf]
 
 
 # ---- regression losses at their kinks, with every reduction ----
@@ -509,6 +522,76 @@ REGRESSION = Table(
         case("limn.nn.l1_loss(x, y)", f"{F}.l1_loss(x, y)", x=A, y=B, id="nn.l1_loss"),
     ]
 )
+
+
+SPECIAL_X = np.array([nan, inf, -inf, -0.0, 0.0, 3e38, -3e38, 1.0], np.float32)
+SPECIAL_Y = np.array([0.0, 0.0, 1.0, -0.0, nan, 3e38, 0.0, inf], np.float32)
+SPECIAL = [
+    case(
+        f"x.{name}(y, reduction='none')",
+        f"{F}.{name}(x, y, reduction='none')",
+        x=SPECIAL_X,
+        y=SPECIAL_Y,
+        id=f"{name}-nan-inf-signed-zero-huge",
+    )
+    for name in ("l1_loss", "mse_loss", "smooth_l1_loss", "huber_loss")
+] + [
+    case(
+        "x.binary_cross_entropy_with_logits(y, reduction='none')",
+        f"{F}.binary_cross_entropy_with_logits(x, y, reduction='none')",
+        x=SPECIAL_X,
+        y=np.array([0.0, 0.0, 1.0, 0.5, nan, 1.0, 0.0, 0.25], np.float32),
+        id="bce_with_logits-nan-inf-signed-zero-huge",
+    ),
+    case(
+        "x.binary_cross_entropy(y, reduction='none')",
+        f"{F}.binary_cross_entropy(x, y, reduction='none')",
+        x=np.array([0.5, 0.5, -0.0, 0.25], np.float32),
+        y=np.array([0.0, 1.0, 1.0, -0.0], np.float32),
+        id="bce-signed-zeros",
+    ),
+    case(
+        "x.kl_div(q, reduction='none')",
+        f"{F}.kl_div(x, q, reduction='none')",
+        x=np.array([nan, -inf, 0.0, -1.0], np.float32),
+        q=np.array([0.5, 0.5, nan, inf], np.float32),
+        id="kl_div-nan-and-inf",
+    ),
+    case(
+        "x.kl_div(q, reduction='batchmean')",
+        f"{F}.kl_div(x, q, reduction='batchmean')",
+        x=np.zeros((0, 3), np.float32),
+        q=np.zeros((0, 3), np.float32),
+        id="kl_div-batchmean-zero-size-batch-is-nan",
+    ),
+    case(
+        "x.binary_cross_entropy_with_logits(y)",
+        f"{F}.binary_cross_entropy_with_logits(x, y)",
+        x=np.zeros((0, 3), np.float32),
+        y=np.zeros((0, 3), np.float32),
+        id="bce_with_logits-zero-size-mean-is-nan",
+    ),
+    case(
+        "x.huber_loss(y)",
+        f"{F}.huber_loss(x, y)",
+        x=A.astype(np.float64),
+        y=B.astype(np.float64),
+        id="huber_loss-float64",
+    ),
+    case(
+        "x.binary_cross_entropy_with_logits(y)",
+        f"{F}.binary_cross_entropy_with_logits(x, y)",
+        x=(P * 8 - 4).astype(np.float64),
+        y=Y.astype(np.float64),
+        id="bce_with_logits-float64",
+    ),
+]
+SPECIALS = Table(SPECIAL)
+
+
+@pytest.mark.parametrize("name", SPECIALS.ids)
+def test_losses_over_nan_inf_signed_zeros_and_huge_values_match_torch(device: str, name: str) -> None:
+    SPECIALS.assert_agrees(device, name)
 
 
 @pytest.mark.parametrize("name", REGRESSION.ids)
@@ -833,6 +916,12 @@ def test_a_class_index_out_of_range_is_an_index_error_when_computed(loss) -> Non
     lazy = loss()
     with pytest.raises(IndexError, match="out of range"):
         lazy.numpy()
+
+
+def test_cross_entropy_keeps_its_old_import_path() -> None:
+    from limn.lookups import cross_entropy
+
+    assert cross_entropy is limn.losses.cross_entropy is Tensor.cross_entropy is limn.nn.cross_entropy
 
 
 def test_one_hot_num_classes_inferred_realizes_the_ids_as_documented() -> None:

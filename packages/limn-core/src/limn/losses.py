@@ -232,9 +232,9 @@ def binary_cross_entropy(
 ) -> Tensor:
     """-w (t log x + (1 - t) log(1 - x)) for probabilities x, with each log clamped at -100, as torch.
 
-    Gradient to x: w (x - t) / max(x (1 - x), 1e-12), torch's, finite at x = 0 and 1. Differences from
-    torch: an x outside [0, 1] gives NaN (torch raises; limn cannot see values at the call), and where x
-    is 0 or 1 exactly the target's gradient is the clamped logs' (+-100 w), where torch's is +-inf.
+    Gradients as torch's: to x, w (x - t) / max(x (1 - x), 1e-12), finite at x = 0 and 1; to t, w (log(1 - x)
+    - log x) unclamped, so +-inf at x = 0 and 1. Difference: an x or t outside [0, 1] gives NaN, where torch
+    raises (limn cannot see the values when it builds the graph).
 
     >>> round(Tensor([0.5]).binary_cross_entropy(Tensor([1.0])).item(), 4)
     0.6931
@@ -244,15 +244,27 @@ def binary_cross_entropy(
     t = _same_shape(x, target, "binary_cross_entropy")
     w = 1.0 if weight is None else _as_tensor(weight, x).cast(x.dtype)
     xd = x.detach()
-    # where x (1 - x) >= 1e-12 both logs are above -100 and the formula's own gradient is torch's
+    # where x (1 - x) >= 1e-12 both logs are above -100 and the formula's own gradients are torch's
     smooth = (xd * (1 - xd)).ge(1e-12)
     xs = smooth.where(x, 0.5)  # the other branch's x never reaches a log here, so no inf * 0 in its gradient
     inside = -(t * xs.log() + (1 - t) * log1p(-xs)) * w
-    # elsewhere the clamped value, and torch's gradient w (x - t) / max(x (1 - x), 1e-12) carried by x - x
-    clamped = -(t * xd.log().clip(-100.0) + (1 - t) * log1p_value(-xd).clip(-100.0)) * w
-    slope = smooth.where(0.0, (xd - t.detach()) * (xd * (1 - xd)).clip(1e-12).reciprocal() * w)
-    edge = clamped - (0.0 - (x - xd) * slope.detach())  # exactly `clamped`: the carried term is +-0
-    return _reduce(smooth.where(inside, edge), reduction)
+    return _reduce(smooth.where(inside, _bce_edge(x, t, w, smooth)), reduction)
+
+
+def _bce_edge(x: Tensor, t: Tensor, w: Tensor | float, smooth: Tensor) -> Tensor:
+    """binary_cross_entropy where x (1 - x) < 1e-12: the clamped value, with torch's gradients carried by
+    z = x - x and t - t (exactly +-0, so the value stays the clamped one): z * d for a finite d, and
+    sqrt(z) * sign(d) (gradient inf) for the infinite target gradient at x = 0 and 1."""
+    xd, td = x.detach(), t.detach()
+    log_x, log_1mx = xd.log(), log1p_value(-xd)  # unclamped: -inf at the ends
+    wd = w.detach() if isinstance(w, Tensor) else w
+    clamped = -(td * log_x.clip(-100.0) + (1 - td) * log_1mx.clip(-100.0)) * w
+    dx = smooth.where(0.0, (xd - td) * (xd * (1 - xd)).clip(1e-12).reciprocal() * wd)  # torch's, finite
+    dt = smooth.where(0.0, (log_1mx - log_x) * wd)  # torch's, +-inf at x = 0 and 1
+    finite = dt.isfinite()
+    zt = t - td
+    by_t = finite.where(zt * finite.where(dt, 0.0), finite.where(1.0, zt).sqrt() * dt.gt(0).where(1.0, -1.0))
+    return clamped - (0.0 - ((x - xd) * dx + by_t))  # exactly `clamped`: the carried terms are +-0
 
 
 def binary_cross_entropy_with_logits(
