@@ -423,8 +423,8 @@ def kl_div(
 ) -> Tensor:
     """KL(target || input) pointwise for log-probabilities input: t (log t - input), 0 where t = 0 (torch's
     xlogy), or e**t (t - input) with log_target. "batchmean" divides the sum by input.shape[0] (torch's
-    advice; "mean" averages over every element, as torch). Difference: torch's gradient to a target
-    that is 0 is NaN; limn's is 0.
+    advice; "mean" averages over every element, as torch). The gradient to a target of 0 is NaN, as
+    torch's (its xlogy's t / t).
 
     >>> round(Tensor([0.0, 0.0]).kl_div(Tensor([0.5, 0.5]), reduction="sum").item(), 4)
     -0.6931
@@ -438,6 +438,9 @@ def kl_div(
     else:
         zero = t.eq(0)
         xlogy = zero.where(0.0, t * zero.where(1.0, t).log())  # t log t, 0 at t = 0
+        # torch's gradient there is 0 / 0: s - s with s = sqrt(t - t) is +0 with gradient (1 - 1) * inf = NaN
+        root = zero.where(t - t.detach(), 1.0).sqrt()
+        xlogy = xlogy - (0.0 - zero.where(root - root, 0.0))  # exactly xlogy: the carried term is +0
         loss = xlogy - t * x  # kl: t log t - t x
     out = _reduce(loss, reduction)
     return out / x.shape[0] if batchmean and x.ndim else out
