@@ -1,14 +1,14 @@
-"""Lookups and the loss built on them, composed from GATHER and SCATTER: embedding, one_hot, cross_entropy.
+"""Lookups composed from GATHER and SCATTER: embedding and one_hot (cross_entropy moved to limn.losses).
 
 Each takes a tensor and int indices (a tensor, or host data that becomes one) and gives a tensor: rows of
-a table, one-hot rows, or torch's cross-entropy of logits against class targets. An index out of range is
-an IndexError when the value is computed (the numpy device and the compiled ones check before writing).
+a table, or one-hot rows. An index out of range is an IndexError when the value is computed (the numpy
+device and the compiled ones check before writing). lookups.cross_entropy still names losses.cross_entropy.
 Pipeline: **tensor (composed ops)** -> graph (GATHER, SCATTER) -> schedule -> IR -> renderer -> device.
 """
 
 from __future__ import annotations
 
-from limn import dtypes
+from limn import dtypes, losses
 from limn.primitives import Tensor, index_tensor
 
 
@@ -25,39 +25,37 @@ def embedding(x: Tensor, idx: Tensor) -> Tensor:
     return x.gather(flat, axis=0).reshape(idx.shape + (x.shape[1],))
 
 
-def one_hot(x: Tensor, num_classes: int) -> Tensor:
-    """Int class ids of shape S -> (*S, num_classes) int32 with a 1 at each id. It is a scatter, so an id
-    outside [0, num_classes) is an IndexError when the value is computed, not a silent row of zeros."""
-    idx = index_tensor(x, "one_hot").unsqueeze(-1)  # S -> (*S, 1)
+def one_hot(x: Tensor, num_classes: int = -1) -> Tensor:
+    """Int class ids of shape S -> (*S, num_classes) int32 with a 1 at each id, as torch (whose result is
+    int64). It is a scatter, so an id outside [0, num_classes) is an IndexError when the value is computed,
+    not a silent row of zeros.
+
+    Trap: num_classes=-1 (the default, as torch) infers max(x) + 1, which realizes x now to read its
+    values (an empty x or a negative id raises ValueError, as in torch).
+
+    >>> Tensor([0, 2]).one_hot().tolist()
+    [[1, 0, 0], [0, 0, 1]]
+    """
+    idx = index_tensor(x, "one_hot")
+    if num_classes == -1:
+        num_classes = _inferred_classes(idx)
+    elif num_classes < 0:
+        raise ValueError(f"one_hot: num_classes must be >= 0, or -1 to infer it from the ids; got {num_classes}")
+    idx = idx.unsqueeze(-1)  # S -> (*S, 1)
     ones = Tensor.ones(idx.shape, dtype=dtypes.int32, device=x.device)
     zeros = Tensor.zeros(idx.shape[:-1] + (num_classes,), dtype=dtypes.int32, device=x.device)
     return zeros.scatter_add(idx, ones, axis=-1)  # (*S, num_classes)
 
 
-def cross_entropy(
-    x: Tensor, target: Tensor, ignore_index: int = -100, label_smoothing: float = 0.0, reduction: str = "mean"
-) -> Tensor:
-    """torch.nn.functional.cross_entropy for logits (N, C) or (N, C, ...) and int class targets (N, ...).
-    loss = (1 - s) * -log p[target] + s * mean_c(-log p[c]); targets equal to ignore_index count nothing,
-    and "mean" divides by the targets that count (NaN when none does, as torch)."""
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', not {reduction!r}")
-    logits = x if x.ndim > 1 else x.unsqueeze(0)
-    target = index_tensor(target, "cross_entropy")
-    target = target if x.ndim > 1 else target.reshape(1)
-    if target.shape != logits.shape[:1] + logits.shape[2:]:
-        raise ValueError(
-            f"cross_entropy: logits {x.shape} need targets of shape "
-            f"{logits.shape[:1] + logits.shape[2:]}, got {target.shape}"
-        )
-    logp = logits.log_softmax(axis=1)  # (N, C, ...)
-    valid = target.ne(ignore_index)
-    safe = valid.where(target, 0).cast(target.dtype).unsqueeze(1)  # ignored rows read class 0
-    nll = -logp.gather(safe, axis=1).squeeze(1)  # (N, ...)
-    loss = nll if label_smoothing == 0 else (1 - label_smoothing) * nll - label_smoothing * logp.mean(axis=1)
-    loss = valid.where(loss, 0.0)
-    if reduction == "none":
-        return loss if x.ndim > 1 else loss.reshape(())
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / valid.cast(loss.dtype).sum()
+def _inferred_classes(idx: Tensor) -> int:
+    """max(idx) + 1, read from the realized ids: one_hot's num_classes=-1."""
+    if idx.size == 0:
+        raise ValueError("one_hot: cannot infer num_classes from an empty tensor (torch cannot either); pass it")
+    low, high = idx.min().item(), idx.max().item()
+    if low < 0:
+        raise ValueError(f"one_hot: class ids must be non-negative to infer num_classes, got {low}")
+    return int(high) + 1
+
+
+# the loss lived here before limn.losses; this import path keeps working
+cross_entropy = losses.cross_entropy

@@ -10,6 +10,7 @@ Pipeline: **tensor** -> graph -> schedule -> IR -> renderer -> device.
 from __future__ import annotations
 
 from limn import conversions, creation, dtypes, elementwise, lookups, power, reductions, shaping
+from limn import activations, creation, elementwise, lookups, losses, power, reductions, shaping
 from limn.creation import manual_seed
 from limn.engine import observers, realize
 from limn.primitives import Scalar, Tensor, TensorLike
@@ -90,10 +91,48 @@ Tensor.all = reductions.all
 Tensor.matmul = reductions.matmul
 Tensor.dot = reductions.dot
 
-# ---- lookups and losses (limn.lookups) ----
+# ---- lookups (limn.lookups) ----
 Tensor.embedding = lookups.embedding
 Tensor.one_hot = lookups.one_hot
-Tensor.cross_entropy = lookups.cross_entropy
+
+# ---- activations and losses (limn.activations, limn.losses) ----
+Tensor.leaky_relu = activations.leaky_relu
+Tensor.elu = activations.elu
+Tensor.selu = activations.selu
+Tensor.celu = activations.celu
+Tensor.softplus = activations.softplus
+Tensor.logsigmoid = activations.logsigmoid
+Tensor.mish = activations.mish
+Tensor.swish = activations.swish
+Tensor.quick_gelu = activations.quick_gelu
+Tensor.softsign = activations.softsign
+Tensor.tanhshrink = activations.tanhshrink
+Tensor.hardtanh = activations.hardtanh
+Tensor.relu6 = activations.relu6
+Tensor.hardsigmoid = activations.hardsigmoid
+Tensor.hardswish = activations.hardswish
+Tensor.threshold = activations.threshold
+Tensor.softshrink = activations.softshrink
+Tensor.hardshrink = activations.hardshrink
+Tensor.prelu = activations.prelu
+Tensor.glu = activations.glu
+Tensor.normalize = activations.normalize
+Tensor.softmin = activations.softmin
+Tensor.softmax = activations.softmax  # reductions.softmax with torch's dim= and dtype= beside axis=
+Tensor.log_softmax = activations.log_softmax
+Tensor.nll_loss = losses.nll_loss
+Tensor.cross_entropy = losses.cross_entropy
+Tensor.sparse_categorical_crossentropy = losses.sparse_categorical_crossentropy
+Tensor.binary_cross_entropy = losses.binary_cross_entropy
+Tensor.binary_cross_entropy_with_logits = losses.binary_cross_entropy_with_logits
+Tensor.binary_crossentropy = losses.binary_crossentropy
+Tensor.binary_crossentropy_logits = losses.binary_crossentropy_logits
+Tensor.l1_loss = losses.l1_loss
+Tensor.mse_loss = losses.mse_loss
+Tensor.smooth_l1_loss = losses.smooth_l1_loss
+Tensor.huber_loss = losses.huber_loss
+Tensor.kl_div = losses.kl_div
+Tensor.cosine_similarity = losses.cosine_similarity
 
 # ---- dtypes: conversion methods and torch's small spellings (limn.conversions) ----
 Tensor.to = conversions.to

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from limn import dtypes
+from limn import activations, dtypes, lookups, losses
 from limn.dtypes import DType
 from limn.ops import Op
 from limn.tensor import Tensor, realize
@@ -29,17 +29,49 @@ __all__ = [
     "Embedding",
     "LayerNorm",
     "Linear",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "celu",
     "conv",
+    "cosine_similarity",
     "cross_entropy",
+    "elu",
     "gelu",
+    "glu",
+    "hardshrink",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
+    "huber_loss",
+    "kl_div",
+    "l1_loss",
+    "leaky_relu",
     "load_state_dict",
     "log_softmax",
+    "logsigmoid",
+    "mish",
     "mse_loss",
     "named_parameters",
+    "nll_loss",
+    "normalize",
+    "one_hot",
     "parameters",
+    "prelu",
     "relu",
+    "relu6",
+    "selu",
+    "sigmoid",
+    "silu",
+    "smooth_l1_loss",
     "softmax",
+    "softmin",
+    "softplus",
+    "softshrink",
+    "softsign",
     "state_dict",
+    "tanh",
+    "tanhshrink",
+    "threshold",
 ]
 
 IntOrPair = int | Sequence[int]
@@ -368,48 +400,168 @@ def _split(x: Tensor, axis: int, sizes: tuple[int, ...]) -> Tensor:
     return x.reshape(x.shape[:axis] + sizes + x.shape[axis + 1 :])
 
 
-# ---- activations and losses, as functions ----
+# ---- activations and losses, as functions: torch.nn.functional's names, signatures and defaults ----
+#
+# The work is in limn.activations and limn.losses (Tensor methods too); these are torch's F spellings. torch's
+# inplace=True has no lazy equivalent, so it raises rather than quietly computing out of place.
 
 
-def relu(x: Tensor) -> Tensor:
-    return x.relu()
+def _out_of_place(inplace: bool, what: str) -> None:
+    if inplace:
+        raise NotImplementedError(
+            f"{what}(inplace=True): limn tensors are values, not storage to overwrite; use y = {what}(x)"
+        )
 
 
-def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """max(x, 0); gradient 0 at 0, as torch."""
+    _out_of_place(inplace, "relu")
+    return input.relu()
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(x, 0), 6); gradient 0 at 0 and 6, 1 at NaN, as torch."""
+    _out_of_place(inplace, "relu6")
+    return activations.relu6(input)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """x if x > 0 else negative_slope * x; gradient negative_slope at 0, as torch."""
+    _out_of_place(inplace, "leaky_relu")
+    return activations.leaky_relu(input, negative_slope)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x if x > 0 else alpha (e**x - 1); gradient alpha at 0, as torch."""
+    _out_of_place(inplace, "elu")
+    return activations.elu(input, alpha)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """scale * elu(x, alpha) with torch's constants."""
+    _out_of_place(inplace, "selu")
+    return activations.selu(input)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x if x > 0 else alpha (e**(x / alpha) - 1), as torch."""
+    _out_of_place(inplace, "celu")
+    return activations.celu(input, alpha)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x Phi(x) with erf ('none', torch's default) or torch's tanh approximation ('tanh')."""
-    return x.gelu(approximate)
+    return input.gelu(approximate)
 
 
-def softmax(x: Tensor, axis: int = -1) -> Tensor:
-    return x.softmax(axis)
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * sigmoid(x)."""
+    _out_of_place(inplace, "silu")
+    return activations.silu(input)
 
 
-def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
-    return x.log_softmax(axis)
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * tanh(softplus(x)), stable for any |x|."""
+    _out_of_place(inplace, "mish")
+    return activations.mish(input)
 
 
-def cross_entropy(
-    logits: Tensor,
-    target: Tensor,
-    ignore_index: int = -100,
-    label_smoothing: float = 0.0,
-    reduction: str = "mean",
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """x clamped into [min_val, max_val]; gradient 1 strictly inside and at NaN, as torch."""
+    _out_of_place(inplace, "hardtanh")
+    return activations.hardtanh(input, min_val, max_val)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """clamp(x / 6 + 1/2, 0, 1)."""
+    _out_of_place(inplace, "hardsigmoid")
+    return activations.hardsigmoid(input)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * hardsigmoid(x), with torch's gradient."""
+    _out_of_place(inplace, "hardswish")
+    return activations.hardswish(input)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """value where x <= threshold, else x."""
+    _out_of_place(inplace, "threshold")
+    return activations.threshold(input, threshold, value)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """1 / (1 + e**-x), stable for any |x|."""
+    return input.sigmoid()
+
+
+def tanh(input: Tensor) -> Tensor:
+    """The hyperbolic tangent."""
+    return input.tanh()
+
+
+def softmax(
+    input: Tensor,
+    dim: int | None = None,
+    _stacklevel: int = 3,
+    dtype: DType | str | None = None,
+    *,
+    axis: int | None = None,
 ) -> Tensor:
-    """torch.nn.functional.cross_entropy: logits (N, C) or (N, C, ...) and int class targets (N, ...).
-    Targets equal to ignore_index add nothing, and the mean is over the others."""
-    return logits.cross_entropy(target, ignore_index, label_smoothing, reduction)
+    """exp(x) / sum(exp(x)) along dim (the last when none is given: torch's deprecated implicit dim is not
+    followed), computed in dtype if given. _stacklevel is torch's (for its warning), here only so that dtype
+    sits where torch's does."""
+    return activations.softmax(input, dim, dtype, axis=axis)
 
 
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """(input - target)**2, averaged ('mean'), summed ('sum') or kept ('none')."""
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"mse_loss: reduction must be 'mean', 'sum' or 'none', not {reduction!r}")
-    if input.shape != target.shape:
-        raise ValueError(f"mse_loss: input {input.shape} and target {target.shape} must have one shape")
-    err = (input - target).square()
-    if reduction == "none":
-        return err
-    return err.sum() if reduction == "sum" else err.mean()
+def log_softmax(
+    input: Tensor,
+    dim: int | None = None,
+    _stacklevel: int = 3,
+    dtype: DType | str | None = None,
+    *,
+    axis: int | None = None,
+) -> Tensor:
+    """log(softmax(x)) along dim (the last when none is given), computed in dtype if given."""
+    return activations.log_softmax(input, dim, dtype, axis=axis)
+
+
+def softmin(
+    input: Tensor,
+    dim: int | None = None,
+    _stacklevel: int = 3,
+    dtype: DType | str | None = None,
+    *,
+    axis: int | None = None,
+) -> Tensor:
+    """softmax(-x) along dim (the last when none is given)."""
+    return activations.softmin(input, dim, dtype, axis=axis)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """(*S) int ids -> (*S, num_classes) int32 one-hot rows; -1 infers max + 1 (and realizes the ids)."""
+    return lookups.one_hot(tensor, num_classes)
+
+
+softplus = activations.softplus
+logsigmoid = activations.logsigmoid
+softsign = activations.softsign
+tanhshrink = activations.tanhshrink
+softshrink = activations.softshrink
+hardshrink = activations.hardshrink
+glu = activations.glu
+prelu = activations.prelu
+normalize = activations.normalize
+nll_loss = losses.nll_loss
+cross_entropy = losses.cross_entropy
+binary_cross_entropy = losses.binary_cross_entropy
+binary_cross_entropy_with_logits = losses.binary_cross_entropy_with_logits
+l1_loss = losses.l1_loss
+mse_loss = losses.mse_loss
+smooth_l1_loss = losses.smooth_l1_loss
+huber_loss = losses.huber_loss
+kl_div = losses.kl_div
+cosine_similarity = losses.cosine_similarity
 
 
 # ---- finding parameters ----
