@@ -9,8 +9,7 @@ Pipeline: **tensor** -> graph -> schedule -> IR -> renderer -> device.
 
 from __future__ import annotations
 
-from limn import conversions, creation, dtypes, elementwise, lookups, power, reductions, shaping
-from limn import activations, creation, elementwise, lookups, losses, power, reductions, shaping
+from limn import activations, conversions, creation, dtypes, elementwise, lookups, losses, power, reductions, shaping
 from limn.creation import manual_seed
 from limn.engine import observers, realize
 from limn.primitives import Scalar, Tensor, TensorLike
