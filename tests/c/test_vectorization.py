@@ -330,18 +330,6 @@ ALLOWED = (
         "codegen's)",
         gcc_says="couldn't vectorize loop",
     ),
-    Allowance(
-        "a select AVX2 keeps as a branch",
-        r"\? \w+ : \w+\)",
-        "under gcc's default -ftrapping-math an operation that may raise a floating-point flag (a multiply, "
-        "an int-to-float conversion) may not run where the C does not run it. Once gcc has moved one into an "
-        "arm of a ?: (a masked softmax's exp, say), AVX-512 runs the arm under a mask, but AVX2 has no "
-        "masked arithmetic and the loop keeps its branch. -fno-trapping-math in backend_c.BASE_FLAGS (the "
-        "same bits: nothing reads the flags) vectorizes every one of these; so would WHERE spelled as a bit "
-        "blend, as the prelude's limn_pickf is",
-        gcc_says="control flow in loop",
-        isas=("x86-64-v3",),
-    ),
 )
 
 

@@ -1,13 +1,14 @@
 """The C every kernel library starts with: the helpers rendered kernels call, and the rows that name them.
 
 float16 and bfloat16 conversions (round to nearest even, bit for bit what ml_dtypes does), float32 exp and log
-that vectorize, and LIMN_IVDEP, which marks loops whose iterations are independent. HALF_WIDTHS and MATH_FUNCS
-are the entries of the C-style base (limn.cstyle) that CRenderer (c_source.py) overrides to call them.
+that vectorize, and LIMN_IVDEP, which marks loops whose iterations are independent. HALF_WIDTHS, MATH_FUNCS
+and SELECTS are the entries of the C-style base (limn.cstyle) that CRenderer (c_source.py) overrides to call them.
 Pipeline: IR -> C source (c_source.py) -> **this prelude + the kernels** -> cc.
 """
 
 from limn import cstyle, dtypes
 from limn.cstyle import CType
+from limn.ops import Op
 
 # the half widths are 16-bit patterns in memory and floats while computed, converted by the helpers below
 HALF_WIDTHS: dict[dtypes.DType, CType] = {
@@ -18,7 +19,17 @@ HALF_WIDTHS: dict[dtypes.DType, CType] = {
 # float32 exp and log are the prelude's polynomials, which vectorize; the rest is C99's <math.h>
 MATH_FUNCS: dict[str, dict[str, str]] = {
     **cstyle.MATH_FUNCS,
-    "float": {**cstyle.MATH_FUNCS["float"], "exp": "limn_expf", "log": "limn_logf"},
+    "float": {**cstyle.MATH_FUNCS["float"], "exp": "limn_expf", "log": "limn_logf", "pick": "limn_pickf"},
+    "double": {**cstyle.MATH_FUNCS["double"], "pick": "limn_pickd"},
+}
+
+# WHERE as a blend of bits for every dtype (see limn_pick_uint32_t below for why not C's ?:); the rest of each
+# table is the C-style base's. An int blends in the unsigned type its arithmetic wraps in ({u}), a bool (an
+# int 0 or 1 while computed) in 32 bits.
+SELECTS: dict[str, dict[Op, str]] = {
+    "float": {**cstyle.C_OPS, Op.WHERE: "{pick}({a}, {b}, {c})"},
+    "int": {**cstyle.C_INT_OPS, Op.WHERE: "({t})limn_pick_{u}({a}, ({u}){b}, ({u}){c})"},
+    "bool": {**cstyle.C_BOOL_OPS, Op.WHERE: "(int)limn_pick_uint32_t({a}, (uint32_t){b}, (uint32_t){c})"},
 }
 
 PRELUDE = r"""#include <stdint.h>
@@ -70,6 +81,27 @@ static inline uint32_t limn_pick(int when, uint32_t a, uint32_t b) {
 
 static inline float limn_pickf(int when, float a, float b) {
     return limn_float(limn_pick(when, limn_bits(a), limn_bits(b)));
+}
+
+/* Every WHERE is one of these blends, never a ?: (SELECTS below). gcc 12.2 at -O3 with -fno-trapping-math
+   turns a ?: whose arm is a load only that arm reads into a masked load, and its loop vectorizer then
+   drops that load's permutation when the value is broadcast along an inner loop: out[i][j] = c[i] ? x[i] :
+   0 read x[j] (tests/c/test_where_blend.py holds three such kernels). A blend reads both arms always. */
+static inline uint32_t limn_pick_uint32_t(int when, uint32_t a, uint32_t b) { return limn_pick(when, a, b); }
+
+static inline uint64_t limn_pick_uint64_t(int when, uint64_t a, uint64_t b) {
+    const uint64_t mask = (uint64_t)0 - (uint64_t)(when != 0);
+    return (a & mask) | (b & ~mask);
+}
+
+static inline double limn_pickd(int when, double a, double b) {
+    uint64_t x, y;
+    memcpy(&x, &a, 8);
+    memcpy(&y, &b, 8);
+    x = limn_pick_uint64_t(when, x, y);
+    double d;
+    memcpy(&d, &x, 8);
+    return d;
 }
 
 /* float16 and bfloat16 are stored as 16-bit patterns and computed in float32; these convert with
