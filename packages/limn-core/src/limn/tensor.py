@@ -9,7 +9,7 @@ Pipeline: **tensor** -> graph -> schedule -> IR -> renderer -> device.
 
 from __future__ import annotations
 
-from limn import creation, elementwise, lookups, power, reductions, shaping
+from limn import creation, elementwise, lookups, power, reductions, scans, shaping, sorting
 from limn.creation import manual_seed
 from limn.engine import observers, realize
 from limn.primitives import Scalar, Tensor, TensorLike
@@ -94,6 +94,32 @@ Tensor.dot = reductions.dot
 Tensor.embedding = lookups.embedding
 Tensor.one_hot = lookups.one_hot
 Tensor.cross_entropy = lookups.cross_entropy
+
+
+# ---- reductions, scans and sorting (limn.reductions, limn.scans, limn.sorting) ----
+Tensor.prod = reductions.prod
+Tensor.amax = reductions.amax
+Tensor.amin = reductions.amin
+Tensor.aminmax = reductions.aminmax
+Tensor.std_mean = reductions.std_mean
+Tensor.var_mean = reductions.var_mean
+Tensor.count_nonzero = reductions.count_nonzero
+Tensor.norm = reductions.norm
+Tensor.vector_norm = reductions.vector_norm
+Tensor.cumsum = scans.cumsum
+Tensor.cumprod = scans.cumprod
+Tensor.cummax = scans.cummax
+Tensor.cummin = scans.cummin
+Tensor.logcumsumexp = scans.logcumsumexp
+Tensor.sort = sorting.sort
+Tensor.argsort = sorting.argsort
+Tensor.msort = sorting.msort
+Tensor.topk = sorting.topk
+Tensor.kthvalue = sorting.kthvalue
+Tensor.median = sorting.median
+Tensor.unique = sorting.unique
+Tensor.searchsorted = sorting.searchsorted
+Tensor.bucketize = sorting.bucketize
 
 
 # ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----

@@ -1,0 +1,222 @@
+"""Sorting and what is built on it: sort, argsort, msort, topk, kthvalue, median, unique, searchsorted, bucketize.
+
+Each takes a tensor and a dim and gives values and int32 indices (torch: int64) in torch's order: stable, NaN
+last ascending and first descending. The sort counts, for each cell, the cells that come before it (a compare
+of every pair and a SUM), and SCATTERs each index to that rank; the values are a GATHER at those indices, so
+gradients flow to the picked elements, as torch's. unique depends on the data: it computes its input now.
+Pipeline: **tensor (composed ops)** -> graph (CMPLT, SUM, SCATTER, GATHER) -> schedule -> IR -> device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from limn import dtypes
+from limn.primitives import Tensor, TensorLike, normalize_axis
+from limn.reductions import ValuesIndices
+
+# The composition: rank[i] = #{j : cell j sorts before cell i}, a stable total order (ties by position), so
+# the ranks are a permutation and perm[rank[i]] = i is one SCATTER. It costs n**2 compares per slice in one
+# reduce kernel (and an (..., n, n) array on the numpy device), against a bitonic network's n log2(n)**2 in
+# log2(n)**2 / 2 dependent steps, each a kernel of its own; for the axes models sort (a vocabulary's top-k,
+# a few thousand cells) the one kernel is the cheaper, and its order is exact by construction.
+
+
+def _sort_keys(x: Tensor, descending: bool) -> tuple[Tensor, Tensor | None]:
+    """(value, nan) keys whose ascending order is the sort's: descending sorts -x (~x for ints, which never
+    wraps), NaN sorts last ascending and first descending, as torch. nan is None for ints and bools."""
+    if x.dtype == dtypes.bool_:
+        x = x.cast(dtypes.int32)
+    if not x.dtype.is_float:
+        return (-x - 1 if descending else x), None  # ~x = -x - 1 reverses the order of every int
+    isnan = x.isnan()
+    value = isnan.where(0.0, -x if descending else x)  # NaNs compare by their flag alone
+    return value, (isnan.logical_not() if descending else isnan).cast(dtypes.int32)
+
+
+def _before(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """(a < b, b < a): neither holds exactly where a and b tie."""
+    return a.lt(b), b.lt(a)
+
+
+def _permutation(x: Tensor, descending: bool) -> Tensor:
+    """The stable sort's indices along the last dim: (..., n) int32, perm[..., r] = the cell of rank r."""
+    n = x.shape[-1]
+    value, nan = _sort_keys(x.detach(), descending)
+    position = Tensor.arange(n, device=x.device)
+    # before[..., i, j]: cell j sorts before cell i (j along the last dim), by (nan, value, position)
+    below, above = _before(value.unsqueeze(-2), value.unsqueeze(-1))  # (..., n, n)
+    before = below.logical_or(above.logical_not().logical_and(position.lt(position.unsqueeze(-1))))
+    if nan is not None:
+        nan_below, nan_above = _before(nan.unsqueeze(-2), nan.unsqueeze(-1))
+        before = nan_below.logical_or(nan_above.logical_not().logical_and(before))
+    rank = before.cast(dtypes.int32).sum(-1)  # (..., n): how many cells come first
+    zeros = Tensor.zeros(x.shape, dtype=dtypes.int32, device=x.device)
+    return zeros.scatter_add(rank, position.broadcast_to(x.shape), axis=-1)  # perm[rank[i]] = i
+
+
+def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> ValuesIndices:
+    """torch.sort: (values, indices) along dim, ascending unless descending. The order is always stable (equal
+    values keep their order, -0.0 and 0.0 are equal), which torch's CPU sort gives too, so stable= changes
+    nothing. NaN sorts last ascending and first descending, as torch. Gradients flow to the picked values.
+
+    >>> Tensor([3.0, 1.0, 2.0]).sort().indices.tolist()
+    [1, 2, 0]
+    """
+    axis = normalize_axis(dim, x.ndim, "sort")
+    if x.ndim == 0:
+        return ValuesIndices(x, Tensor.full((), 0, dtype=dtypes.int32, device=x.device))
+    last = x.transpose(axis, -1)  # the sorted dim last
+    perm = _permutation(last, descending)
+    values = last.gather(perm, axis=-1)
+    return ValuesIndices(values.transpose(axis, -1), perm.transpose(axis, -1))
+
+
+def argsort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """torch.argsort: the indices of sort (stable, as sort's)."""
+    return x.sort(dim, descending, stable).indices
+
+
+def msort(x: Tensor) -> Tensor:
+    """torch.msort: the values of x sorted along dim 0."""
+    return x.sort(0).values
+
+
+def _pick(pair: ValuesIndices, axis: int, start: int, stop: int) -> ValuesIndices:
+    """Cells [start, stop) along axis of both tensors of the pair."""
+    box = tuple((start, stop) if d == axis else (0, s) for d, s in enumerate(pair.values.shape))
+    return ValuesIndices(pair.values.shrink(box), pair.indices.shrink(box))
+
+
+def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> ValuesIndices:
+    """torch.topk: the k largest (smallest, largest=False) values along dim and their indices, in sorted order
+    (sorted=False gives the same order; torch leaves it unspecified). NaN counts as the largest.
+
+    Trap: among equal values limn picks the lowest indices first (the stable order); torch's CPU topk picks
+    ties in an order of its own, so with ties the indices (and which tie gets the gradient) can differ from
+    torch's, while the values agree (tests/core/test_sorting.py names it).
+
+    >>> Tensor([1.0, 5.0, 3.0]).topk(2).values.tolist()
+    [5.0, 3.0]
+    """
+    axis = normalize_axis(dim, x.ndim, "topk")
+    n = x.shape[axis] if x.ndim else 1
+    if not 0 <= k <= n:
+        raise IndexError(f"topk: k={k} is out of range for dim {dim} of size {n} in shape {x.shape}; use 0 <= k <= {n}")
+    if x.ndim == 0:
+        return x.sort()
+    return _pick(x.sort(axis, descending=largest), axis, 0, k)
+
+
+def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
+    """torch.kthvalue: the k-th smallest value along dim (k from 1) and its index, NaN counting as the largest;
+    among equal values the stable order's (the k-th of them in position order).
+
+    >>> Tensor([3.0, 1.0, 2.0]).kthvalue(2).values.item()
+    2.0
+    """
+    axis = normalize_axis(dim, x.ndim, "kthvalue")
+    n = x.shape[axis] if x.ndim else 1
+    if not 1 <= k <= n:
+        raise IndexError(f"kthvalue: k={k} is out of range for dim {dim} of size {n} in shape {x.shape}; use 1..{n}")
+    if x.ndim == 0:
+        return x.sort()
+    picked = _pick(x.sort(axis), axis, k - 1, k)
+    if keepdim:
+        return picked
+    return ValuesIndices(picked.values.squeeze(axis), picked.indices.squeeze(axis))
+
+
+def median(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
+    """torch.median: the lower median (the ((n - 1) // 2)-th smallest, from 0). Without dim, the value over every
+    element (NaN for an empty tensor); with dim, (values, indices) along it. A slice holding NaN has median NaN
+    at the index of its first NaN, as torch (nanmedian is not here).
+
+    >>> Tensor([4.0, 1.0, 3.0, 2.0]).median().item()
+    2.0
+    """
+    if dim is None:
+        if x.size == 0:
+            return Tensor.full((), float("nan"), dtype=x.dtype if x.dtype.is_float else dtypes.float32)
+        return x.reshape(-1).median(0).values
+    axis = normalize_axis(dim, x.ndim, "median")
+    if x.ndim == 0:
+        return x.sort()
+    n = x.shape[axis]
+    if n == 0:
+        raise IndexError(f"median: dim {dim} of shape {x.shape} is empty, and the median of no values is undefined")
+    ordered = x.sort(axis)
+    at = Tensor.full(tuple(1 if d == axis else s for d, s in enumerate(x.shape)), (n - 1) // 2, device=x.device)
+    if x.dtype.is_float:
+        nans = x.isnan().cast(dtypes.int32).sum(axis, keepdim=True)
+        at = nans.gt(0).where(n - nans, at)  # NaNs sort last in position order: the first sits at n - count
+    at = at.cast(dtypes.int32)
+    picked = ValuesIndices(ordered.values.gather(at, axis), ordered.indices.gather(at, axis))
+    if keepdim:
+        return picked
+    return ValuesIndices(picked.values.squeeze(axis), picked.indices.squeeze(axis))
+
+
+def unique(
+    x: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
+) -> Tensor | tuple[Tensor, ...]:
+    """torch.unique over the flattened tensor: the distinct values in ascending order (NaNs each their own, last),
+    with the index of each input cell's value (return_inverse, x's shape) and each value's count (return_counts).
+
+    Trap: how many values come out depends on the data, so x is computed now (unlike every other op here) and
+    the results are new tensors with no gradient history. dim= is not supported (NotImplementedError).
+
+    >>> Tensor([2, 1, 2]).unique().tolist()
+    [1, 2]
+    """
+    if dim is not None:
+        raise NotImplementedError("unique(dim=...): limn has unique over the flattened tensor only; omit dim")
+    values, inverse, counts = np.unique(x.numpy(), return_inverse=True, return_counts=True, equal_nan=False)
+    out = [Tensor(values, dtype=x.dtype, device=x.device)]
+    if return_inverse:
+        out.append(Tensor(inverse.reshape(x.shape), dtype=dtypes.int32, device=x.device))
+    if return_counts:
+        out.append(Tensor(counts, dtype=dtypes.int32, device=x.device))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def searchsorted(
+    sorted_sequence: Tensor, values: TensorLike, *, right: bool = False, side: str | None = None
+) -> Tensor:
+    """torch.searchsorted(sorted_sequence, values) as a method of the sequence: for each value, the index where it
+    would be inserted to keep the innermost dim sorted, before equal values (after them with right=True or
+    side="right"), int32. A 1-D sequence serves values of any shape; otherwise the leading dims match.
+
+    Trap: the sequence must be sorted and free of NaN (a NaN value goes last, as torch); each index counts the
+    cells below the value, one compare per pair, rather than torch's binary search.
+
+    >>> Tensor([1.0, 2.0, 3.0]).searchsorted(Tensor([2.0, 0.0])).tolist()
+    [1, 0]
+    """
+    if side is not None:
+        if side not in ("left", "right"):
+            raise ValueError(f"searchsorted: side must be 'left' or 'right', not {side!r}")
+        right = side == "right"
+    scalar = not isinstance(values, Tensor)
+    values = values if isinstance(values, Tensor) else Tensor(values, device=sorted_sequence.device)
+    seq = sorted_sequence
+    if seq.ndim > 1 and (values.ndim != seq.ndim or values.shape[:-1] != seq.shape[:-1]):
+        raise ValueError(
+            f"searchsorted: a sequence of shape {seq.shape} needs values with its leading dims {seq.shape[:-1]}, "
+            f"got {values.shape}; or pass a 1-D sequence"
+        )
+    v = values.reshape(-1) if seq.ndim == 1 else values
+    v, s = v.unsqueeze(-1), seq.unsqueeze(-2)  # (..., m, 1) against (..., 1, n)
+    # left: the cells with not (v <= s); right: those with not (v < s), so a NaN value counts every cell
+    passed = v.lt(s).logical_not() if right else v.le(s).logical_not()
+    out = passed.cast(dtypes.int32).sum(-1)  # (..., m)
+    out = out.reshape(values.shape) if seq.ndim == 1 else out
+    return out.reshape(()) if scalar and out.size == 1 else out
+
+
+def bucketize(x: Tensor, boundaries: Tensor, *, right: bool = False) -> Tensor:
+    """torch.bucketize: for each value of x, the index of its bucket among the sorted 1-D boundaries (the
+    insertion index of searchsorted, with torch's right= meaning the same)."""
+    if boundaries.ndim != 1:
+        raise ValueError(f"bucketize: boundaries must be 1-D, got shape {boundaries.shape}")
+    return boundaries.searchsorted(x, right=right)
