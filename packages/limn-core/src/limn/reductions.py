@@ -396,8 +396,8 @@ def norm(
 ) -> Tensor:
     """torch.norm: the vector p-norm over axis or dim= (every dim when None): "fro" and 2 are sqrt(sum x**2),
     1 sum |x|, inf max |x|, -inf min |x|, 0 the count of nonzeros, any other p (sum |x|**p)**(1/p). Floats
-    only, as torch; dtype= casts the input first. Gradients are torch's: 0 where the norm is 0, and inf's and
-    -inf's shared evenly among the tied largest (smallest) |x|. "nuc" (a matrix norm) raises.
+    only, as torch; dtype= casts the input first. Gradients are torch's: 0 where the norm is 0 (none for p=0),
+    and inf's and -inf's shared evenly among the tied largest (smallest) |x|. "nuc" (a matrix norm) raises.
 
     >>> Tensor([3.0, -4.0]).norm().item(), Tensor([3.0, -4.0]).norm(1).item()
     (5.0, 7.0)
@@ -427,9 +427,7 @@ def vector_norm(
     elif ord == -math.inf:
         out = magnitude.min(dim, keepdim)
     elif ord == 0:
-        # the count of nonzeros, with torch's zero gradient: the taken branch of a where always False is 0
-        linked = Tensor.full(x.shape, False, device=x.device).where(x, 0.0)
-        out = (x.ne(0).cast(x.dtype) + linked).sum(dim, keepdim)
+        out = x.ne(0).cast(x.dtype).sum(dim, keepdim)  # the count of nonzeros, no gradient (as torch's)
     elif ord == 1:
         out = magnitude.sum(dim, keepdim)
     elif ord == 2:
