@@ -109,8 +109,10 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
 
 
 def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
-    """torch.kthvalue: the k-th smallest value along dim (k from 1) and its index, NaN counting as the largest;
-    among equal values the stable order's (the k-th of them in position order).
+    """torch.kthvalue: the k-th smallest value along dim (k from 1) and its index, NaN counting as the largest.
+
+    Trap: among equal values the index is the stable order's (the k-th cell in position order); torch's
+    quickselect picks a tied index of its own, so with ties the index can differ from torch's, the value not.
 
     >>> Tensor([3.0, 1.0, 2.0]).kthvalue(2).values.item()
     2.0
@@ -137,7 +139,7 @@ def median(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor |
     """
     if dim is None:
         if x.size == 0:
-            return Tensor.full((), float("nan"), dtype=x.dtype if x.dtype.is_float else dtypes.float32)
+            return x._float().sum() * float("nan")  # NaN, still linked to x for its (empty) gradient, as torch's
         return x.reshape(-1).median(0).values
     axis = normalize_axis(dim, x.ndim, "median")
     if x.ndim == 0:
