@@ -104,8 +104,8 @@ SORTS = Table(
         case("x.topk(2).values", "x.topk(2).values", grad=False, x=SPECIAL, id="topk nan is the largest"),
         case("x.topk(2).values", "x.topk(2).values", grad=False, x=I8, id="topk int8"),
         case(
-            "x.topk(3, largest=False).indices",
-            "x.topk(3, largest=False).indices",
+            "x.topk(3, largest=False).values",
+            "x.topk(3, largest=False).values",
             grad=False,
             x=I32,
             id="topk int32 at the limits",
