@@ -15,7 +15,7 @@ import pytest
 import torch
 from oracle import Table, case
 
-from limn import Tensor
+from limn import Tensor, sorting
 
 nan, inf = math.nan, math.inf
 rng = np.random.default_rng(2)
@@ -200,6 +200,37 @@ SORTS = Table(
 @pytest.mark.parametrize("name", SORTS.ids)
 def test_sorting_matches_torch(device: str, name: str) -> None:
     SORTS.assert_agrees(device, name)
+
+
+def test_the_bitonic_network_for_long_axes_sorts_as_torch_stable_nan_and_ties_included(
+    device: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the network serves axes past RANK_SORT_MAX cells; forced here on short ones (13 pads to 16, 5 to 8)
+    monkeypatch.setattr(sorting, "RANK_SORT_MAX", 0)
+    a = np.array([[2.0, nan, -0.0, 1.0, inf, 0.0, 2.0, -inf, nan, 1.0, 0.0, inf, -1.0]] * 2, np.float32)
+    a[1] = a[1][::-1]
+    network = Table(
+        [
+            case("x.sort(1).indices", "x.sort(dim=1, stable=True).indices", grad=False, x=a, id="ascending"),
+            case(
+                "x.sort(1, descending=True).indices",
+                "x.sort(dim=1, descending=True, stable=True).indices",
+                grad=False,
+                x=a,
+                id="descending",
+            ),
+            case("x.sort(0).values", "x.sort(0).values", x=X[0], id="values with gradient"),
+            case(
+                "x.sort(1, True).indices",
+                "x.sort(dim=1, descending=True, stable=True).indices",
+                grad=False,
+                x=I8,
+                id="int8",
+            ),
+        ]
+    )
+    for name in network.ids:
+        network.assert_agrees(device, name)
 
 
 def test_topk_picks_the_lowest_indices_among_ties_where_torchs_cpu_topk_picks_its_own() -> None:
