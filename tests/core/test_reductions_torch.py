@@ -68,6 +68,18 @@ TABLES = {
             case("x.argmin(dim=2, keepdim=True)", grad=False, x=X),
             case("x.any(dim=1)", grad=False, x=I8),
             case("(x > 0).all(dim=(0, 1))", grad=False, x=X),
+            case("x.argmax(keepdim=True)", grad=False, x=X, id="argmax keepdim over all keeps every dim"),
+            case("x.argmin(keepdim=True)", grad=False, x=X, id="argmin keepdim over all keeps every dim"),
+            case("x.nansum(dim=1)", x=SPECIAL, id="nansum"),
+            case("x.nansum()", x=X, id="nansum without nan"),
+            case("x.nanmean(dim=1, keepdim=True)", x=SPECIAL, id="nanmean"),
+            # torch's gradient at an all-NaN slice is NaN (inf * 0), limn's 0 (nanmean's docstring names it)
+            case(
+                "x.nanmean(0)",
+                grad=False,
+                x=np.array([[nan, 1.0], [nan, 3.0]], np.float32),
+                id="nanmean all nan is nan",
+            ),
             # ---- std_mean, var_mean ----
             case(
                 "x.std_mean(dim=1)[0] + 3 * x.std_mean(dim=1)[1]",

@@ -45,6 +45,7 @@ TABLES = {
             case("x.cumsum(0)", x=X),
             case("x.cumsum(1)", x=X),
             case("x.cumsum(dim=-1)", x=X),
+            case("x.cumsum(axis=1)", "x.cumsum(dim=1)", x=X, id="cumsum axis= is dim="),
             case("x.cumsum(1, dtype='float64')", "x.cumsum(1, dtype=torch.float64)", x=X),
             case(
                 "x.cumsum(1)", grad=False, signed_zeros=True, x=SPECIAL, id="cumsum nan inf and -0.0 (0 + -0.0 is 0.0)"
@@ -121,6 +122,7 @@ TABLES = {
             # ---- logcumsumexp ----
             case("x.logcumsumexp(1)", x=X),
             case("x.logcumsumexp(dim=0)", x=X),
+            case("x.logcumsumexp(axis=-1)", "x.logcumsumexp(dim=-1)", x=X, id="logcumsumexp axis= is dim="),
             case("x.logcumsumexp(1)", x=FAR, id="logcumsumexp far below the rest keeps its digits"),
             case("x.logcumsumexp(1)", grad=False, x=INFS, id="logcumsumexp with inf -inf and nan"),
             case("x.logcumsumexp(1)", x=EMPTY, id="logcumsumexp over an empty dim"),
@@ -142,6 +144,13 @@ def test_a_scan_over_a_dim_out_of_range_raises_index_error_as_torch() -> None:
         torch.tensor(X).cumsum(3)
     with pytest.raises(IndexError, match="axis 3 is out of range"):
         Tensor(X).cumsum(3)
+
+
+def test_a_scan_without_a_dim_raises_type_error_as_torch() -> None:
+    with pytest.raises(TypeError):
+        torch.tensor(X).cumsum()
+    with pytest.raises(TypeError, match="needs the dim"):
+        Tensor(X).cumsum()
 
 
 def test_cummax_unpacks_as_values_and_indices() -> None:

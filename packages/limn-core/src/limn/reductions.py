@@ -88,6 +88,23 @@ def sum(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None
     return x._reduce(Op.SUM, _dim(axis, dim, "sum"), keepdim)
 
 
+def nansum(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
+    """torch.nansum: the sum over axis (or dim=) with NaNs counted as 0 (their gradient is 0), by sum's rules."""
+    x = x if dtype is None else x.cast(dtype)
+    return x.isnan().where(0, x).sum(_dim(axis, dim, "nansum"), keepdim)  # nansum = sum(x if x == x else 0)
+
+
+def nanmean(
+    x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None
+) -> Tensor:
+    """torch.nanmean: the mean of the values that are not NaN over axis (or dim=); NaN where every one is.
+    The gradient of a NaN cell is 0, also in a slice of NaNs alone, where torch's is NaN (its inf * 0)."""
+    axis = _dim(axis, dim, "nanmean")
+    x = x._float() if dtype is None else x.cast(dtype)
+    count = x.isnan().logical_not().cast(x.dtype).sum(axis, keepdim)
+    return x.nansum(axis, keepdim) / count  # nanmean = nansum / #(not NaN); 0 / 0 is NaN
+
+
 def prod(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
     """The product over axis (or torch's dim=; every dim when None); 1 over an empty axis. Ints and bools
     multiply in int32 (torch: int64) and wrap exactly, so an int32 product is torch's truncated to 32 bits;
@@ -335,7 +352,8 @@ def argmax(x: Tensor, axis: int | None = None, keepdim: bool = False, *, dim: in
         raise TypeError("argmax of a bool tensor: torch does not define it; cast first, x.cast('int32').argmax()")
     if axis is None:
         _check_nonempty(x, x._axes(None, "argmax"), "argmax")
-        return x.reshape(-1).argmax(0, keepdim=False)
+        flat = x.reshape(-1).argmax(0, keepdim=False)
+        return flat.reshape((1,) * x.ndim) if keepdim else flat  # keepdim keeps every dim, as size 1 (torch)
     axis = normalize_axis(axis, x.ndim, "argmax")
     if x.ndim == 0:
         return Tensor.full((), 0, dtype=dtypes.int32, device=x.device)  # the one value sits at index 0

@@ -1,8 +1,8 @@
 """The scans, composed from movement and elementwise ops: cumsum, cumprod, cummax, cummin, logcumsumexp.
 
-Each takes a tensor and a dim and gives a tensor of its shape whose cell i combines cells 0..i along that dim,
-as torch's do (cummax and cummin also give the index each value came from). Zero-length dims give an empty
-result and a 0-d tensor is its own scan, as in torch; tests/core/test_scans.py holds every rule against torch.
+Each takes a tensor and a dim (axis= is its limn spelling) and gives a tensor of its shape whose cell i combines
+cells 0..i along that dim, as torch's do (cummax and cummin also give the index each value came from). Zero-length
+dims give an empty result and a 0-d tensor is its own scan, as in torch (tests/core/test_scans.py).
 Pipeline: **tensor (composed ops)** -> graph (VIEW, ADD, MUL, WHERE) -> schedule -> IR -> renderer -> device.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from limn import dtypes
 from limn.primitives import Scalar, Tensor, normalize_axis
-from limn.reductions import DTypeLike, ValuesIndices
+from limn.reductions import DTypeLike, ValuesIndices, _dim
 
 Parts = tuple[Tensor, ...]  # the values a scan carries together, each (..., n)
 
@@ -49,8 +49,12 @@ def _scan(parts: Parts, fills: tuple[Scalar, ...], combine: Callable[[Parts, Par
     return parts
 
 
-def _along_last(x: Tensor, dim: int, what: str) -> tuple[Tensor, int]:
-    """x with `dim` moved last (a 0-d tensor as shape (1,)), and that dim's index, for _from_last to undo."""
+def _along_last(x: Tensor, dim: int | None, axis: int | None, what: str) -> tuple[Tensor, int]:
+    """x with `dim` (or limn's axis=, the same argument) moved last (a 0-d tensor as shape (1,)), and that
+    dim's index, for _from_last to undo. torch requires the dim, and so does limn."""
+    dim = _dim(axis, dim, what)
+    if dim is None:
+        raise TypeError(f"{what}: needs the dim to scan along, e.g. x.{what}(0) or x.{what}(dim=-1)")
     dim = normalize_axis(dim, x.ndim, what)
     if x.ndim == 0:
         return x.reshape(1), 0
@@ -75,7 +79,7 @@ def _wide(x: Tensor) -> Tensor:
     return x.cast(dtypes.float64) if x.dtype.is_float else x
 
 
-def cumsum(x: Tensor, dim: int, *, dtype: DTypeLike = None) -> Tensor:
+def cumsum(x: Tensor, dim: int | None = None, *, dtype: DTypeLike = None, axis: int | None = None) -> Tensor:
     """torch.cumsum: out[..., i, ...] = x[..., 0, ...] + ... + x[..., i, ...] along dim. Ints and bools sum in
     int32 (torch: int64) and wrap; dtype= casts the input first. The gradient is the reversed cumsum.
 
@@ -83,12 +87,12 @@ def cumsum(x: Tensor, dim: int, *, dtype: DTypeLike = None) -> Tensor:
     [1, 3, 6]
     """
     x = _accumulator(x, dtype)
-    y, axis = _along_last(x, dim, "cumsum")
+    y, axis = _along_last(x, dim, axis, "cumsum")
     (out,) = _scan((_wide(y),), (0,), lambda earlier, later: (earlier[0] + later[0],))  # out_i = out_(i-2^k) + out_i
     return _from_last(out.cast(x.dtype), x, axis)
 
 
-def cumprod(x: Tensor, dim: int, *, dtype: DTypeLike = None) -> Tensor:
+def cumprod(x: Tensor, dim: int | None = None, *, dtype: DTypeLike = None, axis: int | None = None) -> Tensor:
     """torch.cumprod: the running product along dim, ints and bools in int32 (torch: int64); dtype= casts
     the input first. The gradient is exact with zeros in the slice (autograd's rule for each multiply), as torch's.
 
@@ -96,16 +100,16 @@ def cumprod(x: Tensor, dim: int, *, dtype: DTypeLike = None) -> Tensor:
     [1, 2, 6, 24]
     """
     x = _accumulator(x, dtype)
-    y, axis = _along_last(x, dim, "cumprod")
+    y, axis = _along_last(x, dim, axis, "cumprod")
     (out,) = _scan((_wide(y),), (1,), lambda earlier, later: (earlier[0] * later[0],))  # out_i = out_(i-2^k) out_i
     return _from_last(out.cast(x.dtype), x, axis)
 
 
-def _running_best(x: Tensor, dim: int, largest: bool, what: str) -> ValuesIndices:
+def _running_best(x: Tensor, dim: int | None, axis: int | None, largest: bool, what: str) -> ValuesIndices:
     """cummax (largest) or cummin: the scan of (value, index) pairs, where the later pair wins when its value
     is at least (at most) the earlier one, or is NaN while the earlier is not, so ties and NaN runs give the
     last index, as torch. The values are x gathered at those indices, so the gradient flows to them, as torch."""
-    y, axis = _along_last(x, dim, what)
+    y, axis = _along_last(x, dim, axis, what)
     keys = y.detach()
     n = keys.shape[-1]
     if keys.dtype == dtypes.bool_:
@@ -129,19 +133,19 @@ def _running_best(x: Tensor, dim: int, largest: bool, what: str) -> ValuesIndice
     return ValuesIndices(_from_last(values, x, axis), _from_last(indices, x, axis))
 
 
-def cummax(x: Tensor, dim: int) -> ValuesIndices:
+def cummax(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> ValuesIndices:
     """torch.cummax: (values, indices) of the running maximum along dim; NaN propagates; a tie and a run of
     NaNs give the last index, as torch; indices int32 (torch: int64). The gradient goes to the picked values.
 
     >>> Tensor([1, 3, 2, 3]).cummax(0).indices.tolist()
     [0, 1, 1, 3]
     """
-    return _running_best(x, dim, True, "cummax")
+    return _running_best(x, dim, axis, True, "cummax")
 
 
-def cummin(x: Tensor, dim: int) -> ValuesIndices:
+def cummin(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> ValuesIndices:
     """torch.cummin: (values, indices) of the running minimum along dim, by the rules of cummax."""
-    return _running_best(x, dim, False, "cummin")
+    return _running_best(x, dim, axis, False, "cummin")
 
 
 def _logaddexp(earlier: Parts, later: Parts) -> Parts:
@@ -154,7 +158,7 @@ def _logaddexp(earlier: Parts, later: Parts) -> Parts:
     return (m + (1 + gap.exp()).log(),)
 
 
-def logcumsumexp(x: Tensor, dim: int) -> Tensor:
+def logcumsumexp(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
     """torch.logcumsumexp: log(cumsum(exp(x))) along dim, each step a stable logaddexp, so no exp overflows
     and a running value far below the rest keeps its digits; -inf cells add nothing. Ints become float32.
 
@@ -162,6 +166,6 @@ def logcumsumexp(x: Tensor, dim: int) -> Tensor:
     0.6931
     """
     x = x._float()
-    y, axis = _along_last(x, dim, "logcumsumexp")
+    y, axis = _along_last(x, dim, axis, "logcumsumexp")
     (out,) = _scan((y.cast(y.dtype.compute),), (-math.inf,), _logaddexp)
     return _from_last(out.cast(x.dtype), x, axis)

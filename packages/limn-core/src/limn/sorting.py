@@ -1,10 +1,10 @@
 """Sorting and what is built on it: sort, argsort, msort, topk, kthvalue, median, unique, searchsorted, bucketize.
 
-Each takes a tensor and a dim and gives values and int32 indices (torch: int64) in torch's order: stable, NaN
-last ascending and first descending. The sort counts, for each cell, the cells that come before it (a compare
-of every pair and a SUM) and SCATTERs each index to that rank, or runs a bitonic network on long axes; the
-values are a GATHER at the sorted indices, so gradients flow to the picked cells, as torch's. unique depends
-on the data: it computes its input now.
+Each takes a tensor and a dim (axis= is its limn spelling) and gives values and int32 indices (torch: int64) in
+torch's order: stable, NaN last ascending and first descending. The sort counts, for each cell, the cells that
+sort before it (a compare of every pair and a SUM) and SCATTERs each index to that rank, or runs a bitonic
+network on long axes; the values are a GATHER at the sorted indices, so gradients flow to the picked cells, as
+torch's. unique depends on the data: it computes its input now.
 Pipeline: **tensor (composed ops)** -> graph (CMPLT, SUM, SCATTER, GATHER) -> schedule -> IR -> device.
 """
 
@@ -108,7 +108,9 @@ def _compare_exchange(value: Tensor, tie: Tensor, block: int, span: int) -> tupl
     return value.contiguous(), tie.contiguous()
 
 
-def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> ValuesIndices:
+def sort(
+    x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *, axis: int | None = None
+) -> ValuesIndices:
     """torch.sort: (values, indices) along dim, ascending unless descending. The order is always stable (equal
     values keep their order, -0.0 and 0.0 are equal), which torch's CPU sort gives too, so stable= changes
     nothing. NaN sorts last ascending and first descending, as torch. Gradients flow to the picked values.
@@ -116,7 +118,7 @@ def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = Fals
     >>> Tensor([3.0, 1.0, 2.0]).sort().indices.tolist()
     [1, 2, 0]
     """
-    axis = normalize_axis(dim, x.ndim, "sort")
+    axis = normalize_axis(dim if axis is None else axis, x.ndim, "sort")
     if x.ndim == 0:
         return ValuesIndices(x, Tensor.full((), 0, dtype=dtypes.int32, device=x.device))
     last = x.transpose(axis, -1)  # the sorted dim last
@@ -125,9 +127,11 @@ def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = Fals
     return ValuesIndices(values.transpose(axis, -1), perm.transpose(axis, -1))
 
 
-def argsort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+def argsort(
+    x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *, axis: int | None = None
+) -> Tensor:
     """torch.argsort: the indices of sort (stable, as sort's)."""
-    return x.sort(dim, descending, stable).indices
+    return x.sort(dim, descending, stable, axis=axis).indices
 
 
 def msort(x: Tensor) -> Tensor:
@@ -141,7 +145,9 @@ def _pick(pair: ValuesIndices, axis: int, start: int, stop: int) -> ValuesIndice
     return ValuesIndices(pair.values.shrink(box), pair.indices.shrink(box))
 
 
-def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> ValuesIndices:
+def topk(
+    x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, axis: int | None = None
+) -> ValuesIndices:
     """torch.topk: the k largest (smallest, largest=False) values along dim and their indices, in sorted order
     (sorted=False gives the same order; torch leaves it unspecified). NaN counts as the largest.
 
@@ -152,7 +158,7 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
     >>> Tensor([1.0, 5.0, 3.0]).topk(2).values.tolist()
     [5.0, 3.0]
     """
-    axis = normalize_axis(dim, x.ndim, "topk")
+    axis = normalize_axis(dim if axis is None else axis, x.ndim, "topk")
     n = x.shape[axis] if x.ndim else 1
     if not 0 <= k <= n:
         raise IndexError(f"topk: k={k} is out of range for dim {dim} of size {n} in shape {x.shape}; use 0 <= k <= {n}")
@@ -161,7 +167,7 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
     return _pick(x.sort(axis, descending=largest), axis, 0, k)
 
 
-def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
+def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, axis: int | None = None) -> ValuesIndices:
     """torch.kthvalue: the k-th smallest value along dim (k from 1) and its index, NaN counting as the largest.
 
     Trap: among equal values the index is the stable order's (the k-th cell in position order); torch's
@@ -170,7 +176,7 @@ def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesI
     >>> Tensor([3.0, 1.0, 2.0]).kthvalue(2).values.item()
     2.0
     """
-    axis = normalize_axis(dim, x.ndim, "kthvalue")
+    axis = normalize_axis(dim if axis is None else axis, x.ndim, "kthvalue")
     n = x.shape[axis] if x.ndim else 1
     if not 1 <= k <= n:
         raise IndexError(f"kthvalue: k={k} is out of range for dim {dim} of size {n} in shape {x.shape}; use 1..{n}")
@@ -182,7 +188,9 @@ def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesI
     return ValuesIndices(picked.values.squeeze(axis), picked.indices.squeeze(axis))
 
 
-def median(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
+def median(
+    x: Tensor, dim: int | None = None, keepdim: bool = False, *, axis: int | None = None
+) -> Tensor | ValuesIndices:
     """torch.median: the lower median (the ((n - 1) // 2)-th smallest, from 0). Without dim, the value over every
     element (NaN for an empty tensor); with dim, (values, indices) along it. A slice holding NaN has median NaN
     at the index of its first NaN, as torch (nanmedian is not here).
@@ -190,6 +198,7 @@ def median(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor |
     >>> Tensor([4.0, 1.0, 3.0, 2.0]).median().item()
     2.0
     """
+    dim = dim if axis is None else axis
     if dim is None:
         if x.size == 0:
             return x._float().sum() * float("nan")  # NaN, still linked to x for its (empty) gradient, as torch's

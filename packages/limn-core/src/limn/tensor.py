@@ -98,6 +98,8 @@ Tensor.cross_entropy = lookups.cross_entropy
 
 # ---- reductions, scans and sorting (limn.reductions, limn.scans, limn.sorting) ----
 Tensor.prod = reductions.prod
+Tensor.nansum = reductions.nansum
+Tensor.nanmean = reductions.nanmean
 Tensor.amax = reductions.amax
 Tensor.amin = reductions.amin
 Tensor.aminmax = reductions.aminmax
