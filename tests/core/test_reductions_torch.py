@@ -253,3 +253,20 @@ def test_inf_norm_of_an_empty_tensor_raises_index_error_as_torch() -> None:
         torch.tensor(EMPTY).norm(float("inf"))
     with pytest.raises(IndexError, match="empty"):
         Tensor(EMPTY).norm(float("inf"))
+
+
+H16 = rng.uniform(0.5, 1.5, (3, 6)).astype(np.float16)
+HALF = Table(
+    [
+        case("x.prod(1)", x=H16, tol=1e-3, id="prod float16"),
+        case("x.norm(dim=1)", x=H16, tol=1e-3, id="norm float16"),
+        case("x.amax(1)", x=H16, id="amax float16"),
+        case("x.std_mean(dim=1)[1]", "torch.std_mean(x, dim=1)[1]", x=H16, tol=1e-3, id="std_mean float16"),
+    ]
+)
+
+
+@pytest.mark.parametrize("name", HALF.ids)
+def test_reduction_of_float16_matches_torch_on_numpy(name: str) -> None:
+    # the numpy device alone: the c device declines half widths
+    HALF.assert_agrees("numpy", name)

@@ -156,3 +156,20 @@ def test_a_scan_without_a_dim_raises_type_error_as_torch() -> None:
 def test_cummax_unpacks_as_values_and_indices() -> None:
     values, indices = Tensor([1.0, 3.0, 2.0]).cummax(0)
     assert values.tolist() == [1.0, 3.0, 3.0] and indices.tolist() == [0, 1, 1]
+
+
+H16 = rng.uniform(-2.0, 2.0, (3, 6)).astype(np.float16)
+HALF = Table(
+    [
+        case("x.cumsum(1)", x=H16, id="cumsum float16"),
+        case("x.cumprod(1)", x=H16, tol=1e-2, id="cumprod float16"),
+        case("x.cummax(1).values", "torch.cummax(x, 1).values", x=H16, id="cummax float16"),
+        case("x.logcumsumexp(1)", x=H16, tol=1e-3, id="logcumsumexp float16"),
+    ]
+)
+
+
+@pytest.mark.parametrize("name", HALF.ids)
+def test_scan_of_float16_matches_torch_on_numpy(name: str) -> None:
+    # the numpy device alone: the c device declines half widths
+    HALF.assert_agrees("numpy", name)

@@ -277,3 +277,26 @@ def test_median_over_an_empty_dim_raises_index_error_as_torch() -> None:
 def test_unique_over_a_dim_raises_not_implemented_error() -> None:
     with pytest.raises(NotImplementedError, match="dim"):
         Tensor(X).unique(dim=0)
+
+
+H16 = np.array([[1.5, -0.0, nan, 2.0, 1.5, -inf], [3.0, 0.5, 0.25, -1.0, 8.0, 2.0]], np.float16)
+HALF = Table(
+    [
+        case("x.sort(1).values", "x.sort(1).values", x=H16, id="sort float16"),
+        case(
+            "x.sort(1, descending=True).indices",
+            "x.sort(dim=1, descending=True, stable=True).indices",
+            grad=False,
+            x=H16,
+            id="sort float16 descending",
+        ),
+        case("x.topk(2).values", "x.topk(2).values", x=H16[1:].copy(), id="topk float16"),
+        case("x.median(1).values", "x.median(1).values", x=H16[1:].copy(), id="median float16"),
+    ]
+)
+
+
+@pytest.mark.parametrize("name", HALF.ids)
+def test_sorting_float16_matches_torch_on_numpy(name: str) -> None:
+    # the numpy device alone: the c device declines half widths
+    HALF.assert_agrees("numpy", name)
