@@ -28,6 +28,7 @@ TIES = np.array([[1.0, 3.0, 3.0, 2.0, 3.0], [2.0, 2.0, 2.0, 2.0, 2.0], [-0.0, 0.
 NANS = np.array([[1.0, nan, 3.0, nan, 2.0], [nan, 1.0, nan, nan, 0.0], [-inf, 1.0, inf, -inf, 2.0]], np.float32)
 SPECIAL = np.array([[-0.0, -0.0, 1.0], [inf, -inf, 1.0], [nan, 1.0, 2.0], [1e30, 1e30, -1e30]], np.float32)
 FAR = np.array([[-1000.0, 0.0, -1000.0, 50.0], [-200.0, -300.0, -100.0, -150.0]], np.float32)
+BIG_TIES = np.full((4, 3), 10000.0, np.float32)
 INFS = np.array([[-inf, -inf, 0.0, -inf], [inf, 1.0, inf, 2.0], [-inf, nan, 1.0, 0.0]], np.float32)
 LONG = rng.standard_normal((2, 4096)).astype(np.float32)
 LONG_POS = rng.uniform(0.0, 1.0, (4096,)).astype(np.float32)
@@ -125,6 +126,19 @@ TABLES = {
             case("x.logcumsumexp(axis=-1)", "x.logcumsumexp(dim=-1)", x=X, id="logcumsumexp axis= is dim="),
             case("x.logcumsumexp(1)", x=FAR, id="logcumsumexp far below the rest keeps its digits"),
             case("x.logcumsumexp(1)", grad=False, x=INFS, id="logcumsumexp with inf -inf and nan"),
+            case(
+                "x.logcumsumexp(1)",
+                x=INFS[:2].copy(),
+                id="logcumsumexp gradient is nan at an infinite input equal to its running value",
+            ),
+            # torch's float32 gradient here is off by 5e-4 (e**(x - out) of a rounded out); its float64 one is exact
+            case(
+                "x.logcumsumexp(0)",
+                x=BIG_TIES,
+                torch_float64=True,
+                id="logcumsumexp gradient splits at ties of large values",
+            ),
+            case("x.logcumsumexp(1)", x=TIES, id="logcumsumexp gradient at ties"),
             case("x.logcumsumexp(1)", x=EMPTY, id="logcumsumexp over an empty dim"),
             case("x.logcumsumexp(0)", x=SCALAR, id="logcumsumexp of a 0-d tensor"),
             case("x.logcumsumexp(1)", x=LONG, id="logcumsumexp of 4096 values"),

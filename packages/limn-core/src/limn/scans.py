@@ -74,8 +74,8 @@ def _accumulator(x: Tensor, dtype: DTypeLike) -> Tensor:
 
 
 def _wide(x: Tensor) -> Tensor:
-    """float32 and the half widths add up in float64, as torch's CPU kernels accumulate in double: the log-step
-    scan's rounding then stays far below float32's, for any length."""
+    """float32 and the half widths scan in float64, as torch's CPU kernels accumulate in double: the log-step
+    scan's rounding then stays far below float32's, for any length and magnitude."""
     return x.cast(dtypes.float64) if x.dtype.is_float else x
 
 
@@ -150,22 +150,31 @@ def cummin(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> Val
 
 def _logaddexp(earlier: Parts, later: Parts) -> Parts:
     """log(e**a + e**b) as m + log(1 + e**(lo - m)), m the larger: never overflows. Equal infinities (where
-    lo - m is NaN) give m + log 2 = m, and a NaN on either side gives NaN."""
+    lo - m is NaN) give m + log 2 = m, and a NaN on either side gives NaN. A finite tie keeps lo - m = 0 in
+    the graph, so its gradient splits in half between the two sides."""
     (a,), (b,) = earlier, later
     below = a.lt(b)
     m, lo = below.where(b, a), below.where(a, b)
-    gap = lo.eq(m).where(0.0, lo - m)  # <= 0, or NaN with a NaN side
+    same_infinity = m.isinf().logical_and(lo.eq(m))
+    gap = same_infinity.where(0.0, lo - m)  # <= 0, or NaN with a NaN side
     return (m + (1 + gap.exp()).log(),)
 
 
 def logcumsumexp(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
     """torch.logcumsumexp: log(cumsum(exp(x))) along dim, each step a stable logaddexp, so no exp overflows
     and a running value far below the rest keeps its digits; -inf cells add nothing. Ints become float32.
+    The gradient is torch's, NaN at an infinite input that equals its running value included.
 
     >>> round(Tensor([0.0, 0.0]).logcumsumexp(0).tolist()[1], 4)
     0.6931
     """
     x = x._float()
     y, axis = _along_last(x, dim, axis, "logcumsumexp")
-    (out,) = _scan((y.cast(y.dtype.compute),), (-math.inf,), _logaddexp)
+    wide = _wide(y)  # in float64: near 1e4 a float32 running value's rounding moves the gradient by 1e-4
+    (out,) = _scan((wide,), (-math.inf,), _logaddexp)
+    # torch's gradient, sum over i >= j of g_i e**(x_j - out_i), is NaN where an infinite x_j equals out_j
+    # (inf - inf): a where that never takes its second branch, wide * (NaN there, 0 elsewhere), passes 0 * NaN
+    # to those cells' gradient and 0 to the rest
+    poison = wide.isinf().logical_and(wide.eq(out)).detach().where(math.nan, 0.0)
+    out = Tensor.full(out.shape, True, device=x.device).where(out, wide * poison)
     return _from_last(out.cast(x.dtype), x, axis)
