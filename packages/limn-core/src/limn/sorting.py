@@ -192,7 +192,8 @@ def median(
     x: Tensor, dim: int | None = None, keepdim: bool = False, *, axis: int | None = None
 ) -> Tensor | ValuesIndices:
     """torch.median: the lower median (the ((n - 1) // 2)-th smallest, from 0). Without dim, the value over every
-    element (NaN for an empty tensor); with dim, (values, indices) along it. A slice holding NaN has median NaN
+    element (NaN for an empty tensor), its gradient shared among the cells equal to it, as torch's; with dim,
+    (values, indices) along it, the gradient to the index. A slice holding NaN has median NaN
     at the index of its first NaN, as torch (nanmedian is not here).
 
     >>> Tensor([4.0, 1.0, 3.0, 2.0]).median().item()
@@ -202,7 +203,15 @@ def median(
     if dim is None:
         if x.size == 0:
             return x._float().sum() * float("nan")  # NaN, still linked to x for its (empty) gradient, as torch's
-        return x.reshape(-1).median(0).values
+        value = x.reshape(-1).median(0).values.detach()
+        if not x.dtype.is_float:
+            return value
+        # torch shares the gradient of the all-elements median evenly among the cells equal to it (or among the
+        # NaNs): value - sum(where(hit, value - x, 0)) / count is the value itself (minus a -0.0, which keeps
+        # every sign) with gradient hit / count
+        hit = x.eq(value).logical_or(x.isnan().logical_and(value.isnan()))
+        count = hit.cast(x.dtype).sum()
+        return value + -(hit.where(value - x, 0.0).sum() / count)
     axis = normalize_axis(dim, x.ndim, "median")
     if x.ndim == 0:
         return x.sort()
