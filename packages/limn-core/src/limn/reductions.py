@@ -60,7 +60,7 @@ def _dim(axis: Axis, dim: Axis, what: str) -> Axis:
         return axis
     if axis is not None:
         raise TypeError(f"{what}: got axis={axis!r} and dim={dim!r}, which name one argument; pass one of them")
-    if not isinstance(dim, int) and len(tuple(dim)) == 0:
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
         return None
     return dim
 

@@ -254,11 +254,17 @@ def unique(
 
 
 def searchsorted(
-    sorted_sequence: Tensor, values: TensorLike, *, right: bool = False, side: str | None = None
+    sorted_sequence: Tensor,
+    values: TensorLike,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+    side: str | None = None,
 ) -> Tensor:
     """torch.searchsorted(sorted_sequence, values) as a method of the sequence: for each value, the index where it
     would be inserted to keep the innermost dim sorted, before equal values (after them with right=True or
-    side="right"), int32. A 1-D sequence serves values of any shape; otherwise the leading dims match.
+    side="right"), int32 always (torch: int64 unless out_int32). A 1-D sequence serves values of any shape;
+    otherwise the leading dims match.
 
     Trap: the sequence must be sorted and free of NaN (a NaN value goes last, as torch); each index counts the
     cells below the value, one compare per pair, rather than torch's binary search.
@@ -287,7 +293,7 @@ def searchsorted(
     return out.reshape(()) if scalar and out.size == 1 else out
 
 
-def bucketize(x: Tensor, boundaries: Tensor, *, right: bool = False) -> Tensor:
+def bucketize(x: Tensor, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:
     """torch.bucketize: for each value of x, the index of its bucket among the sorted 1-D boundaries (the
     insertion index of searchsorted, with torch's right= meaning the same)."""
     if boundaries.ndim != 1:
