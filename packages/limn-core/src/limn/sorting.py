@@ -22,10 +22,11 @@ from limn.reductions import ValuesIndices
 # stable by construction. Up to RANK_SORT_MAX cells, rank[i] = #{j : cell j sorts before cell i}: n**2 compares
 # in one reduce kernel, then perm[rank[i]] = i is one SCATTER. Longer axes (a vocabulary's top-k) take a
 # bitonic network: padded to a power of two P, log2(P) (log2(P) + 1) / 2 compare-exchange steps of P cells,
-# each a few movements and WHEREs materialized as a kernel of its own, O(P log2(P)**2) work. Measured on c,
-# the rank form sorts 3 rows of 4096 in 0.05 s where the network's 78 kernels take seconds to compile; past
-# a few thousand cells the n**2 work (and the numpy device's (..., n, n) arrays) loses to the network.
-RANK_SORT_MAX = 4096
+# each a few movements and WHEREs materialized as a kernel of its own, O(P log2(P)**2) work. Measured on 16
+# rows of 2048: on c the rank form runs in one fused kernel while the network's 66 steps cost 0.27 s warm (and
+# seconds to compile once); on the numpy device the rank form builds (16, n, n) arrays and takes 0.9 s,
+# the network 0.25 s. Past 2048 cells those arrays (and the n**2 work) grow too large.
+RANK_SORT_MAX = 2048
 
 
 def _sort_keys(x: Tensor, descending: bool, size: int) -> tuple[Tensor, Tensor]:
