@@ -101,6 +101,13 @@ SORTS = Table(
         case("x.topk(4, largest=False).indices", "x.topk(4, largest=False).indices", grad=False, x=ODD),
         case("x.topk(2, sorted=True).values", "x.topk(2, sorted=True).values", x=ODD, id="topk sorted"),
         case("x.topk(3).values", "x.topk(3).values", grad=False, x=TIES, id="topk values with ties"),
+        # torch leaves the order of topk(sorted=False) open: the same values, compared sorted
+        case(
+            "x.topk(3, sorted=False).values.sort().values",
+            "x.topk(3, sorted=False).values.sort().values",
+            x=ODD,
+            id="topk sorted=False",
+        ),
         case("x.topk(2).values", "x.topk(2).values", grad=False, x=SPECIAL, id="topk nan is the largest"),
         case("x.topk(2).values", "x.topk(2).values", grad=False, x=I8, id="topk int8"),
         case(
@@ -173,6 +180,7 @@ SORTS = Table(
             id="unique nans each their own",
         ),
         case("x.unique()", "torch.unique(x)", grad=False, x=EMPTY, id="unique of empty"),
+        case("x.unique(sorted=False)", "torch.unique(x, sorted=False)", grad=False, x=I8, id="unique sorted=False"),
         # ---- searchsorted, bucketize ----
         case("s.searchsorted(v)", "torch.searchsorted(s, v)", grad=False, s=SEQ, v=PROBES, id="searchsorted left"),
         case(
