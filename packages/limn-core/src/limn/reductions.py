@@ -89,7 +89,11 @@ def sum(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None
 
 
 def nansum(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
-    """torch.nansum: the sum over axis (or dim=) with NaNs counted as 0 (their gradient is 0), by sum's rules."""
+    """torch.nansum: the sum over axis (or dim=) with NaNs counted as 0 (their gradient is 0), by sum's rules.
+
+    >>> Tensor([1.0, float("nan"), 2.0]).nansum().item()
+    3.0
+    """
     x = x if dtype is None else x.cast(dtype)
     return x.isnan().where(0, x).sum(_dim(axis, dim, "nansum"), keepdim)  # nansum = sum(x if x == x else 0)
 
@@ -98,7 +102,11 @@ def nanmean(
     x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None
 ) -> Tensor:
     """torch.nanmean: the mean of the values that are not NaN over axis (or dim=); NaN where every one is.
-    The gradient of a NaN cell is 0, also in a slice of NaNs alone, where torch's is NaN (its inf * 0)."""
+    The gradient of a NaN cell is 0, also in a slice of NaNs alone, where torch's is NaN (its inf * 0).
+
+    >>> Tensor([1.0, float("nan"), 2.0]).nanmean().item()
+    1.5
+    """
     axis = _dim(axis, dim, "nanmean")
     x = x._float() if dtype is None else x.cast(dtype)
     count = x.isnan().logical_not().cast(x.dtype).sum(axis, keepdim)
@@ -188,13 +196,21 @@ def min(x: Tensor, axis: Axis | Tensor = None, keepdim: bool = False, *, dim: Ax
 
 
 def amax(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
-    """torch.amax: max over axis (every dim for None or ()); ties share the gradient evenly."""
+    """torch.amax: max over axis (every dim for None or ()); ties share the gradient evenly.
+
+    >>> Tensor([[1, 5], [3, 2]]).amax(dim=0).tolist()
+    [3, 5]
+    """
     axis = _dim(axis, dim, "amax")
     return x.max(None if axis == () else axis, keepdim)
 
 
 def amin(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
-    """torch.amin: min over axis (every dim for None or ()); ties share the gradient evenly."""
+    """torch.amin: min over axis (every dim for None or ()); ties share the gradient evenly.
+
+    >>> Tensor([[1, 5], [3, 2]]).amin(dim=1).tolist()
+    [1, 2]
+    """
     axis = _dim(axis, dim, "amin")
     return x.min(None if axis == () else axis, keepdim)
 
@@ -290,7 +306,11 @@ def std_mean(
     dim: Axis = None,
     unbiased: bool | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """torch.std_mean: (std, mean) over axis (or dim=), with correction= or unbiased= as std."""
+    """torch.std_mean: (std, mean) over axis (or dim=), with correction= or unbiased= as std.
+
+    >>> [t.item() for t in Tensor([2.0, 4.0]).std_mean(correction=0)]
+    [1.0, 3.0]
+    """
     axis = _dim(axis, dim, "std_mean")
     correction = _correction(correction, unbiased, "std_mean")
     return x.std(axis, keepdim, correction), x.mean(axis, keepdim)
@@ -305,7 +325,11 @@ def var_mean(
     dim: Axis = None,
     unbiased: bool | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """torch.var_mean: (var, mean) over axis (or dim=), with correction= or unbiased= as var."""
+    """torch.var_mean: (var, mean) over axis (or dim=), with correction= or unbiased= as var.
+
+    >>> [t.item() for t in Tensor([1.0, 3.0]).var_mean()]
+    [2.0, 2.0]
+    """
     axis = _dim(axis, dim, "var_mean")
     correction = _correction(correction, unbiased, "var_mean")
     return x.var(axis, keepdim, correction), x.mean(axis, keepdim)
@@ -430,7 +454,11 @@ def norm(
 def vector_norm(
     x: Tensor, ord: float = 2, dim: Axis = None, keepdim: bool = False, *, dtype: DTypeLike = None
 ) -> Tensor:
-    """torch.linalg.vector_norm: the ord-norm over dim (every dim when None), by the rules of norm."""
+    """torch.linalg.vector_norm: the ord-norm over dim (every dim when None), by the rules of norm.
+
+    >>> Tensor([[3.0, 4.0], [1.0, 1.0]]).vector_norm(ord=float("inf"), dim=1).tolist()
+    [4.0, 1.0]
+    """
     if dtype is not None:
         x = x.cast(dtype)
     if not x.dtype.is_float:

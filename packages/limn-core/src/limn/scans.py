@@ -144,7 +144,11 @@ def cummax(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> Val
 
 
 def cummin(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> ValuesIndices:
-    """torch.cummin: (values, indices) of the running minimum along dim, by the rules of cummax."""
+    """torch.cummin: (values, indices) of the running minimum along dim, by the rules of cummax.
+
+    >>> Tensor([3.0, 1.0, 2.0, 1.0]).cummin(0).indices.tolist()
+    [0, 1, 1, 3]
+    """
     return _running_best(x, dim, axis, False, "cummin")
 
 

@@ -131,12 +131,20 @@ def sort(
 def argsort(
     x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *, axis: int | None = None
 ) -> Tensor:
-    """torch.argsort: the indices of sort (stable, as sort's)."""
+    """torch.argsort: the indices of sort (stable, as sort's).
+
+    >>> Tensor([2, 1, 2, 0]).argsort(descending=True).tolist()
+    [0, 2, 1, 3]
+    """
     return x.sort(dim, descending, stable, axis=axis).indices
 
 
 def msort(x: Tensor) -> Tensor:
-    """torch.msort: the values of x sorted along dim 0."""
+    """torch.msort: the values of x sorted along dim 0.
+
+    >>> Tensor([[2, 1], [0, 3]]).msort().tolist()
+    [[0, 1], [2, 3]]
+    """
     return x.sort(0).values
 
 
@@ -296,7 +304,11 @@ def searchsorted(
 
 def bucketize(x: Tensor, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:
     """torch.bucketize: for each value of x, the index of its bucket among the sorted 1-D boundaries (the
-    insertion index of searchsorted, with torch's right= meaning the same)."""
+    insertion index of searchsorted, with torch's right= meaning the same).
+
+    >>> Tensor([0.5, 1.0, 2.5]).bucketize(Tensor([1.0, 2.0])).tolist()
+    [0, 0, 2]
+    """
     if boundaries.ndim != 1:
         raise ValueError(f"bucketize: boundaries must be 1-D, got shape {boundaries.shape}")
     return boundaries.searchsorted(x, right=right)
