@@ -10,6 +10,7 @@ Pipeline: **tensor** -> graph -> schedule -> IR -> renderer -> device.
 from __future__ import annotations
 
 from limn import activations, conversions, creation, dtypes, elementwise, lookups, losses, power, reductions, shaping
+from limn import creation, elementwise, lookups, power, reductions, scans, shaping, sorting
 from limn.creation import manual_seed
 from limn.engine import observers, realize
 from limn.primitives import Scalar, Tensor, TensorLike
@@ -155,6 +156,34 @@ Tensor.nelement = conversions.numel
 Tensor.element_size = conversions.element_size
 Tensor.is_floating_point = conversions.is_floating_point
 Tensor.is_signed = conversions.is_signed
+
+
+# ---- reductions, scans and sorting (limn.reductions, limn.scans, limn.sorting) ----
+Tensor.prod = reductions.prod
+Tensor.nansum = reductions.nansum
+Tensor.nanmean = reductions.nanmean
+Tensor.amax = reductions.amax
+Tensor.amin = reductions.amin
+Tensor.aminmax = reductions.aminmax
+Tensor.std_mean = reductions.std_mean
+Tensor.var_mean = reductions.var_mean
+Tensor.count_nonzero = reductions.count_nonzero
+Tensor.norm = reductions.norm
+Tensor.vector_norm = reductions.vector_norm
+Tensor.cumsum = scans.cumsum
+Tensor.cumprod = scans.cumprod
+Tensor.cummax = scans.cummax
+Tensor.cummin = scans.cummin
+Tensor.logcumsumexp = scans.logcumsumexp
+Tensor.sort = sorting.sort
+Tensor.argsort = sorting.argsort
+Tensor.msort = sorting.msort
+Tensor.topk = sorting.topk
+Tensor.kthvalue = sorting.kthvalue
+Tensor.median = sorting.median
+Tensor.unique = sorting.unique
+Tensor.searchsorted = sorting.searchsorted
+Tensor.bucketize = sorting.bucketize
 
 
 # ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----
