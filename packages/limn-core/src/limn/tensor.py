@@ -9,7 +9,19 @@ Pipeline: **tensor** -> graph -> schedule -> IR -> renderer -> device.
 
 from __future__ import annotations
 
-from limn import creation, elementwise, lookups, power, reductions, shaping
+from limn import (
+    creation,
+    elementwise,
+    indexing,
+    lookups,
+    padding,
+    power,
+    rearrange,
+    reductions,
+    scatter,
+    shaping,
+    triangles,
+)
 from limn.creation import manual_seed
 from limn.engine import observers, realize
 from limn.primitives import Scalar, Tensor, TensorLike
@@ -37,7 +49,6 @@ Tensor.cat = staticmethod(shaping.cat)
 Tensor.stack = staticmethod(shaping.stack)
 Tensor.split = shaping.split
 Tensor.chunk = shaping.chunk
-Tensor.__getitem__ = shaping.getitem
 Tensor.__iter__ = shaping.iterate
 
 # ---- composed elementwise ops (limn.elementwise) ----
@@ -94,6 +105,53 @@ Tensor.dot = reductions.dot
 Tensor.embedding = lookups.embedding
 Tensor.one_hot = lookups.one_hot
 Tensor.cross_entropy = lookups.cross_entropy
+
+# ---- MOVEMENT, INDEXING, CREATION (limn.shaping, limn.rearrange, limn.padding, limn.triangles, limn.indexing,
+# limn.scatter): torch's spellings, dim= beside axis= ----
+Tensor.expand = shaping.expand  # torch's: -1 keeps a dim, new leading dims
+Tensor.expand_as = shaping.expand_as
+Tensor.view = shaping.view
+Tensor.view_as = shaping.view_as
+Tensor.reshape_as = shaping.view_as
+Tensor.swapaxes = shaping.transpose
+Tensor.swapdims = shaping.transpose
+Tensor.movedim = shaping.movedim
+Tensor.moveaxis = shaping.movedim
+Tensor.t = shaping.t
+Tensor.mT = property(shaping.matrix_transpose)
+Tensor.unflatten = shaping.unflatten
+Tensor.narrow = shaping.narrow
+Tensor.select = shaping.select
+Tensor.unbind = shaping.unbind
+Tensor.clone = shaping.clone
+Tensor.flip = rearrange.flip
+Tensor.roll = rearrange.roll
+Tensor.repeat = rearrange.repeat
+Tensor.tile = rearrange.tile
+Tensor.repeat_interleave = rearrange.repeat_interleave
+Tensor.unfold = rearrange.unfold
+Tensor.pad = padding.pad  # limn's (before, after) per dim, or torch's flat F.pad order; modes
+Tensor.tril = triangles.tril
+Tensor.triu = triangles.triu
+Tensor.diagonal = triangles.diagonal
+Tensor.diag = triangles.diag
+Tensor.diag_embed = triangles.diag_embed
+Tensor.__getitem__ = indexing.getitem
+Tensor.__setitem__ = indexing.setitem
+Tensor.gather = scatter.gather  # torch's gather(dim, index) and limn's gather(idx, axis)
+Tensor.scatter_add = scatter.scatter_add
+Tensor.scatter = scatter.scatter
+Tensor.scatter_reduce = scatter.scatter_reduce
+Tensor.index_select = scatter.index_select
+Tensor.index_add = scatter.index_add
+Tensor.index_copy = scatter.index_copy
+Tensor.index_fill = scatter.index_fill
+Tensor.take_along_dim = scatter.take_along_dim
+Tensor.masked_fill = scatter.masked_fill
+Tensor.masked_select = scatter.masked_select
+Tensor.masked_scatter = scatter.masked_scatter
+Tensor.nonzero = scatter.nonzero
+Tensor.argwhere = scatter.argwhere
 
 
 # ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----
