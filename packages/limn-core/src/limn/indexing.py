@@ -127,20 +127,24 @@ def getitem(x: Tensor, index: Any) -> Tensor:
     Basic indexing (ints, slices with a positive step, `...`, None) is a view. Advanced indexing (int
     tensors, lists, numpy arrays, bool masks) gathers: the advanced indices broadcast to one shape B, which
     takes the place of the indexed dims when they are adjacent and goes first when something separates
-    them (ints count as advanced once any index is). Negative indices wrap. Out of range: a python or
-    host index raises IndexError here; a tensor index raises IndexError when the value is computed.
+    them. Ints select first, as in torch, so they neither separate advanced indices nor join them: torch's
+    x[0, :, [1, 2]] of a (2, 3, 4) tensor is (3, 2), where numpy's is (2, 3). Negative indices wrap.
+    Out of range: a python or host index raises IndexError here; a tensor index raises IndexError when
+    the value is computed.
     Trap: a bool mask is computed at this call, since the result's size is how many values are True.
 
     >>> x = Tensor([[1, 2, 3], [4, 5, 6]])
     >>> x[1, ::2].tolist(), x[:, [2, 0]].tolist(), x[x > 3].tolist()
     ([4, 6], [[3, 1], [6, 4]], [4, 5, 6])
     """
-    items = _expand_masks(x, _items(x, index))
+    return _index(x, _expand_masks(x, _items(x, index)))
+
+
+def _index(x: Tensor, items: list) -> Tensor:
+    """x read at parsed index items (one per dim, plus the Nones)."""
     if not any(isinstance(i, Advanced) for i in items):
         return _basic(x, items)
     dims = _dim_of_each(items)
-    # an int beside advanced indices is a 0-d advanced index (numpy's rule), so it counts for their adjacency
-    items = [Advanced(np.array(i, np.int64)) if isinstance(i, int) else i for i in items]
     items = [_checked(i, x.shape[d], d) if isinstance(i, Advanced) else i for i, d in zip(items, dims)]
     return _advanced(x, items)
 
@@ -200,9 +204,10 @@ def _advanced(x: Tensor, items: list) -> Tensor:
     """Advanced indexing: the basic items applied as a view, the advanced dims moved to the front and
     flattened into one, and one GATHER along it with the advanced indices' row-major position."""
     view = _basic(x, [slice(None) if isinstance(i, Advanced) else i for i in items])  # advanced dims kept whole
-    at = [p for p, i in enumerate(items) if isinstance(i, Advanced)]  # their dims in `view`
+    kept = [i for i in items if not isinstance(i, int)]  # an int is a select, its dim gone (torch's rule)
+    at = [p for p, i in enumerate(kept) if isinstance(i, Advanced)]  # the advanced dims in `view`
     adjacent = at == list(range(at[0], at[0] + len(at)))
-    indices = [items[p] for p in at]
+    indices = [kept[p] for p in at]
     b_shape = ()
     for a in indices:
         b_shape = broadcast_shape(b_shape, a.shape, "indexing")
@@ -320,14 +325,11 @@ def _write_box(x: Tensor, items: list, value: Tensor) -> Tensor:
 
 
 def _write_positions(x: Tensor, items: list, value: Tensor) -> Tensor:
-    """x with `value` written at the positions numpy's indexing of x's flat positions gives (steps,
-    advanced indices, masks): each written cell reads its value element through a GATHER, the last one
-    written there when an index repeats."""
-    np_index = tuple(_host(i) for i in items)
-    try:
-        positions = np.arange(x.size, dtype=np.int64).reshape(x.shape)[np_index]
-    except IndexError as e:
-        raise IndexError(f"setitem: {e} (x has shape {x.shape})") from None
+    """x with `value` written at the positions x[index] reads (steps, advanced indices, masks), computed now:
+    each written cell reads its value element through a GATHER, the last one written there when an index
+    repeats."""
+    grid = Tensor(np.arange(x.size, dtype=np.int32).reshape(x.shape), device=x.device)
+    positions = _index(grid, items).numpy()  # x[index] of x's flat positions: torch's shape and order
     flat_value = _fitted(value, positions.shape).reshape(-1)
     positions = positions.reshape(-1)
     if positions.size == 0:
@@ -338,12 +340,6 @@ def _write_positions(x: Tensor, items: list, value: Tensor) -> Tensor:
     hit[positions] = True
     written = take(flat_value, 0, source)  # (x.size,)
     return Tensor(hit, device=x.device).where(written, x.reshape(-1)).reshape(x.shape)
-
-
-def _host(i: Any) -> Any:
-    if isinstance(i, Advanced):
-        return i.index.numpy().astype(np.int64) if isinstance(i.index, Tensor) else i.index
-    return i
 
 
 def _commit(x: Tensor, new: Tensor) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from limn import (
     creation,
+    einsum,
     elementwise,
     indexing,
     lookups,
@@ -152,6 +153,19 @@ Tensor.masked_select = scatter.masked_select
 Tensor.masked_scatter = scatter.masked_scatter
 Tensor.nonzero = scatter.nonzero
 Tensor.argwhere = scatter.argwhere
+Tensor.full_like = creation.full_like
+Tensor.empty = staticmethod(creation.empty)
+Tensor.empty_like = creation.empty_like
+Tensor.linspace = staticmethod(creation.linspace)
+Tensor.logspace = staticmethod(creation.logspace)
+Tensor.meshgrid = staticmethod(creation.meshgrid)
+Tensor.tril_indices = staticmethod(creation.tril_indices)
+Tensor.triu_indices = staticmethod(creation.triu_indices)
+Tensor.new_full = creation.new_full
+Tensor.new_zeros = creation.new_zeros
+Tensor.new_ones = creation.new_ones
+Tensor.new_empty = creation.new_zeros
+Tensor.einsum = staticmethod(einsum.einsum)
 
 
 # ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----
