@@ -276,10 +276,12 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
     [[0.0, 5.0, 0.0], [0.0, 5.0, 0.0]]
     """
     value = _as_value(x, value)
+    target, x = x, Tensor._from_node(x.node, x.device, x._ctx)  # x's old value: the new one's parent
+    x.requires_grad = target.requires_grad
     items = _expand_masks(x, _items(x, index))
     simple = all(i is None or isinstance(i, int) or (isinstance(i, slice) and i.step in (None, 1)) for i in items)
     new = _write_box(x, items, value) if simple else _write_positions(x, items, value)
-    _commit(x, new)
+    _commit(target, new)
 
 
 def _as_value(x: Tensor, value: Any) -> Tensor:

@@ -146,9 +146,11 @@ class _Grid:
         self.x, self.dim, self.idx_shape = x, dim, idx.shape
         self.box = tuple((0, x.shape[d] if d == dim else i) for d, i in enumerate(idx.shape))
         self.x_moved = x.shrink(self.box).movedim(dim, -1)  # (..., T)
-        t = x.shape[dim]
-        positions = Tensor.arange(t, device=x.device).reshape(t, 1)  # (T, 1)
-        self.mask = idx.cast(dtypes.int32).movedim(dim, -1).unsqueeze(-2).eq(positions)  # (..., T, J)
+        rows = idx.movedim(dim, -1).unsqueeze(-2)  # (..., 1, J)
+        ones = Tensor.ones(rows.shape, dtype=dtypes.int32, device=x.device)
+        zeros = Tensor.zeros(rows.shape[:-2] + (x.shape[dim], rows.shape[-1]), dtype=dtypes.int32, device=x.device)
+        # one-hot along T by a SCATTER (no compare): exact, and an index out of range raises when computed
+        self.mask = _scatter_add_primitive(zeros, rows, ones, -2).cast(dtypes.bool_)  # (..., T, J)
 
     def moved(self, src: Tensor) -> Tensor:
         return src.movedim(self.dim, -1)  # (..., J)

@@ -73,7 +73,7 @@ def view(x: Tensor, *shape: int | Sequence[int]) -> Tensor:
     shape (call .reshape); limn's is always reshape, a view where the strides allow it and a copy otherwise.
     A limn tensor never aliases another one's storage (assigns have value semantics), so the two cannot be
     told apart by their values. view(dtype), torch's bit reinterpretation, is a TypeError."""
-    if len(shape) == 1 and not isinstance(shape[0], (int, Sequence)):
+    if len(shape) == 1 and (isinstance(shape[0], str) or not isinstance(shape[0], (int, Sequence))):
         raise TypeError(f"view: limn cannot reinterpret bits as another dtype ({shape[0]!r}); use .cast(dtype)")
     return x.reshape(*shape)
 
@@ -190,14 +190,14 @@ def unsqueeze(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> 
     return x.reshape(x.shape[:dim] + (1,) + x.shape[dim:])
 
 
-def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
+def cat(tensors: Sequence[Tensor], dim: int | None = None, *, axis: int | None = None) -> Tensor:
     """Joins tensors along dim: each is padded to the full length there and the pads add up. They must
     match off that dim; their dtypes promote as in +.
 
     >>> Tensor.cat([Tensor([1, 2]), Tensor([3])]).tolist()
     [1, 2, 3]
     """
-    axis = pick_dim(dim if axis is None else None, axis, 0, "cat")
+    axis = pick_dim(dim, axis, 0, "cat")
     tensors = list(tensors)
     if not tensors:
         raise ValueError("cat: needs at least one tensor")
@@ -219,9 +219,9 @@ def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> 
     return out
 
 
-def stack(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
+def stack(tensors: Sequence[Tensor], dim: int | None = None, *, axis: int | None = None) -> Tensor:
     """Tensors of one shape joined along a new dim at `dim`."""
-    axis = pick_dim(dim if axis is None else None, axis, 0, "stack")
+    axis = pick_dim(dim, axis, 0, "stack")
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack: needs at least one tensor")
@@ -231,10 +231,10 @@ def stack(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -
     return cat([t_.unsqueeze(axis) for t_ in tensors], axis)
 
 
-def split(x: Tensor, sizes: int | Sequence[int], dim: int = 0, *, axis: int | None = None) -> list[Tensor]:
+def split(x: Tensor, sizes: int | Sequence[int], dim: int | None = None, *, axis: int | None = None) -> list[Tensor]:
     """Pieces along dim: of `sizes` each (the last may be shorter), or of the listed sizes, which must add
     up to the dim. Each piece is a view (a shrink) of x."""
-    axis = normalize_axis(pick_dim(dim if axis is None else None, axis, 0, "split"), x.ndim, "split")
+    axis = normalize_axis(pick_dim(dim, axis, 0, "split"), x.ndim, "split")
     n = x.shape[axis]
     if isinstance(sizes, int):
         if sizes <= 0:
@@ -251,10 +251,10 @@ def split(x: Tensor, sizes: int | Sequence[int], dim: int = 0, *, axis: int | No
     return out
 
 
-def chunk(x: Tensor, chunks: int, dim: int = 0, *, axis: int | None = None) -> list[Tensor]:
+def chunk(x: Tensor, chunks: int, dim: int | None = None, *, axis: int | None = None) -> list[Tensor]:
     """x split along dim into pieces of ceil(n / chunks). Trap, as in torch: that can be fewer than
     `chunks` pieces (6 in 4 chunks gives 3 pieces of 2)."""
-    axis = normalize_axis(pick_dim(dim if axis is None else None, axis, 0, "chunk"), x.ndim, "chunk")
+    axis = normalize_axis(pick_dim(dim, axis, 0, "chunk"), x.ndim, "chunk")
     if chunks <= 0:
         raise ValueError(f"chunk: the number of chunks must be positive, got {chunks}")
     return x.split(max(math.ceil(x.shape[axis] / chunks), 1), axis)
