@@ -177,6 +177,13 @@ PADS = Table(
             id="pad_circular_2d",
         ),
         case("x.pad((1, 1))", "torch.nn.functional.pad(x, (1, 1))", x=E, id="pad_zero_size"),
+        case(
+            "x.pad(((0, 0), (1, 1)), 2.0)",
+            "torch.nn.functional.pad(x, (1, 1), value=2.0)",
+            x=X,
+            id="pad_limn_positional_value",
+        ),
+        case("x.pad((None, (2, 0)))", "torch.nn.functional.pad(x, (2, 0))", x=X, id="pad_none_pair_keeps_a_dim"),
     ]
 )
 

@@ -25,7 +25,7 @@ MODES = {"constant": None, "reflect": "reflect", "replicate": "edge", "circular"
 def pad(
     x: Tensor,
     widths: Sequence[int] | Sequence[tuple[int, int]],
-    mode: str = "constant",
+    mode: str | Scalar = "constant",
     value: Scalar | None = None,
 ) -> Tensor:
     """x padded by `widths`, as torch.nn.functional.pad.
@@ -34,13 +34,15 @@ def pad(
     last dim first: (left, right) of the last dim, then (top, bottom) of the one before, and so on; dims it
     does not reach are not padded. A negative width crops. mode is "constant" (filled with value, 0 by
     default, cast to x's dtype), "reflect" (mirrored, the edge not repeated), "replicate" (the edge
-    repeated) or "circular" (wrapped around).
+    repeated) or "circular" (wrapped around). pad(widths, number) is limn's older spelling of value=number.
 
     >>> Tensor([1, 2, 3]).pad((2, 1), mode="reflect").tolist()
     [3, 2, 1, 2, 3, 2]
     >>> Tensor([[1, 2]]).pad(((0, 0), (1, 0)), value=9).tolist()
     [[9, 1, 2]]
     """
+    if not isinstance(mode, str):  # limn's older spelling, pad(widths, value)
+        mode, value = "constant", mode
     pairs = _pairs(x, widths)
     if mode not in MODES:
         raise ValueError(f"pad: mode {mode!r} is not one of {', '.join(map(repr, MODES))}")
@@ -78,7 +80,7 @@ def _pairs(x: Tensor, widths: Sequence) -> list[tuple[int, int]]:
             pairs[x.ndim - 1 - k] = (int(widths[2 * k]), int(widths[2 * k + 1]))
         return pairs
     try:
-        pairs = [(int(b), int(a)) for b, a in widths]
+        pairs = [(0, 0) if w is None else (int(w[0]), int(w[1])) for w in widths]  # None: that dim as it is
     except (TypeError, ValueError):
         raise TypeError(f"pad: widths {widths!r} must be ints (torch's order) or (before, after) pairs") from None
     if len(pairs) != x.ndim:
