@@ -223,6 +223,14 @@ SCATTERS = Table(
             s=I[:2, :2],
             id="scatter_reduce_amin_int32",
         ),
+        case(
+            "x.scatter_reduce(2, i, s, 'mean', include_self=False)",
+            "x.scatter_reduce(2, i.long(), s, 'mean', include_self=False)",
+            x=X4[0, :, :, :4].copy(),
+            i=np.random.default_rng(5).integers(0, 4, (3, 4, 4)).astype(np.int32),
+            s=X4[1, :, :, :4].copy(),
+            id="scatter_reduce_mean_exclude_self_3d",  # its count.maximum(1) form was miscompiled on c
+        ),
         case("x.index_add(0, i, s)", x=X, i=ROWS, s=X, id="index_add_repeated_rows"),
         case("x.index_add(1, i, s, alpha=-2.0)", x=X, i=i32(3, 1), s=X[:, :2], id="index_add_alpha"),
         case("x.index_fill(1, i, -7.0)", "x.index_fill(1, i.long(), -7.0)", x=X, i=i32(0, 2, 0), id="index_fill"),

@@ -121,7 +121,9 @@ def scatter_reduce(
         total = _scatter_add_primitive(base, idx, src, dim)
         if reduce == "sum":
             return total
-        n = count + 1 if include_self else count.maximum(1)
+        # the count (plus x itself), 1 where nothing points; hit.where, not count.maximum(1), whose two int
+        # compares of one pair the c device miscompiles in this graph (see tests/core/test_indexing.py)
+        n = count + 1 if include_self else hit.where(count, 1)
         if x.dtype.is_float:
             return hit.where(total / n.cast(x.dtype), x)
         return hit.where(_floor_divide(total, n.cast(x.dtype)), x)
