@@ -36,13 +36,26 @@ def take(x: Tensor, dim: int, positions: np.ndarray) -> Tensor:
     return x.gather(idx, dim)
 
 
-def flip(x: Tensor, *dims: int | Sequence[int]) -> Tensor:
+def _dims_argument(dims: tuple, kwargs: dict, what: str) -> tuple:
+    """The dims given as varargs, one sequence, or torch's `dims=` keyword."""
+    if set(kwargs) - {"dims"}:
+        raise TypeError(f"{what}: unexpected arguments {sorted(set(kwargs) - {'dims'})}")
+    if "dims" in kwargs:
+        if dims:
+            raise TypeError(f"{what}: got dims both positionally and as dims=")
+        return (kwargs["dims"],)
+    if not dims:
+        raise TypeError(f"{what}: missing the dims")
+    return dims
+
+
+def flip(x: Tensor, *dims: int | Sequence[int], **kwargs: Sequence[int]) -> Tensor:
     """x with the order of the elements along each of `dims` reversed, as torch.flip (a GATHER per dim).
 
     >>> Tensor([[1, 2], [3, 4]]).flip(1).tolist()
     [[2, 1], [4, 3]]
     """
-    dims = sizes_of(dims, "flip")
+    dims = sizes_of(_dims_argument(dims, kwargs, "flip"), "flip")
     normalized = [normalize_axis(d, x.ndim, "flip") for d in dims]
     if len(set(normalized)) != len(normalized):
         raise ValueError(f"flip: dim listed twice in {dims}")
@@ -102,10 +115,10 @@ def repeat(x: Tensor, *sizes: int | Sequence[int]) -> Tensor:
     return out.reshape(tuple(r * s for r, s in zip(reps, shape)))  # (r0 s0, r1 s1, ...)
 
 
-def tile(x: Tensor, *dims: int | Sequence[int]) -> Tensor:
+def tile(x: Tensor, *dims: int | Sequence[int], **kwargs: Sequence[int]) -> Tensor:
     """x repeated along each dim as torch.tile: like repeat, but fewer sizes than dims count from the
     last dim (the missing leading ones are 1)."""
-    reps = sizes_of(dims, "tile")
+    reps = sizes_of(_dims_argument(dims, kwargs, "tile"), "tile")
     return repeat(x, (1,) * (x.ndim - len(reps)) + reps)
 
 
