@@ -141,7 +141,6 @@ SCATTERS = Table(
             x=X,
             i=np.array([[0, 0], [1, 1], [3, 3]], np.int32),
             s=X[:, :2],
-            grad=False,
             id="scatter_repeated_index_last_wins",
         ),
         case("x.scatter(1, i, 2.5)", "x.scatter(1, i.long(), 2.5)", x=X, i=GRID, id="scatter_value"),
@@ -373,12 +372,11 @@ def test_an_indexing_mistake_raises_a_typed_error(mistake: str) -> None:
         action(Tensor(X))
 
 
-def test_scatter_with_a_repeated_index_gives_the_gradient_to_the_last_write_only_unlike_torch() -> None:
-    # torch's scatter backward gives every src element the gradient of the cell it wrote (grad.gather(index)),
-    # including writes that a later one overwrote; limn's composition gives it to the write that landed, the
-    # one whose value the output holds (row scatter_repeated_index_last_wins holds the values to torch's)
+def test_scatter_with_a_repeated_index_gives_every_write_its_cell_gradient_as_torch() -> None:
+    # torch's scatter backward is grad.gather(index): a write that a later one overwrote still gets the
+    # gradient of its cell, though the output holds the last write's value
     src = Tensor(np.array([[1.0, 2.0, 3.0]], np.float32), requires_grad=True)
     out = Tensor.zeros((1, 2)).scatter(1, Tensor(np.array([[0, 0, 1]], np.int32)), src)
     out.sum().backward()
     np.testing.assert_array_equal(out.numpy(), [[2.0, 3.0]])
-    np.testing.assert_array_equal(src.grad.numpy(), [[0.0, 1.0, 1.0]])  # torch: [[1, 1, 1]]
+    np.testing.assert_array_equal(src.grad.numpy(), [[1.0, 1.0, 1.0]])

@@ -97,8 +97,23 @@ def scatter(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     src = _source(x, src, idx.shape, "scatter")
     grid = _Grid(x, idx, dim)
     last = grid.last_index()  # (..., T): which j wrote each position last, plus 1
-    taken = grid.moved(src).gather((last - 1).maximum(0), -1)  # (..., T): that j's value
-    return grid.put(hit, taken)
+    taken = grid.moved(src).gather(last.gt(0).where(last - 1, 0), -1)  # (..., T): that j's value
+    return grid.put(hit, _every_writer_gets_the_gradient(x, idx, src, dim, grid, taken))
+
+
+def _every_writer_gets_the_gradient(
+    x: Tensor, idx: Tensor, src: Tensor, dim: int, grid: _Grid, taken: Tensor
+) -> Tensor:
+    """taken's value, with torch's gradient for scatter: every src element gets the gradient of the cell it
+    wrote, overwritten or not (grad.gather(index)). taken - (S - S) is taken exactly (x - +0 is x, -0.0
+    included) while its gradient flows through S, the sum of the writes; where S is not finite (S - S is
+    NaN), taken keeps its own gradient, the last write's."""
+    if not x.dtype.is_float:
+        return taken
+    total = _scatter_add_primitive(Tensor.zeros(x.shape, dtype=x.dtype, device=x.device), idx, src, dim)
+    total = total.shrink(grid.box).movedim(dim, -1)  # (..., T), as taken
+    zero = total.detach() - total  # +0 where finite; its gradient is -1 to every write
+    return zero.isfinite().where(taken.detach() - zero, taken)
 
 
 def scatter_reduce(
