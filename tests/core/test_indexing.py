@@ -101,6 +101,8 @@ SETITEM = Table(
         case(**setitem("m", x=X, v=X[M], m=M), id="mask_with_values"),
         case(SET.format(index="m").replace("v)", "-1.0)"), x=X, m=M, id="mask_with_a_scalar"),
         case(SET.format(index="x > 0").replace("v)", "0.0)"), x=X, id="mask_from_a_comparison"),
+        case(**setitem("i", x=X, v=X[:3], i=i32(1, 1, 0)), id="repeated_rows_last_write_wins"),
+        case(**setitem("np.s_[[0, 0], [2, 2]]", x=X, v=X[0, :2]), id="repeated_element"),
         case(**setitem("np.s_[1]", x=I, v=I[0]), id="int32_target"),
         case(SET.format(index="np.s_[:, 0]").replace("v)", "2.9)"), x=I, id="float_into_int_truncates"),
         case(**setitem("np.s_[0]", x=S.reshape(2, 2), v=S[2:]), signed_zeros=True, id="special_values"),

@@ -341,7 +341,19 @@ def _write_positions(x: Tensor, items: list, value: Tensor) -> Tensor:
     hit = np.zeros(x.size, bool)
     hit[positions] = True
     written = take(flat_value, 0, source)  # (x.size,)
+    if x.dtype.is_float and len(np.unique(positions)) < positions.size:
+        written = _every_write_gets_the_gradient(x, positions, flat_value, written)
     return Tensor(hit, device=x.device).where(written, x.reshape(-1)).reshape(x.shape)
+
+
+def _every_write_gets_the_gradient(x: Tensor, positions: np.ndarray, values: Tensor, written: Tensor) -> Tensor:
+    """written's value, with torch's gradient where a position repeats: every value element gets its cell's
+    gradient, overwritten or not. written - (S - S) is written exactly while the gradient flows through S,
+    the sum of the writes (limn.scatter's scatter does the same; where S is not finite, the last write's)."""
+    idx = Tensor(positions.astype(np.int32), device=x.device)
+    total = Tensor.zeros((x.size,), dtype=x.dtype, device=x.device).scatter_add(idx, values, 0)
+    zero = total.detach() - total  # +0 where finite
+    return zero.isfinite().where(written.detach() - zero, written)
 
 
 def _commit(x: Tensor, new: Tensor) -> None:
