@@ -253,6 +253,61 @@ SCATTERS = Table(
 )
 
 
+IN_PLACE = Table(
+    [
+        case("x.clone().masked_fill_(m, -1.0)", x=X, m=M, id="masked_fill_"),
+        case("x.clone().masked_scatter_(m, s)", x=X, m=M, s=X * 3, id="masked_scatter_"),
+        case(
+            "x.clone().index_fill_(1, i, 2.0)",
+            "x.clone().index_fill_(1, i.long(), 2.0)",
+            x=X,
+            i=i32(0, 3),
+            id="index_fill_",
+        ),
+        case(
+            "x.clone().index_add_(0, i, s)", "x.clone().index_add_(0, i.long(), s)", x=X, i=ROWS, s=X, id="index_add_"
+        ),
+        case(
+            "x.clone().index_copy_(0, i, s)",
+            "x.clone().index_copy_(0, i.long(), s)",
+            x=X,
+            i=i32(2, 0),
+            s=X[:2],
+            id="index_copy_",
+        ),
+        case(
+            "x.clone().scatter_(1, i, s)", "x.clone().scatter_(1, i.long(), s)", x=X, i=GRID, s=X[:2, :2], id="scatter_"
+        ),
+        case(
+            "x.clone().scatter_add_(1, i, s)",
+            "x.clone().scatter_add_(1, i.long(), s)",
+            x=X,
+            i=GRID,
+            s=X[:2, :2],
+            id="scatter_add_",
+        ),
+        case(
+            "x.clone().scatter_reduce_(1, i, s, 'amax')",
+            "x.clone().scatter_reduce_(1, i.long(), s, 'amax')",
+            x=X,
+            i=GRID,
+            s=X[:2, :2],
+            id="scatter_reduce_",
+        ),
+        case("x.clone().fill_(2.5)", x=X, id="fill_"),
+        case("x.clone().fill_(v)", x=X, v=Z, id="fill_tensor_value"),
+        case("x.clone().copy_(s)", x=X, s=X[:1] * 2, id="copy_broadcasts"),
+        case("x.clone().copy_(s)", "x.clone().copy_(s)", x=I, s=X, id="copy_casts"),
+        case("x.take(i)", "x.take(i.long())", x=X, i=np.array([[0, -1], [5, 5]], np.int32), id="take"),
+    ]
+)
+
+
+@pytest.mark.parametrize("name", IN_PLACE.ids)
+def test_in_place_spellings_match_torch(device: str, name: str) -> None:
+    IN_PLACE.assert_agrees(device, name)
+
+
 @pytest.mark.parametrize("name", GETITEM.ids)
 def test_getitem_matches_torch(device: str, name: str) -> None:
     GETITEM.assert_agrees(device, name)

@@ -10,6 +10,7 @@ Pipeline: **tensor (composed ops)** -> graph (VIEW, GATHER, WHERE, ASSIGN) -> sc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from limn import autograd, dtypes
 from limn.primitives import Tensor, broadcast_shape
-from limn.rearrange import take
+from limn.rearrange import take_at
 from limn.view import prod
 
 
@@ -30,6 +31,13 @@ class Advanced:
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(self.index.shape)
+
+
+@dataclass(frozen=True)
+class Mask:
+    """A bool mask index item, before its True positions are computed: it covers mask.ndim dims of x."""
+
+    values: np.ndarray | Tensor
 
 
 # ---- parsing: every item of an index as an int, a slice, None or an Advanced, one per dim (plus Nones) ----
@@ -58,11 +66,11 @@ def _width(i: Any) -> int:
     """How many dims of x an index item consumes: none for None and `...`, a mask's rank, else one."""
     if i is None or i is Ellipsis:
         return 0
-    return i[1].ndim if isinstance(i, tuple) else 1
+    return i.values.ndim if isinstance(i, Mask) else 1
 
 
 def _parse(i: Any) -> list:
-    """One item of an index as index items (a mask of k dims gives k of them, as a ("mask", array) marker)."""
+    """One item of an index as an index item: an int, a slice, None, `...`, an Advanced or a Mask."""
     if i is None or i is Ellipsis or isinstance(i, slice):
         return [i]
     if isinstance(i, (bool, np.bool_)):
@@ -71,7 +79,7 @@ def _parse(i: Any) -> list:
         return [int(i)]
     if isinstance(i, Tensor):
         if i.dtype == dtypes.bool_:
-            return [("mask", i)]
+            return [Mask(i)]
         if not i.dtype.is_int:
             raise IndexError(f"tensors used as indices must be int or bool tensors, got {i.dtype.name}")
         return [Advanced(i)]
@@ -80,7 +88,7 @@ def _parse(i: Any) -> list:
         if arr.size == 0 and arr.dtype.kind == "f":
             arr = arr.astype(np.int64)  # [] is an empty list of indices
         if arr.dtype == np.bool_:
-            return [("mask", arr)]
+            return [Mask(arr)]
         if arr.dtype.kind not in "iu":
             raise IndexError(f"indices must be ints or bools, got {arr.dtype} from {i!r}")
         return [Advanced(arr.astype(np.int64))]
@@ -88,11 +96,11 @@ def _parse(i: Any) -> list:
 
 
 def _expand_masks(x: Tensor, items: list) -> list:
-    """Each ("mask", m) item as one Advanced per dim it covers: the positions where m is True (computed now)."""
+    """Each Mask as one Advanced per dim it covers: the positions where it is True (computed now)."""
     out, dim = [], 0
     for i in items:
-        if isinstance(i, tuple) and i[0] == "mask":
-            mask = i[1].numpy() if isinstance(i[1], Tensor) else i[1]
+        if isinstance(i, Mask):
+            mask = i.values.numpy() if isinstance(i.values, Tensor) else i.values
             covered = x.shape[dim : dim + mask.ndim]
             if mask.ndim == 0 or mask.shape != covered:
                 raise IndexError(
@@ -122,7 +130,7 @@ def _checked(adv: Advanced, size: int, dim: int) -> Advanced:
 
 
 def getitem(x: Tensor, index: Any) -> Tensor:
-    """x[index] as numpy and torch read it.
+    """x[index], with torch's rules.
 
     Basic indexing (ints, slices with a positive step, `...`, None) is a view. Advanced indexing (int
     tensors, lists, numpy arrays, bool masks) gathers: the advanced indices broadcast to one shape B, which
@@ -217,11 +225,11 @@ def _advanced(x: Tensor, items: list) -> Tensor:
     flat = moved.reshape((prod(sizes),) + tuple(view.shape[d] for d in rest))  # (A, rest...)
     linear = _linear(indices, sizes, b_shape, x.device)
     if isinstance(linear, np.ndarray):
-        out = take(flat, 0, linear.reshape(-1))  # (N, rest...)
+        out = take_at(flat, 0, linear.reshape(-1))  # (N, rest...)
     else:
         n = prod(b_shape)
         idx = linear.reshape((n,) + (1,) * len(rest)).expand((n,) + flat.shape[1:])
-        out = flat.gather(idx, 0) if n and flat.size else take(flat, 0, np.zeros(n, np.int64))
+        out = flat.gather(idx, 0) if n and flat.size else take_at(flat, 0, np.zeros(n, np.int64))
     out = out.reshape(b_shape + flat.shape[1:])  # (B..., rest...)
     if adjacent and at[0] > 0:
         nb = len(b_shape)
@@ -276,8 +284,7 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
     [[0.0, 5.0, 0.0], [0.0, 5.0, 0.0]]
     """
     value = _as_value(x, value)
-    target, x = x, Tensor._from_node(x.node, x.device, x._ctx)  # x's old value: the new one's parent
-    x.requires_grad = target.requires_grad
+    target, x = x, _previous(x)
     items = _expand_masks(x, _items(x, index))
     simple = all(i is None or isinstance(i, int) or (isinstance(i, slice) and i.step in (None, 1)) for i in items)
     new = _write_box(x, items, value) if simple else _write_positions(x, items, value)
@@ -340,7 +347,7 @@ def _write_positions(x: Tensor, items: list, value: Tensor) -> Tensor:
     source[positions] = np.arange(positions.size)  # numpy keeps the last write of a repeated position
     hit = np.zeros(x.size, bool)
     hit[positions] = True
-    written = take(flat_value, 0, source)  # (x.size,)
+    written = take_at(flat_value, 0, source)  # (x.size,)
     if x.dtype.is_float and len(np.unique(positions)) < positions.size:
         written = _every_write_gets_the_gradient(x, positions, flat_value, written)
     return Tensor(hit, device=x.device).where(written, x.reshape(-1)).reshape(x.shape)
@@ -354,6 +361,41 @@ def _every_write_gets_the_gradient(x: Tensor, positions: np.ndarray, values: Ten
     total = Tensor.zeros((x.size,), dtype=x.dtype, device=x.device).scatter_add(idx, values, 0)
     zero = total.detach() - total  # +0 where finite
     return zero.isfinite().where(written.detach() - zero, written)
+
+
+def _previous(x: Tensor) -> Tensor:
+    """x's value now, as a tensor of its own: the parent of the value that replaces it."""
+    old = Tensor._from_node(x.node, x.device, x._ctx)
+    old.requires_grad = x.requires_grad
+    return old
+
+
+def in_place(op: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """torch's in-place spelling of op (x.masked_fill_(m, v) of x.masked_fill(m, v)): x takes op's result,
+    by setitem's rules (an ASSIGN, or a new node when gradients flow), and is returned."""
+
+    def method(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        _commit(x, op(_previous(x), *args, **kwargs))
+        return x
+
+    method.__name__ = f"{op.__name__}_"
+    method.__doc__ = f"In place: x becomes x.{op.__name__}(...) (limn.indexing.in_place)."
+    return method
+
+
+def fill(x: Tensor, value: Any) -> Tensor:
+    """value (a number or a 0-d tensor) everywhere in x's shape and dtype: what x.fill_(value) writes. It
+    stays linked to x with a zero gradient, as torch's."""
+    return _overwritten(x, _fitted(_as_value(x, value), x.shape))
+
+
+def copy(x: Tensor, src: Any) -> Tensor:
+    """src broadcast to x's shape and cast to its dtype: what x.copy_(src) writes (x's gradient 0, as torch)."""
+    return _overwritten(x, _fitted(_as_value(x, src), x.shape))
+
+
+def _overwritten(x: Tensor, value: Tensor) -> Tensor:
+    return Tensor.full(x.shape, True, device=x.device).where(value, x)  # value, linked to x (gradient 0)
 
 
 def _commit(x: Tensor, new: Tensor) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from limn import dtypes
 from limn.primitives import Scalar, Tensor
-from limn.rearrange import take
+from limn.rearrange import take_at
 
 _pad_movement = Tensor.pad  # the primitive: non-negative (before, after) per dim, filled with a value
 
@@ -62,7 +62,7 @@ def pad(
         return _pad_movement(x, grow, _fill(x, value))
     for d, (b, a) in enumerate(grow):
         if b or a:
-            x = take(x, d, _source_positions(x.shape[d], b, a, mode, d))
+            x = take_at(x, d, _source_positions(x.shape[d], b, a, mode, d))
     return x
 
 

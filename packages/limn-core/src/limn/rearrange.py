@@ -18,7 +18,7 @@ from limn.shaping import cat, sizes_of
 from limn.view import prod
 
 
-def take(x: Tensor, dim: int, positions: np.ndarray) -> Tensor:
+def take_at(x: Tensor, dim: int, positions: np.ndarray) -> Tensor:
     """x read at `positions` (host ints, each in range) along dim: out[..., j, ...] = x[..., positions[j], ...].
     One GATHER, whose gradient adds where a position repeats."""
     dim = normalize_axis(dim, x.ndim, "take")
@@ -64,7 +64,7 @@ def flip(x: Tensor, *dims: int | Sequence[int], **kwargs: Sequence[int]) -> Tens
     for d in normalized:
         n = x.shape[d]
         if n > 1:
-            x = take(x, d, np.arange(n - 1, -1, -1))
+            x = take_at(x, d, np.arange(n - 1, -1, -1))
     return x
 
 
@@ -154,7 +154,7 @@ def repeat_interleave(
         out = grown.reshape(x.shape[:dim] + (n * r,) + x.shape[dim + 1 :])
     else:
         counts = _counts(repeats, n)
-        out = take(x, dim, np.repeat(np.arange(n), counts))
+        out = take_at(x, dim, np.repeat(np.arange(n), counts))
     if output_size is not None and out.shape[dim] != output_size:
         raise ValueError(f"repeat_interleave: output_size={output_size}, but the repeats give {out.shape[dim]}")
     return out
@@ -194,6 +194,6 @@ def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
     count = (n - size) // step + 1
     starts = np.arange(count) * step
     positions = (starts[:, None] + np.arange(size)[None, :]).reshape(-1)  # window w, element e: w*step + e
-    windows = take(x, dim, positions)  # (.., count * size, ..)
+    windows = take_at(x, dim, positions)  # (.., count * size, ..)
     windows = windows.reshape(x.shape[:dim] + (count, size) + x.shape[dim + 1 :])
     return windows.movedim(dim + 1, -1)  # (.., count, .., size)

@@ -18,7 +18,7 @@ import numpy as np
 
 from limn import dtypes
 from limn.primitives import Scalar, Tensor, broadcast_shape, index_tensor, normalize_axis
-from limn.rearrange import take
+from limn.rearrange import take_at
 
 _gather_primitive = Tensor.gather  # limn's spelling: gather(idx, axis)
 _scatter_add_primitive = Tensor.scatter_add  # limn's spelling: scatter_add(idx, src, axis)
@@ -266,7 +266,7 @@ def index_select(x: Tensor, dim: int, index: Any) -> Tensor:
         x = x.reshape(1)  # a 0-d tensor reads as one element, as torch gives it a dim of size 1
     shape = x.shape[:dim] + (idx.shape[0],) + x.shape[dim + 1 :]
     if 0 in shape:
-        return take(x, dim, np.zeros(idx.shape[0], np.int64))  # an empty result of the shape
+        return take_at(x, dim, np.zeros(idx.shape[0], np.int64))  # an empty result of the shape
     return _gather_primitive(x, _along(idx, shape, dim), dim)
 
 
@@ -324,8 +324,15 @@ def take_along_dim(x: Tensor, indices: Any, dim: int | None = None) -> Tensor:
     x = x.broadcast_to(tuple(x.shape[d] if d == dim else s for d, s in enumerate(common)))
     idx = idx.broadcast_to(tuple(idx.shape[d] if d == dim else s for d, s in enumerate(common)))
     if idx.size == 0:
-        return take(x, dim, np.zeros(idx.shape[dim], np.int64)).broadcast_to(idx.shape)
+        return take_at(x, dim, np.zeros(idx.shape[dim], np.int64)).broadcast_to(idx.shape)
     return _gather_primitive(x, idx, dim)
+
+
+def take(x: Tensor, index: Any) -> Tensor:
+    """x read as a flat tensor at `index` (any shape, negative counting from the end), as torch.take: the
+    result has the index's shape. An index out of range raises IndexError when computed."""
+    idx = index_tensor(index, "take")
+    return x.reshape(-1)[idx]
 
 
 # ---- masks ----
@@ -351,7 +358,7 @@ def masked_select(x: Tensor, mask: Any) -> Tensor:
     mask = _bool_mask(mask, "masked_select")
     shape = broadcast_shape(x.shape, mask.shape, "masked_select")
     where = np.flatnonzero(mask.broadcast_to(shape).numpy())
-    return take(x.broadcast_to(shape).reshape(-1), 0, where)
+    return take_at(x.broadcast_to(shape).reshape(-1), 0, where)
 
 
 def masked_scatter(x: Tensor, mask: Any, source: Tensor) -> Tensor:
@@ -366,7 +373,7 @@ def masked_scatter(x: Tensor, mask: Any, source: Tensor) -> Tensor:
     if count == 0:
         return x
     order = np.maximum(np.cumsum(hits) - 1, 0)  # the k-th True position reads source element k
-    values = take(source.cast(x.dtype).reshape(-1), 0, order)
+    values = take_at(source.cast(x.dtype).reshape(-1), 0, order)
     return Tensor(hits, device=x.device).where(values, x.reshape(-1)).reshape(x.shape)
 
 
