@@ -39,6 +39,8 @@ def sizes_of(args: tuple, what: str) -> tuple[int, ...]:
 def broadcast_to(x: Tensor, *shape: int | Sequence[int]) -> Tensor:
     """x stretched to `shape` by numpy's rule (new dims on the left, size-1 dims grow), without copying;
     -1 keeps a dim, as in torch.expand."""
+    if len(shape) == 1 and shape[0] == x.shape:  # every binary op asks; the common answer first
+        return x
     return expand(x, *shape)
 
 
