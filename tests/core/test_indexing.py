@@ -298,6 +298,26 @@ IN_PLACE = Table(
         case("x.clone().fill_(v)", x=X, v=Z, id="fill_tensor_value"),
         case("x.clone().copy_(s)", x=X, s=X[:1] * 2, id="copy_broadcasts"),
         case("x.clone().copy_(s)", "x.clone().copy_(s)", x=I, s=X, id="copy_casts"),
+        case("x.index_put((i,), s)", "x.index_put((i.long(),), s)", x=X, i=i32(2, 0), s=X[:2], id="index_put"),
+        case(
+            "x.index_put((i, j), s, accumulate=True)",
+            "x.index_put((i.long(), j.long()), s, accumulate=True)",
+            x=X,
+            i=i32(0, 0, 2),
+            j=i32(1, 1, 3),
+            s=X[0, :3],
+            id="index_put_accumulate_repeats_add",
+        ),
+        case(
+            "x.clone().index_put_((i,), s)",
+            "x.clone().index_put_((i.long(),), s)",
+            x=X,
+            i=i32(1),
+            s=X[:1],
+            id="index_put_",
+        ),
+        case("x.clone().tril_(1)", x=X, id="tril_"),
+        case("x.clone().triu_()", x=X, id="triu_"),
         case("x.take(i)", "x.take(i.long())", x=X, i=np.array([[0, -1], [5, 5]], np.int32), id="take"),
     ]
 )

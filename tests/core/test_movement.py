@@ -46,6 +46,11 @@ FLIP_ROLL = Table(
         case("x.roll(2, 0)", x=E, id="roll_zero_size"),
         case("x.roll(1, 1)", x=I, id="roll_int32"),
         case("x.roll(0, 0)", x=X, id="roll_zero"),
+        case("x.rot90()", x=X, id="rot90"),
+        case("x.rot90(2)", x=X, id="rot90_twice"),
+        case("x.rot90(-1, (2, 0))", x=X3, id="rot90_negative_k_dims"),
+        case("x.rot90(7, [1, 2])", x=X3, id="rot90_k_past_four"),
+        case("x.ravel()", x=X3, id="ravel"),
     ]
 )
 

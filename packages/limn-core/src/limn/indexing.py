@@ -283,12 +283,15 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
     >>> x.tolist()
     [[0.0, 5.0, 0.0], [0.0, 5.0, 0.0]]
     """
+    _commit(x, _written(_previous(x), index, value))
+
+
+def _written(x: Tensor, index: Any, value: Any) -> Tensor:
+    """x with value written at x[index], a new tensor (setitem's value, before x takes it)."""
     value = _as_value(x, value)
-    target, x = x, _previous(x)
     items = _expand_masks(x, _items(x, index))
     simple = all(i is None or isinstance(i, int) or (isinstance(i, slice) and i.step in (None, 1)) for i in items)
-    new = _write_box(x, items, value) if simple else _write_positions(x, items, value)
-    _commit(target, new)
+    return _write_box(x, items, value) if simple else _write_positions(x, items, value)
 
 
 def _as_value(x: Tensor, value: Any) -> Tensor:
@@ -381,6 +384,21 @@ def in_place(op: Callable[..., Tensor]) -> Callable[..., Tensor]:
     method.__name__ = f"{op.__name__}_"
     method.__doc__ = f"In place: x becomes x.{op.__name__}(...) (limn.indexing.in_place)."
     return method
+
+
+def index_put(x: Tensor, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
+    """x with `values` written at x[indices] (a tuple of index tensors), as torch.index_put: overwritten
+    (x[indices] = values), or with accumulate=True added, every repeat of an index adding (a SCATTER). The
+    indices are computed now."""
+    indices = tuple(indices) if isinstance(indices, (tuple, list)) else (indices,)
+    if not accumulate:
+        return _written(x, indices, values)
+    items = _expand_masks(x, _items(x, indices))
+    grid = Tensor(np.arange(x.size, dtype=np.int32).reshape(x.shape), device=x.device)
+    positions = _index(grid, items).numpy()  # the flat cell of x each value lands in
+    flat = _fitted(_as_value(x, values), positions.shape).reshape(-1)
+    idx = Tensor(positions.reshape(-1).astype(np.int32), device=x.device)
+    return x.reshape(-1).scatter_add(idx, flat, 0).reshape(x.shape) if idx.size else x
 
 
 def fill(x: Tensor, value: Any) -> Tensor:

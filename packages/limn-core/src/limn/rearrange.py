@@ -197,3 +197,22 @@ def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
     windows = take_at(x, dim, positions)  # (.., count * size, ..)
     windows = windows.reshape(x.shape[:dim] + (count, size) + x.shape[dim + 1 :])
     return windows.movedim(dim + 1, -1)  # (.., count, .., size)
+
+
+def rot90(x: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+    """x rotated by k quarter turns in the plane of `dims`, from the first dim towards the second, as
+    torch.rot90: a flip and a transpose (k = 1: flip dims[1], then swap; 2: flip both; 3: flip dims[0], swap)."""
+    dims = tuple(dims)
+    if len(dims) != 2:
+        raise ValueError(f"rot90: dims must name two dims, got {dims}")
+    d0, d1 = (normalize_axis(d, x.ndim, "rot90") for d in dims)
+    if d0 == d1 or x.ndim < 2:
+        raise ValueError(f"rot90: dims {dims} must be two different dims of a tensor of 2 dims or more ({x.shape})")
+    k %= 4
+    if k == 1:
+        return x.flip(d1).transpose(d0, d1)
+    if k == 2:
+        return x.flip(d0, d1)
+    if k == 3:
+        return x.flip(d0).transpose(d0, d1)
+    return x

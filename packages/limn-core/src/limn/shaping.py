@@ -149,6 +149,11 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return x.reshape(x.shape[:start] + (prod(x.shape[start : end + 1]),) + x.shape[end + 1 :])
 
 
+def ravel(x: Tensor) -> Tensor:
+    """x as one dim, row-major (reshape(-1); a copy where the view cannot say it)."""
+    return x.reshape(-1)
+
+
 def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """Dim `dim` split into `sizes` (one may be -1), as torch.unflatten.
 
