@@ -357,6 +357,21 @@ def test_setitem_on_a_buffer_is_an_assign_and_earlier_values_keep_what_they_saw(
     np.testing.assert_array_equal(before.numpy(), np.zeros((2, 3)))
 
 
+def test_writes_in_a_row_each_read_the_last_and_values_built_between_keep_theirs(device: str) -> None:
+    x = Tensor.zeros((3, 3))
+    before = x * 1
+    for k in range(3):
+        x[k, k] = float(k + 1)
+    x[[0, 2], 1] = Tensor([7.0, 8.0])
+    x.masked_fill_(x > 7.5, -1.0)  # the mask reads x's pending writes
+    x[x > 2.5] = 9.0
+    between = x + 1
+    x[Tensor(np.array([0], np.int32))] = x[1]
+    np.testing.assert_array_equal(x.numpy(), [[0, 2, 0], [0, 2, 0], [0, -1, 9]])
+    np.testing.assert_array_equal(between.numpy(), [[2, 10, 1], [1, 3, 1], [1, 0, 10]])
+    np.testing.assert_array_equal(before.numpy(), np.zeros((3, 3)))
+
+
 def test_setitem_into_a_temporary_does_not_write_through_unlike_torch() -> None:
     # torch's x[0] is a view, so x[0][1] = 5 writes x; limn's x[0] is a value of its own
     x = Tensor(np.zeros((2, 3), np.float32))

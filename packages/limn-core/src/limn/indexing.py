@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from limn import autograd, dtypes
+from limn.engine import realize
 from limn.primitives import Tensor, broadcast_shape
 from limn.rearrange import take_at
 from limn.view import prod
@@ -283,7 +284,9 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
     >>> x.tolist()
     [[0.0, 5.0, 0.0], [0.0, 5.0, 0.0]]
     """
-    _commit(x, _written(_previous(x), index, value))
+    value = _as_value(x, value)
+    index_tensors = [i for i in (index if isinstance(index, tuple) else (index,)) if isinstance(i, Tensor)]
+    _update(x, lambda old: _written(old, index, value), [value, *index_tensors])
 
 
 def _written(x: Tensor, index: Any, value: Any) -> Tensor:
@@ -378,7 +381,7 @@ def in_place(op: Callable[..., Tensor]) -> Callable[..., Tensor]:
     by setitem's rules (an ASSIGN, or a new node when gradients flow), and is returned."""
 
     def method(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        _commit(x, op(_previous(x), *args, **kwargs))
+        _update(x, lambda old: op(old, *args, **kwargs), [*args, *kwargs.values()])
         return x
 
     method.__name__ = f"{op.__name__}_"
@@ -416,15 +419,22 @@ def _overwritten(x: Tensor, value: Tensor) -> Tensor:
     return Tensor.full(x.shape, True, device=x.device).where(value, x)  # value, linked to x (gradient 0)
 
 
-def _commit(x: Tensor, new: Tensor) -> None:
-    """x takes the value `new`: a new node of the graph when gradients flow, else an ASSIGN into x's buffer."""
-    if autograd.is_grad_enabled() and (x.requires_grad or new.requires_grad):
+def _update(x: Tensor, build: Callable[[Tensor], Tensor], inputs: list) -> None:
+    """x takes build(x's value now). When gradients flow (x or a tensor among `inputs` requires grad) that is
+    a new node of the graph, so the gradient reaches both; otherwise x is computed first and the value is
+    an ASSIGN into its buffer (built after, so one run holds one assign to the buffer)."""
+    flows = x.requires_grad or any(isinstance(t, Tensor) and t.requires_grad for t in inputs)
+    if autograd.is_grad_enabled() and flows:
         if x.requires_grad and x._ctx is None:
             raise RuntimeError(
                 f"setitem: x ({x.dtype.name}{list(x.shape)}) is a leaf that requires grad, and writing into it "
                 "while gradients are recorded would lose its history (torch raises too); write under "
                 "`with limn.no_grad():`, or into a copy (x = x.clone())"
             )
+        new = build(_previous(x))
         x.node, x._ctx, x.requires_grad = new.node, new._ctx, True
         return
-    x.assign(new)
+    # x and the tensors the write reads are computed first, in one run: an earlier assign to x lands, and
+    # the write's graph holds buffers only, so the run that makes it holds one assign to x's buffer
+    realize(x, *[t for t in inputs if isinstance(t, Tensor)])
+    x.assign(build(_previous(x)))
