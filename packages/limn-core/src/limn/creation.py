@@ -194,7 +194,11 @@ def linspace(
     requires_grad: bool = False,
 ) -> Tensor:
     """`steps` values evenly spaced from start to end, both included, as torch.linspace, computed as torch
-    does: the first half as start + i step, the second as end - (steps - 1 - i) step, so end is exact."""
+    does: the first half as start + i step, the second as end - (steps - 1 - i) step, so end is exact.
+
+    >>> Tensor.linspace(0, 1, 5).tolist()
+    [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
     if steps < 0:
         raise ValueError(f"linspace: steps must be non-negative, got {steps}")
     dtype = dtypes.as_dtype(dtype)

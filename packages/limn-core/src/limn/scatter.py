@@ -74,7 +74,11 @@ def _source(x: Tensor, src: Any, shape: tuple[int, ...], what: str) -> Tensor:
 def scatter(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """A copy of x with src (a tensor or a number, torch's `value`) written at index along dim, as torch's
     x.scatter(dim, index, src, reduce=None): where an index repeats, the last write wins (torch's CPU order;
-    its docs call it undefined). reduce="add" or "multiply" combines with x instead (scatter_reduce)."""
+    its docs call it undefined). reduce="add" or "multiply" combines with x instead (scatter_reduce).
+
+    >>> Tensor.zeros(3).scatter(0, Tensor([2, 0, 2]), Tensor([1.0, 2.0, 3.0])).tolist()
+    [2.0, 0.0, 3.0]
+    """
     a = _orders(args, kwargs, ("dim", "index", "src"), "scatter")
     if "value" in a:
         a.setdefault("src", a.pop("value"))
@@ -122,7 +126,11 @@ def scatter_reduce(
     """x with src combined in at index along dim by `reduce` ("sum", "prod", "mean", "amax", "amin"), as
     torch.scatter_reduce. include_self=False leaves x's own value out where an index points (positions no
     index points at keep x). mean divides by the count (plus one with x itself); for ints it floors, as
-    torch. amax and amin share the gradient evenly among ties, x included, as torch's."""
+    torch. amax and amin share the gradient evenly among ties, x included, as torch's.
+
+    >>> Tensor([0.0, 5.0]).scatter_reduce(0, Tensor([1, 1, 0]), Tensor([7.0, 1.0, 2.0]), "amax").tolist()
+    [2.0, 7.0]
+    """
     if reduce not in REDUCES:
         raise ValueError(f"scatter_reduce: reduce must be one of {', '.join(map(repr, REDUCES))}, not {reduce!r}")
     dim = normalize_axis(dim, x.ndim, "scatter_reduce")
@@ -259,7 +267,11 @@ def _along(idx: Tensor, shape: tuple[int, ...], dim: int) -> Tensor:
 
 
 def index_select(x: Tensor, dim: int, index: Any) -> Tensor:
-    """x's slices along dim at the positions in a 1-D index, as torch.index_select (a GATHER)."""
+    """x's slices along dim at the positions in a 1-D index, as torch.index_select (a GATHER).
+
+    >>> Tensor([[1, 2], [3, 4]]).index_select(1, Tensor([1, 1])).tolist()
+    [[2, 2], [4, 4]]
+    """
     dim = normalize_axis(dim, x.ndim, "index_select")
     idx = _line(index, x, dim, "index_select")
     if x.ndim == 0:
@@ -340,7 +352,11 @@ def take(x: Tensor, index: Any) -> Tensor:
 
 def masked_fill(x: Tensor, mask: Tensor, value: Scalar | Tensor) -> Tensor:
     """x with `value` (a number or a 0-d tensor, cast to x's dtype) where the bool mask, broadcast to x,
-    is True, as torch.masked_fill. The gradient of a tensor value is the sum over the mask."""
+    is True, as torch.masked_fill. The gradient of a tensor value is the sum over the mask.
+
+    >>> Tensor([1.0, -2.0, 3.0]).masked_fill(Tensor([False, True, False]), 0.0).tolist()
+    [1.0, 0.0, 3.0]
+    """
     mask = _bool_mask(mask, "masked_fill")
     return mask.broadcast_to(x.shape).where(_fill_value(x, value), x)
 
@@ -354,7 +370,12 @@ def _bool_mask(mask: Any, what: str) -> Tensor:
 
 def masked_select(x: Tensor, mask: Any) -> Tensor:
     """The values of x where the mask (broadcast with x) is True, as a 1-D tensor in row-major order, as
-    torch.masked_select. Trap: the mask is computed at this call (the result's size is its count)."""
+    torch.masked_select. Trap: the mask is computed at this call (the result's size is its count).
+
+    >>> x = Tensor([[1, -2], [-3, 4]])
+    >>> x.masked_select(x > 0).tolist()
+    [1, 4]
+    """
     mask = _bool_mask(mask, "masked_select")
     shape = broadcast_shape(x.shape, mask.shape, "masked_select")
     where = np.flatnonzero(mask.broadcast_to(shape).numpy())
@@ -379,7 +400,11 @@ def masked_scatter(x: Tensor, mask: Any, source: Tensor) -> Tensor:
 
 def nonzero(x: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
     """The indices of x's nonzero values, computed now: an int32 (count, ndim) tensor in row-major order,
-    or with as_tuple one 1-D tensor per dim, as torch.nonzero (torch's are int64; limn's widest int is int32)."""
+    or with as_tuple one 1-D tensor per dim, as torch.nonzero (torch's are int64; limn's widest int is int32).
+
+    >>> Tensor([[0, 3], [5, 0]]).nonzero().tolist()
+    [[0, 1], [1, 0]]
+    """
     values = x.numpy()
     if as_tuple:
         return tuple(Tensor(p.astype(np.int32), device=x.device) for p in np.nonzero(np.atleast_1d(values)))

@@ -177,7 +177,11 @@ def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
 
 def squeeze(x: Tensor, dim: int | Sequence[int] | None = None, *, axis: int | Sequence[int] | None = None) -> Tensor:
     """x without its size-1 dims (dim None), or without those of the dims named (an int or a tuple) that
-    have size 1; the others stay, as in torch."""
+    have size 1; the others stay, as in torch.
+
+    >>> Tensor.zeros((1, 3, 1)).squeeze((0, 1)).shape
+    (3, 1)
+    """
     dim = pick_dim(dim, axis, None, "squeeze")
     if dim is None:
         return x.reshape(tuple(s for s in x.shape if s != 1))
@@ -268,7 +272,11 @@ def chunk(x: Tensor, chunks: int, dim: int | None = None, *, axis: int | None = 
 
 
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
-    """x[..., start:start + length, ...] along dim (a shrink); a negative start counts from the end."""
+    """x[..., start:start + length, ...] along dim (a shrink); a negative start counts from the end.
+
+    >>> Tensor([1, 2, 3, 4]).narrow(0, -3, 2).tolist()
+    [2, 3]
+    """
     dim = normalize_axis(dim, x.ndim, "narrow")
     n = x.shape[dim]
     begin = start + n if start < 0 else start
