@@ -372,6 +372,16 @@ def test_writes_in_a_row_each_read_the_last_and_values_built_between_keep_theirs
     np.testing.assert_array_equal(before.numpy(), np.zeros((3, 3)))
 
 
+def test_setitem_of_a_box_is_one_where_over_views_with_no_gather_or_scatter() -> None:
+    from limn.ops import Op, toposort
+
+    x = Tensor(np.zeros((4, 6), np.float32))
+    x[1:3, 2:] = Tensor(np.ones((2, 4), np.float32))
+    assign = x.node
+    ops = [n.op for n in toposort([assign.srcs[1]])]
+    assert Op.WHERE in ops and Op.GATHER not in ops and Op.SCATTER not in ops, ops
+
+
 def test_setitem_into_a_temporary_does_not_write_through_unlike_torch() -> None:
     # torch's x[0] is a view, so x[0][1] = 5 writes x; limn's x[0] is a value of its own
     x = Tensor(np.zeros((2, 3), np.float32))
