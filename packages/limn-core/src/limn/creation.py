@@ -31,29 +31,27 @@ def _shape(shape: Sequence[int] | int) -> tuple[int, ...]:
 
 
 def zeros(
-    shape: Sequence[int] | int,
-    *,
+    *shape: int | Sequence[int],
     dtype: DType | str = dtypes.float32,
     device: str | None = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    """A tensor of 0s (a CONST, see Tensor.full).
+    """A tensor of 0s (a CONST, see Tensor.full); the shape as a sequence or as torch's varargs.
 
     >>> Tensor.zeros((2, 3)).shape, Tensor.zeros(2, dtype="int8").tolist()
     ((2, 3), [0, 0])
     """
-    return Tensor.full(shape, 0, dtype=dtype, device=device, requires_grad=requires_grad)
+    return Tensor.full(sizes(shape), 0, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def ones(
-    shape: Sequence[int] | int,
-    *,
+    *shape: int | Sequence[int],
     dtype: DType | str = dtypes.float32,
     device: str | None = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    """A tensor of 1s (a CONST, see Tensor.full)."""
-    return Tensor.full(shape, 1, dtype=dtype, device=device, requires_grad=requires_grad)
+    """A tensor of 1s (a CONST, see Tensor.full); the shape as a sequence or as torch's varargs."""
+    return Tensor.full(sizes(shape), 1, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def zeros_like(
@@ -126,3 +124,161 @@ def randn(
 ) -> Tensor:
     """Standard normal, drawn on the host from the generator limn.manual_seed seeds (see rand's trap)."""
     return Tensor(_rng.standard_normal(_shape(shape)), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+# ---- torch's creation functions: full, empty, linspace, logspace, meshgrid, triangle indices ----
+
+
+def sizes(shape: tuple) -> tuple[int, ...]:
+    """A shape given as torch's varargs (2, 3), as one sequence ((2, 3),) or as one int, as a tuple of ints."""
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        shape = tuple(shape[0])
+    if any(not isinstance(s, (int, np.integer)) or isinstance(s, bool) for s in shape):
+        raise TypeError(
+            f"a shape must be ints, got {shape}; dtype, device and requires_grad are keyword-only, not positional"
+        )
+    return tuple(int(s) for s in shape)
+
+
+def full(
+    size: Sequence[int] | int,
+    fill_value: bool | int | float,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """A tensor of `size` holding fill_value, as torch.full (Tensor.full: bool, int32 or float32 by the value)."""
+    return Tensor.full(size, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def full_like(
+    x: Tensor,
+    fill_value: bool | int | float,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """fill_value in x's shape, in x's dtype on x's device unless given, as torch.full_like."""
+    return Tensor.full(
+        x.shape, fill_value, dtype=dtype or x.dtype, device=device or x.device, requires_grad=requires_grad
+    )
+
+
+def empty(
+    *shape: int | Sequence[int],
+    dtype: DType | str = dtypes.float32,
+    device: str | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """A tensor whose values do not matter, as torch.empty. Trap: limn's are 0s (zeros), not torch's garbage,
+    so nothing may read them as anything else."""
+    return zeros(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty_like(
+    x: Tensor, *, dtype: DType | str | None = None, device: str | None = None, requires_grad: bool = False
+) -> Tensor:
+    """empty in x's shape (0s, see empty), in x's dtype on x's device unless given."""
+    return zeros_like(x, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def linspace(
+    start: float,
+    end: float,
+    steps: int,
+    *,
+    dtype: DType | str = dtypes.float32,
+    device: str | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """`steps` values evenly spaced from start to end, both included, as torch.linspace, computed as torch
+    does: the first half as start + i step, the second as end - (steps - 1 - i) step, so end is exact.
+
+    >>> Tensor.linspace(0, 1, 5).tolist()
+    [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
+    if steps < 0:
+        raise ValueError(f"linspace: steps must be non-negative, got {steps}")
+    dtype = dtypes.as_dtype(dtype)
+    wide = np.float64 if dtype == dtypes.float64 else np.float32  # torch computes in the dtype (halves in float32)
+    i = np.arange(steps).astype(wide)
+    first, last = wide(start), wide(end)
+    step = (last - first) / wide(steps - 1) if steps > 1 else wide(0)
+    values = np.where(i < steps // 2, first + step * i, last - step * (wide(steps - 1) - i))  # torch's two halves
+    if steps == 1:
+        values = np.array([first], wide)
+    return Tensor(values, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def logspace(
+    start: float,
+    end: float,
+    steps: int,
+    base: float = 10.0,
+    *,
+    dtype: DType | str = dtypes.float32,
+    device: str | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """base ** linspace(start, end, steps), as torch.logspace."""
+    exponents = linspace(start, end, steps, dtype=dtypes.float64).numpy()
+    return Tensor(np.power(float(base), exponents), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def meshgrid(*tensors: Tensor | Sequence[Tensor], indexing: str = "ij") -> tuple[Tensor, ...]:
+    """Coordinate grids from 1-D tensors, as torch.meshgrid: each tensor expanded over the grid of all their
+    sizes (views). indexing "ij" puts tensor k's size at dim k; "xy" swaps the first two (x across columns).
+
+    >>> [g.tolist() for g in Tensor.meshgrid(Tensor([1, 2]), Tensor([3, 4, 5]))][1]
+    [[3, 4, 5], [3, 4, 5]]
+    """
+    if len(tensors) == 1 and not isinstance(tensors[0], Tensor):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', not {indexing!r}")
+    if any(t.ndim > 1 for t in tensors):
+        raise ValueError(f"meshgrid: takes 0-d or 1-d tensors, got shapes {[t.shape for t in tensors]}")
+    lines = [t.reshape(-1) for t in tensors]
+    order = list(range(len(lines)))
+    if indexing == "xy" and len(lines) > 1:
+        order[0], order[1] = 1, 0  # the grid's dim 0 walks the second tensor
+    shape = tuple(lines[k].shape[0] for k in order)
+    grids = []
+    for k, line in enumerate(lines):
+        at = order.index(k)  # the grid dim this tensor runs along
+        grids.append(line.reshape(tuple(-1 if d == at else 1 for d in range(len(shape)))).expand(shape))
+    return tuple(grids)
+
+
+def tril_indices(
+    row: int, col: int, offset: int = 0, *, dtype: DType | str = dtypes.int32, device: str | None = None
+) -> Tensor:
+    """The (2, N) row and column indices of the lower triangle of a (row, col) matrix, row by row, as
+    torch.tril_indices (int32: limn's widest int)."""
+    return Tensor(np.stack(np.tril_indices(row, offset, col)).reshape(2, -1), dtype=dtype, device=device)
+
+
+def triu_indices(
+    row: int, col: int, offset: int = 0, *, dtype: DType | str = dtypes.int32, device: str | None = None
+) -> Tensor:
+    """The (2, N) indices of the upper triangle of a (row, col) matrix, as torch.triu_indices."""
+    return Tensor(np.stack(np.triu_indices(row, offset, col)).reshape(2, -1), dtype=dtype, device=device)
+
+
+def new_full(
+    x: Tensor, size: Sequence[int] | int, fill_value: bool | int | float, *, dtype: DType | str | None = None
+) -> Tensor:
+    """fill_value in a new shape, in x's dtype (unless given) on x's device, as torch's x.new_full."""
+    return Tensor.full(size, fill_value, dtype=dtype or x.dtype, device=x.device)
+
+
+def new_zeros(x: Tensor, *size: int | Sequence[int], dtype: DType | str | None = None) -> Tensor:
+    """0s in a new shape, in x's dtype (unless given) on x's device, as torch's x.new_zeros."""
+    return Tensor.full(sizes(size), 0, dtype=dtype or x.dtype, device=x.device)
+
+
+def new_ones(x: Tensor, *size: int | Sequence[int], dtype: DType | str | None = None) -> Tensor:
+    """1s in a new shape, in x's dtype (unless given) on x's device, as torch's x.new_ones."""
+    return Tensor.full(sizes(size), 1, dtype=dtype or x.dtype, device=x.device)

@@ -1,9 +1,9 @@
-"""Shaping and indexing, composed from the five movements: broadcast, transpose, squeeze, cat, split, x[i].
+"""Shaping, composed from the five movements: expand, transpose, movedim, squeeze, flatten, cat, split, narrow.
 
 Each function takes a tensor (cat and stack a list of them) and gives a tensor whose View is the old one
-moved (a reshape, permute, expand, pad or shrink, or several), so nothing is copied: cat pads each piece
-to the full length and adds them, basic indexing is a shrink and a reshape. limn.tensor attaches each as a
-Tensor method (cat and stack as static methods, __getitem__ and __iter__ as the operators).
+moved (a reshape, permute, expand, pad or shrink, or several), so nothing is copied: cat pads each piece to
+the full length and adds them, narrow and select are shrinks. Arguments are torch's (`dim=`; limn's `axis=`
+is accepted beside it). limn.tensor attaches each as a Tensor method (cat and stack as static methods).
 Pipeline: **tensor (movement)** -> graph (VIEW nodes) -> schedule -> IR (index arithmetic) -> device.
 """
 
@@ -11,34 +11,104 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from typing import Any
 
-import numpy as np
-
-from limn.ops import Shape
 from limn.primitives import Tensor, normalize_axis
 from limn.view import prod
 
+_same_rank_expand = Tensor.expand  # the primitive: stretches size-1 dims of a tensor of the target's rank
 
-def broadcast_to(x: Tensor, shape: Shape) -> Tensor:
-    """x stretched to `shape` by numpy's rule (new dims on the left, size-1 dims grow), without copying."""
-    shape = tuple(shape)
-    if x.shape == shape:
+
+def pick_dim(dim: int | None, axis: int | None, default: int | None, what: str) -> int | None:
+    """The dim an op was given, spelled `dim=` (torch) or `axis=` (limn); giving both is a TypeError."""
+    if dim is not None and axis is not None:
+        raise TypeError(f"{what}: got both dim={dim} and axis={axis}; pass one of them")
+    if dim is not None:
+        return dim
+    return default if axis is None else axis
+
+
+def sizes_of(args: tuple, what: str) -> tuple[int, ...]:
+    """Sizes given as varargs (2, 3) or as one sequence ((2, 3),), as torch takes them, as a tuple of ints."""
+    if len(args) == 1 and not isinstance(args[0], int):
+        args = tuple(args[0])
+    if any(not isinstance(s, int) or isinstance(s, bool) for s in args):
+        raise TypeError(f"{what}: sizes must be ints, got {args}")
+    return tuple(args)
+
+
+def broadcast_to(x: Tensor, *shape: int | Sequence[int]) -> Tensor:
+    """x stretched to `shape` by numpy's rule (new dims on the left, size-1 dims grow), without copying;
+    -1 keeps a dim, as in torch.expand."""
+    if len(shape) == 1 and shape[0] == x.shape:  # every binary op asks; the common answer first
         return x
-    if len(shape) < x.ndim:
-        raise ValueError(f"broadcast {x.shape} -> {shape}: the target has fewer dims")
-    x = x.reshape((1,) * (len(shape) - x.ndim) + x.shape)
-    return x.expand(shape)
+    return expand(x, *shape)
 
 
-def transpose(x: Tensor, a: int = -2, b: int = -1) -> Tensor:
-    """Dims a and b swapped (the last two by default). A tensor of fewer than 2 dims comes back as it is."""
+def expand(x: Tensor, *sizes: int | Sequence[int]) -> Tensor:
+    """x stretched to `sizes` without copying, as torch.expand: size-1 dims grow, -1 keeps a dim, and new
+    dims may be added on the left (not as -1). A view: every stretched element reads the same cell.
+
+    >>> Tensor([[1], [2]]).expand(3, -1, 4).shape
+    (3, 2, 4)
+    """
+    new = sizes_of(sizes, "expand")
+    lead = len(new) - x.ndim
+    if lead < 0:
+        raise ValueError(f"expand {x.shape} -> {new}: the target has fewer dims than the tensor")
+    if any(s == -1 for s in new[:lead]):
+        raise ValueError(f"expand {x.shape} -> {new}: a new leading dim cannot be -1; give its size")
+    if any(s < -1 for s in new):
+        raise ValueError(f"expand {x.shape} -> {new}: sizes must be non-negative (or -1 to keep a dim)")
+    x = x.reshape((1,) * lead + x.shape) if lead else x  # (...) -> (1, ..., 1, ...)
+    return _same_rank_expand(x, new)
+
+
+def expand_as(x: Tensor, other: Tensor) -> Tensor:
+    """x expanded to other's shape."""
+    return expand(x, other.shape)
+
+
+def view(x: Tensor, *shape: int | Sequence[int]) -> Tensor:
+    """x under a new shape, as torch.view; one dim may be -1.
+
+    limn differs from torch here on purpose: torch's view raises where the strides cannot express the new
+    shape (call .reshape); limn's is always reshape, a view where the strides allow it and a copy otherwise.
+    A limn tensor never aliases another one's storage (assigns have value semantics), so the two cannot be
+    told apart by their values. view(dtype), torch's bit reinterpretation, is a TypeError."""
+    if len(shape) == 1 and (isinstance(shape[0], str) or not isinstance(shape[0], (int, Sequence))):
+        raise TypeError(f"view: limn cannot reinterpret bits as another dtype ({shape[0]!r}); use .cast(dtype)")
+    return x.reshape(*shape)
+
+
+def view_as(x: Tensor, other: Tensor) -> Tensor:
+    """x reshaped to other's shape (view, see its note on copies)."""
+    return x.reshape(other.shape)
+
+
+def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
+    """Dims dim0 and dim1 swapped (the last two by default). A tensor of fewer than 2 dims comes back as it is."""
     if x.ndim < 2:
+        normalize_axis(dim0, x.ndim, "transpose")
+        normalize_axis(dim1, x.ndim, "transpose")
         return x
     order = list(range(x.ndim))
-    a, b = normalize_axis(a, x.ndim, "transpose"), normalize_axis(b, x.ndim, "transpose")
+    a, b = normalize_axis(dim0, x.ndim, "transpose"), normalize_axis(dim1, x.ndim, "transpose")
     order[a], order[b] = order[b], order[a]
     return x.permute(tuple(order))
+
+
+def matrix_transpose(x: Tensor) -> Tensor:
+    """The last two dims swapped (Tensor.mT); x needs at least 2 dims, as in torch."""
+    if x.ndim < 2:
+        raise ValueError(f"mT: needs a tensor of at least 2 dims, got shape {x.shape}")
+    return transpose(x, -2, -1)
+
+
+def t(x: Tensor) -> Tensor:
+    """The transpose of a matrix; a tensor of 0 or 1 dims as it is, as torch.t (more dims raise)."""
+    if x.ndim > 2:
+        raise ValueError(f"t: expects a tensor of at most 2 dims, got shape {x.shape}; use transpose(a, b)")
+    return transpose(x, 0, -1) if x.ndim == 2 else x
 
 
 def reverse_dims(x: Tensor) -> Tensor:
@@ -46,74 +116,141 @@ def reverse_dims(x: Tensor) -> Tensor:
     return x.permute(tuple(reversed(range(x.ndim))))
 
 
-def flatten(x: Tensor, start: int = 0, end: int = -1) -> Tensor:
-    """Dims start..end (inclusive) merged into one. A 0-d tensor becomes shape (1,)."""
+def movedim(x: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+    """The dims in `source` moved to the positions in `destination`; the others keep their order, as torch.
+
+    >>> Tensor.zeros((2, 3, 4)).movedim(0, -1).shape
+    (3, 4, 2)
+    """
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(src) != len(dst):
+        raise ValueError(f"movedim: source {src} and destination {dst} must name as many dims")
+    src = tuple(normalize_axis(d, x.ndim, "movedim") for d in src)
+    dst = tuple(normalize_axis(d, x.ndim, "movedim") for d in dst)
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError(f"movedim: repeated dim in source {source} or destination {destination}")
+    if x.ndim == 0:
+        return x
+    order: list[int | None] = [None] * x.ndim
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(x.ndim) if d not in src)
+    return x.permute(tuple(next(rest) if o is None else o for o in order))
+
+
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Dims start_dim..end_dim (inclusive) merged into one. A 0-d tensor becomes shape (1,)."""
     if x.ndim == 0:
         return x.reshape(1)
-    start, end = normalize_axis(start, x.ndim, "flatten"), normalize_axis(end, x.ndim, "flatten")
+    start, end = normalize_axis(start_dim, x.ndim, "flatten"), normalize_axis(end_dim, x.ndim, "flatten")
+    if start > end:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for shape {x.shape}")
     return x.reshape(x.shape[:start] + (prod(x.shape[start : end + 1]),) + x.shape[end + 1 :])
 
 
-def squeeze(x: Tensor, axis: int | None = None) -> Tensor:
-    """x without its size-1 dims (axis None), or without dim `axis` if that has size 1 (else x as it is)."""
-    if axis is None:
+def ravel(x: Tensor) -> Tensor:
+    """x as one dim, row-major (reshape(-1); a copy where the view cannot say it)."""
+    return x.reshape(-1)
+
+
+def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    """Dim `dim` split into `sizes` (one may be -1), as torch.unflatten.
+
+    >>> Tensor.zeros((2, 12)).unflatten(1, (3, -1)).shape
+    (2, 3, 4)
+    """
+    dim = normalize_axis(dim, x.ndim, "unflatten")
+    sizes = tuple(sizes)
+    if not sizes:
+        raise ValueError("unflatten: sizes must hold at least one size")
+    n = x.shape[dim]
+    if sizes.count(-1) == 1:
+        rest = prod([s for s in sizes if s != -1])
+        if rest == 0 or n % rest:
+            raise ValueError(f"unflatten: dim {dim} of size {n} does not split into {sizes}")
+        sizes = tuple(n // rest if s == -1 else s for s in sizes)
+    if prod(sizes) != n:
+        raise ValueError(f"unflatten: sizes {sizes} multiply to {prod(sizes)}, dim {dim} has {n}")
+    return x.reshape(x.shape[:dim] + sizes + x.shape[dim + 1 :])
+
+
+def squeeze(x: Tensor, dim: int | Sequence[int] | None = None, *, axis: int | Sequence[int] | None = None) -> Tensor:
+    """x without its size-1 dims (dim None), or without those of the dims named (an int or a tuple) that
+    have size 1; the others stay, as in torch.
+
+    >>> Tensor.zeros((1, 3, 1)).squeeze((0, 1)).shape
+    (3, 1)
+    """
+    dim = pick_dim(dim, axis, None, "squeeze")
+    if dim is None:
         return x.reshape(tuple(s for s in x.shape if s != 1))
-    axis = normalize_axis(axis, x.ndim, "squeeze")
-    if x.ndim == 0 or x.shape[axis] != 1:  # a 0-d tensor has nothing to squeeze, as in torch
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = {normalize_axis(d, x.ndim, "squeeze") for d in dims}
+    if x.ndim == 0:  # a 0-d tensor has nothing to squeeze, as in torch
         return x
-    return x.reshape(x.shape[:axis] + x.shape[axis + 1 :])
+    return x.reshape(tuple(s for d, s in enumerate(x.shape) if not (d in dims and s == 1)))
 
 
-def unsqueeze(x: Tensor, axis: int) -> Tensor:
-    """x with a new size-1 dim at `axis` (-1 appends one)."""
-    axis = normalize_axis(axis, x.ndim + 1, "unsqueeze")
-    return x.reshape(x.shape[:axis] + (1,) + x.shape[axis:])
+def unsqueeze(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+    """x with a new size-1 dim at `dim` (-1 appends one)."""
+    dim = pick_dim(dim, axis, None, "unsqueeze")
+    if dim is None:
+        raise TypeError("unsqueeze: missing the dim to insert")
+    dim = normalize_axis(dim, x.ndim + 1, "unsqueeze")
+    return x.reshape(x.shape[:dim] + (1,) + x.shape[dim:])
 
 
-def cat(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
-    """Joins tensors along axis: each is padded to the full length there and the pads add up. They must
-    match off that axis; their dtypes promote as in +.
+def cat(tensors: Sequence[Tensor], dim: int | None = None, *, axis: int | None = None) -> Tensor:
+    """Joins tensors along dim: each is padded to the full length there and the pads add up. They must
+    match off that dim; their dtypes promote as in +.
 
     >>> Tensor.cat([Tensor([1, 2]), Tensor([3])]).tolist()
     [1, 2, 3]
     """
+    axis = pick_dim(dim, axis, 0, "cat")
     tensors = list(tensors)
     if not tensors:
         raise ValueError("cat: needs at least one tensor")
     first = tensors[0]
     axis = normalize_axis(axis, first.ndim, "cat")
-    for t in tensors[1:]:
-        if t.ndim != first.ndim or any(a != b for d, (a, b) in enumerate(zip(t.shape, first.shape)) if d != axis):
-            raise ValueError(f"cat along axis {axis}: shapes {first.shape} and {t.shape} differ off that axis")
-    total = sum(t.shape[axis] for t in tensors)
+    for t_ in tensors[1:]:
+        if t_.ndim != first.ndim or any(a != b for d, (a, b) in enumerate(zip(t_.shape, first.shape)) if d != axis):
+            raise ValueError(f"cat along axis {axis}: shapes {first.shape} and {t_.shape} differ off that axis")
+    if len(tensors) == 1:
+        return first
+    total = sum(t_.shape[axis] for t_ in tensors)
     out, start = None, 0
-    for t in tensors:
+    for t_ in tensors:
         widths = [(0, 0)] * first.ndim
-        widths[axis] = (start, total - start - t.shape[axis])
-        piece = t.pad(widths)
+        widths[axis] = (start, total - start - t_.shape[axis])
+        piece = t_.pad(widths)
         out = piece if out is None else out + piece
-        start += t.shape[axis]
+        start += t_.shape[axis]
     return out
 
 
-def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
-    """Tensors of one shape joined along a new dim at `axis`."""
+def stack(tensors: Sequence[Tensor], dim: int | None = None, *, axis: int | None = None) -> Tensor:
+    """Tensors of one shape joined along a new dim at `dim`."""
+    axis = pick_dim(dim, axis, 0, "stack")
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack: needs at least one tensor")
+    if any(t_.shape != tensors[0].shape for t_ in tensors):
+        raise ValueError(f"stack: the tensors must have one shape, got {[t_.shape for t_ in tensors]}")
     axis = normalize_axis(axis, tensors[0].ndim + 1, "stack")
-    return cat([t.unsqueeze(axis) for t in tensors], axis)
+    return cat([t_.unsqueeze(axis) for t_ in tensors], axis)
 
 
-def split(x: Tensor, sizes: int | Sequence[int], axis: int = 0) -> list[Tensor]:
-    """Pieces along axis: of `sizes` each (the last may be shorter), or of the listed sizes, which must add
-    up to the axis. Each piece is a view (a shrink) of x."""
-    axis = normalize_axis(axis, x.ndim, "split")
+def split(x: Tensor, sizes: int | Sequence[int], dim: int | None = None, *, axis: int | None = None) -> list[Tensor]:
+    """Pieces along dim: of `sizes` each (the last may be shorter), or of the listed sizes, which must add
+    up to the dim. Each piece is a view (a shrink) of x."""
+    axis = normalize_axis(pick_dim(dim, axis, 0, "split"), x.ndim, "split")
     n = x.shape[axis]
     if isinstance(sizes, int):
         if sizes <= 0:
             raise ValueError(f"split: piece size must be positive, got {sizes}")
-        sizes = [min(sizes, n - s) for s in range(0, n, sizes)]
+        sizes = [min(sizes, n - s) for s in range(0, n, sizes)] or [0]
     if sum(sizes) != n:
         raise ValueError(f"split: sizes {list(sizes)} add to {sum(sizes)}, axis {axis} has {n}")
     out, start = [], 0
@@ -125,74 +262,56 @@ def split(x: Tensor, sizes: int | Sequence[int], axis: int = 0) -> list[Tensor]:
     return out
 
 
-def chunk(x: Tensor, chunks: int, axis: int = 0) -> list[Tensor]:
-    """x split along axis into pieces of ceil(n / chunks). Trap, as in torch: that can be fewer than
+def chunk(x: Tensor, chunks: int, dim: int | None = None, *, axis: int | None = None) -> list[Tensor]:
+    """x split along dim into pieces of ceil(n / chunks). Trap, as in torch: that can be fewer than
     `chunks` pieces (6 in 4 chunks gives 3 pieces of 2)."""
-    axis = normalize_axis(axis, x.ndim, "chunk")
+    axis = normalize_axis(pick_dim(dim, axis, 0, "chunk"), x.ndim, "chunk")
     if chunks <= 0:
         raise ValueError(f"chunk: the number of chunks must be positive, got {chunks}")
-    return x.split(math.ceil(x.shape[axis] / chunks), axis)
+    return x.split(max(math.ceil(x.shape[axis] / chunks), 1), axis)
 
 
-# ---- indexing and iteration ----
+def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """x[..., start:start + length, ...] along dim (a shrink); a negative start counts from the end.
 
-
-def getitem(x: Tensor, index: Any) -> Tensor:
-    """x[index], basic indexing: ints (negative count from the end), slices with step 1, `...` and None.
-    It is a shrink and a reshape. Tensors and lists as indices raise (use gather or embedding), and so does
-    a step other than 1, which no View can say.
-
-    >>> Tensor([[1, 2, 3], [4, 5, 6]])[1, 1:].tolist()
-    [5, 6]
+    >>> Tensor([1, 2, 3, 4]).narrow(0, -3, 2).tolist()
+    [2, 3]
     """
-    index = index if isinstance(index, tuple) else (index,)
-    for i in index:
-        if isinstance(i, Tensor) or isinstance(i, (list, np.ndarray)):
-            raise TypeError(
-                "indexing with a tensor or list: limn has basic indexing only; use "
-                ".gather(idx, axis) or .embedding(idx) for lookups"
-            )
-    box, shape, dim = [], [], 0
-    for i in _one_item_per_dim(index, x.ndim):
-        if i is None:
-            shape.append(1)
-            continue
-        size = x.shape[dim]
-        if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
-            j = int(i) + size if i < 0 else int(i)
-            if not 0 <= j < size:
-                raise IndexError(f"index {i} is out of range for dim {dim} of size {size}")
-            box.append((j, j + 1))
-        elif isinstance(i, slice):
-            if i.step not in (None, 1):
-                raise ValueError(
-                    f"slice step {i.step} on dim {dim}: a View has no stride for a step other than 1; "
-                    "reshape and index instead (x.reshape(..., n, k)[..., 0] takes every k-th)"
-                )
-            start, stop, _ = i.indices(size)
-            box.append((start, max(start, stop)))
-            shape.append(max(stop - start, 0))
-        else:
-            raise TypeError(f"index {i!r} of type {type(i).__name__} is not an int, slice, ... or None")
-        dim += 1
-    return x.shrink(box).reshape(tuple(shape))
+    dim = normalize_axis(dim, x.ndim, "narrow")
+    n = x.shape[dim]
+    begin = start + n if start < 0 else start
+    if not 0 <= begin <= n or length < 0 or begin + length > n:
+        raise IndexError(f"narrow: start {start} and length {length} do not fit dim {dim} of size {n}")
+    box = [(0, s) for s in x.shape]
+    box[dim] = (begin, begin + length)
+    return x.shrink(box)
 
 
-def _one_item_per_dim(index: tuple, ndim: int) -> tuple:
-    """The index with `...` (or the missing trailing dims) spelled out as `:`, one item per dim plus the Nones."""
-    n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
-    if sum(1 for i in index if i is Ellipsis) > 1:
-        raise IndexError("an index can hold only one `...`")
-    if n_real > ndim:
-        raise IndexError(f"too many indices ({n_real}) for a tensor with {ndim} dims")
-    if Ellipsis in index:
-        at = index.index(Ellipsis)
-        return index[:at] + (slice(None),) * (ndim - n_real) + index[at + 1 :]
-    return index + (slice(None),) * (ndim - n_real)
+def select(x: Tensor, dim: int, index: int) -> Tensor:
+    """x[..., index, ...] along dim, that dim removed; a negative index counts from the end."""
+    dim = normalize_axis(dim, x.ndim, "select")
+    n = x.shape[dim]
+    if not -n <= index < n:
+        raise IndexError(f"select: index {index} is out of range for dim {dim} of size {n}")
+    return narrow(x, dim, index % n, 1).squeeze(dim)
+
+
+def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    """The slices along dim, each without it, as a tuple (x.unbind(0) of a (3, 4) tensor is three (4,) rows)."""
+    dim = normalize_axis(dim, x.ndim, "unbind")
+    if x.ndim == 0:
+        raise IndexError("unbind: a 0-d tensor has no dim to unbind")
+    return tuple(select(x, dim, i) for i in range(x.shape[dim]))
+
+
+def clone(x: Tensor) -> Tensor:
+    """A copy of x's value: its own node (a CONTIGUOUS), so an assign or x[...] = v on one of them leaves the
+    other as it was; gradients flow through, as torch.clone."""
+    return x.contiguous()
 
 
 def iterate(x: Tensor) -> Iterator[Tensor]:
     """x[0], x[1], ...: the slices along dim 0, so `q, k, v = qkv` unpacks. A 0-d tensor raises."""
     if not x.shape:
         raise TypeError("iteration over a 0-d tensor")
-    return (x[i] for i in range(x.shape[0]))
+    return (select(x, 0, i) for i in range(x.shape[0]))

@@ -11,6 +11,20 @@ from __future__ import annotations
 
 from limn import activations, conversions, creation, dtypes, elementwise, lookups, losses, power, reductions, shaping
 from limn import creation, elementwise, lookups, power, reductions, scans, shaping, sorting
+from limn import (
+    creation,
+    einsum,
+    elementwise,
+    indexing,
+    lookups,
+    padding,
+    power,
+    rearrange,
+    reductions,
+    scatter,
+    shaping,
+    triangles,
+)
 from limn.creation import manual_seed
 from limn.engine import observers, realize
 from limn.primitives import Scalar, Tensor, TensorLike
@@ -38,7 +52,6 @@ Tensor.cat = staticmethod(shaping.cat)
 Tensor.stack = staticmethod(shaping.stack)
 Tensor.split = shaping.split
 Tensor.chunk = shaping.chunk
-Tensor.__getitem__ = shaping.getitem
 Tensor.__iter__ = shaping.iterate
 
 # ---- composed elementwise ops (limn.elementwise) ----
@@ -184,6 +197,83 @@ Tensor.median = sorting.median
 Tensor.unique = sorting.unique
 Tensor.searchsorted = sorting.searchsorted
 Tensor.bucketize = sorting.bucketize
+
+# ---- MOVEMENT, INDEXING, CREATION (limn.shaping, limn.rearrange, limn.padding, limn.triangles, limn.indexing,
+# limn.scatter): torch's spellings, dim= beside axis= ----
+Tensor.expand = shaping.expand  # torch's: -1 keeps a dim, new leading dims
+Tensor.expand_as = shaping.expand_as
+Tensor.view = shaping.view
+Tensor.view_as = shaping.view_as
+Tensor.reshape_as = shaping.view_as
+Tensor.swapaxes = shaping.transpose
+Tensor.swapdims = shaping.transpose
+Tensor.movedim = shaping.movedim
+Tensor.moveaxis = shaping.movedim
+Tensor.t = shaping.t
+Tensor.mT = property(shaping.matrix_transpose)
+Tensor.unflatten = shaping.unflatten
+Tensor.narrow = shaping.narrow
+Tensor.select = shaping.select
+Tensor.unbind = shaping.unbind
+Tensor.clone = shaping.clone
+Tensor.flip = rearrange.flip
+Tensor.roll = rearrange.roll
+Tensor.repeat = rearrange.repeat
+Tensor.tile = rearrange.tile
+Tensor.repeat_interleave = rearrange.repeat_interleave
+Tensor.unfold = rearrange.unfold
+Tensor.pad = padding.pad  # limn's (before, after) per dim, or torch's flat F.pad order; modes
+Tensor.tril = triangles.tril
+Tensor.triu = triangles.triu
+Tensor.diagonal = triangles.diagonal
+Tensor.diag = triangles.diag
+Tensor.diag_embed = triangles.diag_embed
+Tensor.__getitem__ = indexing.getitem
+Tensor.__setitem__ = indexing.setitem
+Tensor.gather = scatter.gather  # torch's gather(dim, index) and limn's gather(idx, axis)
+Tensor.scatter_add = scatter.scatter_add
+Tensor.scatter = scatter.scatter
+Tensor.scatter_reduce = scatter.scatter_reduce
+Tensor.index_select = scatter.index_select
+Tensor.index_add = scatter.index_add
+Tensor.index_copy = scatter.index_copy
+Tensor.index_fill = scatter.index_fill
+Tensor.take_along_dim = scatter.take_along_dim
+Tensor.masked_fill = scatter.masked_fill
+Tensor.masked_select = scatter.masked_select
+Tensor.masked_scatter = scatter.masked_scatter
+Tensor.nonzero = scatter.nonzero
+Tensor.argwhere = scatter.argwhere
+Tensor.take = scatter.take
+Tensor.index_put = indexing.index_put
+Tensor.index_put_ = indexing.in_place(indexing.index_put)
+Tensor.tril_ = indexing.in_place(triangles.tril)
+Tensor.triu_ = indexing.in_place(triangles.triu)
+Tensor.rot90 = rearrange.rot90
+Tensor.ravel = shaping.ravel
+Tensor.masked_fill_ = indexing.in_place(scatter.masked_fill)
+Tensor.masked_scatter_ = indexing.in_place(scatter.masked_scatter)
+Tensor.index_fill_ = indexing.in_place(scatter.index_fill)
+Tensor.index_add_ = indexing.in_place(scatter.index_add)
+Tensor.index_copy_ = indexing.in_place(scatter.index_copy)
+Tensor.scatter_ = indexing.in_place(scatter.scatter)
+Tensor.scatter_add_ = indexing.in_place(scatter.scatter_add)
+Tensor.scatter_reduce_ = indexing.in_place(scatter.scatter_reduce)
+Tensor.fill_ = indexing.in_place(indexing.fill)
+Tensor.copy_ = indexing.in_place(indexing.copy)
+Tensor.full_like = creation.full_like
+Tensor.empty = staticmethod(creation.empty)
+Tensor.empty_like = creation.empty_like
+Tensor.linspace = staticmethod(creation.linspace)
+Tensor.logspace = staticmethod(creation.logspace)
+Tensor.meshgrid = staticmethod(creation.meshgrid)
+Tensor.tril_indices = staticmethod(creation.tril_indices)
+Tensor.triu_indices = staticmethod(creation.triu_indices)
+Tensor.new_full = creation.new_full
+Tensor.new_zeros = creation.new_zeros
+Tensor.new_ones = creation.new_ones
+Tensor.new_empty = creation.new_zeros
+Tensor.einsum = staticmethod(einsum.einsum)
 
 
 # ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----
