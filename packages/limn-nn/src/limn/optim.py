@@ -22,10 +22,10 @@ import numpy as np
 from limn import dtypes
 from limn.autograd import no_grad
 from limn.dtypes import DType
-from limn.nn import assign_values
 from limn.ops import Op
 from limn.param_groups import LIVE, ParamGroup, Params, split_groups
 from limn.tensor import Tensor, realize
+from limn.walk import assign_values
 
 __all__ = ["NS_COEFFICIENTS", "SGD", "AdamW", "Chain", "Muon", "Optimizer", "ParamGroup", "newton_schulz"]
 
