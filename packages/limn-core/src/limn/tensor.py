@@ -9,6 +9,7 @@ Pipeline: **tensor** -> graph -> schedule -> IR -> renderer -> device.
 
 from __future__ import annotations
 
+import limn.sampling as sampling  # train family
 from limn import creation, elementwise, lookups, power, reductions, shaping
 from limn.creation import manual_seed
 from limn.engine import observers, realize
@@ -94,6 +95,15 @@ Tensor.dot = reductions.dot
 Tensor.embedding = lookups.embedding
 Tensor.one_hot = lookups.one_hot
 Tensor.cross_entropy = lookups.cross_entropy
+
+# ---- train family: random numbers from the device generator (limn.sampling, limn.rng) ----
+Tensor.randint = staticmethod(sampling.randint)
+Tensor.rand_like = sampling.rand_like
+Tensor.randn_like = sampling.randn_like
+Tensor.randint_like = sampling.randint_like
+Tensor.bernoulli = sampling.bernoulli
+Tensor.dropout = sampling.dropout
+Tensor.multinomial = sampling.multinomial
 
 
 # ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----
