@@ -400,7 +400,8 @@ def test_verify_catches_a_deliberately_broken_replay_of_a_training_step(device):
     step = capture(training_step(model, opt), verify=3)
     step(Tensor(XS[0]), Tensor(YS[0]))
     run = step.runs[0]
-    kept = [i for i, leaf in enumerate(run.leaves) if leaf.kind == "kept" and leaf.buffer is opt.param_groups[0].tensors["lr"].node.arg]
+    lr = opt.param_groups[0].tensors["lr"]
+    kept = [i for i, leaf in enumerate(run.leaves) if leaf.kind == "kept" and leaf.buffer is lr.node.arg]
     assert kept, "the recording reads the learning rate as a kept buffer"
     wrong_lr = Tensor(np.array(0.5, np.float64))  # the replay now reads another learning rate
     run.leaves[kept[0]] = type(run.leaves[kept[0]])("kept", buffer=wrong_lr.node.arg)

@@ -152,9 +152,9 @@ def _floor(x: Tensor) -> Tensor:
 def _drawn(g: Generator, requires_grad: bool, make: Callable[[Words], Tensor]) -> Tensor:
     """The numbers make(words) computes, realized now as a new leaf on g's device. Recorded by limn.capture
     (rng.on_device), the words are g's device graph and the counter's advance stays pending until the step
-    ends (see Generator.words), so a replay draws the next ones. Otherwise they are g.host_words (the same bits, made on the host) and the
-    rest runs on the numpy device: an eager draw compiles nothing (tests/core/test_rng.py holds the two
-    paths to the same numbers)."""
+    ends (see Generator.words), so a replay draws the next ones. Otherwise they are g.host_words (the same
+    bits, made on the host) and the rest runs on the numpy device: an eager draw compiles nothing
+    (tests/core/test_rng.py holds the two paths to the same numbers)."""
     if rng.on_device:
         out = make(g.words)
         realize(out)
