@@ -24,6 +24,7 @@ from limn.tensor import Tensor
 # the train family's names: the parameter walk, Module, limn.nn.init and limn.nn.utils (gradient clipping)
 from limn import nn_init as init
 from limn import nn_utils as utils
+from limn.module import Dropout, Module
 from limn.nn_utils import clip_grad_norm_, clip_grad_value_
 from limn.walk import load_state_dict, named_parameters, parameters, state_dict
 
@@ -418,4 +419,4 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 
 # ---- the train family's names (defined in limn.walk, limn.module, limn.nn_init, limn.nn_utils) ----
 
-__all__ += ["clip_grad_norm_", "clip_grad_value_", "init", "utils"]
+__all__ += ["Dropout", "Module", "clip_grad_norm_", "clip_grad_value_", "init", "utils"]

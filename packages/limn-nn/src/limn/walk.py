@@ -28,7 +28,8 @@ def named_parameters(obj: Any, remove_duplicate: bool = True) -> Iterator[tuple[
     model built like its torch twin gets torch's names (`layers.0.attn.weight`). Each tensor comes once,
     under the first path that meets it (a tied weight keeps the first name; remove_duplicate=False gives
     it under every path, as torch's); a cycle is walked once. A tensor without requires_grad (a mask, a
-    rotary table) is not a parameter and is skipped.
+    rotary table) is not a parameter and is skipped, unless an object above lists it in `_frozen` (a
+    parameter Module.requires_grad_(False) froze, which stays a parameter, as torch's).
 
     >>> from limn.nn import Linear
     >>> class MLP:
@@ -47,7 +48,7 @@ def named_tensors(obj: Any, remove_duplicate: bool = True) -> Iterator[tuple[str
     owner's `_buffer_names`, as Module.register_buffer records) reachable from obj, in walk order."""
     yielded: set[int] = set()
     walked: set[int] = set()  # containers walked already: with remove_duplicate nothing new is under them
-    for path, t, is_parameter in _walk(obj, "", set(), walked if remove_duplicate else None):
+    for path, t, is_parameter in _walk(obj, "", set(), walked if remove_duplicate else None, set()):
         if remove_duplicate:
             if id(t) in yielded:
                 continue
@@ -56,12 +57,14 @@ def named_tensors(obj: Any, remove_duplicate: bool = True) -> Iterator[tuple[str
 
 
 def _walk(
-    value: Any, path: str, on_path: set[int], walked: set[int] | None, buffer: bool = False
+    value: Any, path: str, on_path: set[int], walked: set[int] | None, frozen: set[int], buffer: bool = False
 ) -> Iterator[tuple[str, Tensor, bool]]:
-    """Depth first, in attribute order. `on_path` holds the containers above (a cycle stops there)."""
+    """Depth first, in attribute order. `on_path` holds the containers above (a cycle stops there); `frozen`
+    the ids of parameters an object above froze (Module.requires_grad_(False) lists them in `_frozen`)."""
     if isinstance(value, Tensor):
-        if value.requires_grad or buffer:
-            yield path, value, value.requires_grad
+        is_parameter = value.requires_grad or id(value) in frozen
+        if is_parameter or buffer:
+            yield path, value, is_parameter
         return
     if id(value) in on_path or (walked is not None and id(value) in walked):
         return
@@ -71,10 +74,12 @@ def _walk(
     if walked is not None:
         walked.add(id(value))
     buffers = getattr(value, "_buffer_names", ())
+    frozen.update(id(t) for t in getattr(value, "_frozen", ()))
     on_path.add(id(value))
     prefix = f"{path}." if path else ""
     for key, child in children:
-        yield from _walk(child, prefix + str(key), on_path, walked, key in buffers)
+        if key != "_frozen":
+            yield from _walk(child, prefix + str(key), on_path, walked, frozen, key in buffers)
     on_path.discard(id(value))
 
 
