@@ -220,5 +220,32 @@ def test_multinomial_draws_categories_with_their_weights(device):
     assert set(np.unique(k[0])) == {0, 2} and abs((k[0] == 2).mean() - 0.75) < 0.03
     assert (k[1] == 3).all()
     assert Tensor([0.2, 0.8]).multinomial(1).shape == (1,)
-    with pytest.raises(NotImplementedError, match="without replacement"):
-        Tensor([0.2, 0.8]).multinomial(2)
+    with pytest.raises(ValueError, match="cannot draw 3 samples from 2 categories"):
+        Tensor([0.2, 0.8]).multinomial(3)
+
+
+def test_multinomial_without_replacement_draws_distinct_categories_in_weighted_order():
+    limn.set_device("numpy")
+    limn.manual_seed(8)
+    w = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    draws = Tensor(np.tile(w, (4000, 1))).multinomial(4).numpy()  # (4000, 4): each row a permutation
+    assert (np.sort(draws, 1) == np.arange(4)).all()
+    assert abs((draws[:, 0] == 3).mean() - 0.4) < 0.03  # the first draw is weighted: 4 / 10
+    second_given_3 = draws[draws[:, 0] == 3, 1]
+    assert abs((second_given_3 == 2).mean() - 0.5) < 0.05  # then 3 / (1 + 2 + 3)
+    vocab = Tensor.rand((2, 50_000)).multinomial(1)  # a language model's vocabulary: no (K, K) matrix
+    assert vocab.shape == (2, 1) and (vocab.numpy() < 50_000).all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_extreme_words_give_finite_normals_and_uniforms_below_1(dtype):
+    """All-ones and all-zeros words: the largest and smallest uniforms. (k + 1/2) / 2**bits stays exact
+    (bits <= 52), so the normal's p is never 0 or 1 and randn never gives inf."""
+    limn.set_device("numpy")
+    dtype = getattr(limn, dtype)
+    for word in (2.0**32 - 1, 0.0):
+        words = lambda shape, w=word: Tensor.full(shape, w, dtype="float64")  # noqa: E731
+        u = sampling.uniform((3,), dtype, words).numpy()
+        p = sampling.uniform((3,), dtype, words, open_interval=True).numpy()
+        z = sampling.normal_icdf(Tensor(p)).numpy()
+        assert (u < 1).all() and (0 < p).all() and (p < 1).all() and np.isfinite(z).all()

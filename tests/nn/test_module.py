@@ -181,7 +181,7 @@ def test_a_limn_checkpoint_loads_into_torch_strictly_with_the_same_logits(gpt, t
 def test_a_torch_state_dict_loads_into_limn_strictly_with_the_same_logits(gpt):
     torch.manual_seed(1)
     theirs = TorchGPT().eval()
-    gpt.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()}, strict=True)
+    gpt.load_state_dict(theirs.state_dict(), strict=True)  # torch tensors as they come
     assert gpt.lm_head.weight is gpt.transformer["wte"].weight
     np.testing.assert_array_equal(gpt.lm_head.weight.numpy(), theirs.lm_head.weight.detach().numpy())
     np.testing.assert_allclose(_limn_logits(gpt), _torch_logits(theirs), rtol=1e-4, atol=1e-5)

@@ -1,9 +1,9 @@
 """The random number generator: Widynski's Squares counter-based generator, composed from the primitives.
 
 A draw of n numbers hashes the counters c, c+1, ..., c+n-1 with the seed's key into 32-bit words, as a lazy
-graph of float64 adds, multiplies, compares and casts, and advances the counter by n with an assign. The key
-and the counter are 0-d-per-limb device tensors, so a step captured by limn.capture reads and advances them
-on each replay (fresh numbers every call), and numpy, c and any device give the same bits for one seed.
+graph of exact float64 adds, multiplies and casts, and advances the counter by n with an assign. The key and
+the counter are device tensors (four 16-bit limbs each), so a step captured by limn.capture reads and advances
+them on each replay (fresh numbers every call), and numpy, c and any device give the same bits for one seed.
 Pipeline: **tensor (sources)** -> graph -> schedule -> IR -> renderer -> device.
 """
 

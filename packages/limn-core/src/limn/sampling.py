@@ -35,9 +35,9 @@ def _generator(generator: Generator | None, device: str | None) -> Generator:
     return generator
 
 
-def _floor_div(x: Tensor, power: int) -> Tensor:
-    """floor(x / 2**power) of an exact float64 integer in [0, 2**32), power >= 1: exact (see rng._floor_div)."""
-    return (x * 2.0**-power).cast(dtypes.int32).cast(dtypes.float64)
+def _drop_low_bits(x: Tensor, bits: int) -> Tensor:
+    """floor(x / 2**bits), x an exact float64 integer in [0, 2**32) and bits >= 1: exact (see rng._floor_div)."""
+    return (x * 2.0**-bits).cast(dtypes.int32).cast(dtypes.float64)
 
 
 Words = Callable[[tuple[int, ...]], Tensor]  # Generator.words or Generator.host_words: shape -> float64 words
@@ -49,10 +49,10 @@ def _uniform_integers(shape: tuple[int, ...], bits: int, words: Words) -> Tensor
     if bits == 32:
         return words(shape)
     if bits < 32:
-        return _floor_div(words(shape), 32 - bits)
+        return _drop_low_bits(words(shape), 32 - bits)
     pairs = words((*shape, 2))
     first, second = pairs[..., 0], pairs[..., 1]  # (..., 2) -> (...) each
-    return first * 2.0 ** (bits - 32) + _floor_div(second, 64 - bits)
+    return first * 2.0 ** (bits - 32) + _drop_low_bits(second, 64 - bits)
 
 
 def uniform(shape: tuple[int, ...], dtype: DType, words: Words, open_interval: bool = False) -> Tensor:
@@ -64,7 +64,8 @@ def uniform(shape: tuple[int, ...], dtype: DType, words: Words, open_interval: b
         )
     bits = MANTISSA_BITS[dtype.name]
     if open_interval:
-        bits = max(bits, 32)  # a float32 normal takes 32 bits: its tails reach 6.2 sigma, as float32 can say
+        # a float32 normal takes 32 bits (its tails reach 6.2 sigma); at most 52, so that k + 1/2 is exact
+        bits = min(max(bits, 32), 52)
         return (_uniform_integers(shape, bits, words) + 0.5) * 2.0**-bits
     return (_uniform_integers(shape, bits, words) * 2.0**-bits).cast(dtype)
 
@@ -97,7 +98,7 @@ def randn(
     generator: Generator | None = None,
 ) -> Tensor:
     """Standard normal by the inverse CDF (Wichura's AS241, accurate to ~1e-16) of a uniform in (0, 1) of 32
-    bits (53 for float64), made on the device at this call (see rand)."""
+    bits (52 for float64), made on the device at this call (see rand)."""
     dtype = dtypes.as_dtype(dtype)
     g = _generator(generator, device)
     if dtype.name not in MANTISSA_BITS:
@@ -269,32 +270,35 @@ def multinomial(
     probs: Tensor, num_samples: int, replacement: bool = False, *, generator: Generator | None = None
 ) -> Tensor:
     """Category indices (int32) drawn from the rows of `probs` ((K,) or (N, K), weights >= 0, not necessarily
-    summing to 1), as torch.multinomial; lazy. Each sample is the first k whose running sum of weights
-    exceeds u * total. Without replacement only num_samples=1 is supported (the same draw); more raises
-    NotImplementedError. Cost: an (N, num_samples, K) compare.
+    summing to 1), as torch.multinomial; lazy. By the Gumbel-max rule: argmax(log w + g) with g = -log(-log u)
+    is category k with probability w_k / sum(w); without replacement the next sample is the argmax over the
+    categories not yet drawn (Gumbel top-k). Cost: (N, num_samples, K) noise with replacement, num_samples
+    argmaxes over (N, K) without. Trap: a row of all zeros gives category 0 (torch raises).
 
     >>> Tensor([0.0, 0.0, 1.0, 0.0]).multinomial(3, replacement=True).tolist()
     [2, 2, 2]
     """
     if probs.ndim not in (1, 2) or not probs.dtype.is_float:
-        raise ValueError(
-            f"multinomial: probs must be a 1-d or 2-d float tensor, got {probs.dtype.name}{list(probs.shape)}"
-        )
-    if not replacement and num_samples > 1:
-        raise NotImplementedError(
-            "multinomial: sampling several without replacement needs a sort, which limn lacks; "
-            "use replacement=True or num_samples=1"
-        )
-    if num_samples < 1 or (not replacement and num_samples > probs.shape[-1]):
-        raise ValueError(f"multinomial: cannot draw {num_samples} samples from {probs.shape[-1]} categories")
-    rows = probs if probs.ndim == 2 else probs.reshape(1, -1)  # (K,) -> (1, K)
-    k = rows.shape[-1]
-    upper = Tensor(np.triu(np.ones((k, k))), dtype=rows.dtype, device=rows.device)  # (K, K): j <= k
-    cdf = rows @ upper  # (N, K): running sums
+        what = f"{probs.dtype.name}{list(probs.shape)}"
+        raise ValueError(f"multinomial: probs must be a 1-d or 2-d float tensor, got {what}")
+    k = probs.shape[-1]
+    if num_samples < 1 or (not replacement and num_samples > k):
+        raise ValueError(f"multinomial: cannot draw {num_samples} samples from {k} categories without replacement")
     g = _generator(generator, probs.device)
-    wide = dtypes.float64 if rows.dtype == dtypes.float64 else dtypes.float32
-    u = uniform((rows.shape[0], num_samples), wide, g.words)
-    threshold = u.cast(rows.dtype) * cdf[:, k - 1 :]  # (N, S): u * total
-    below = cdf.reshape(rows.shape[0], 1, k).le(threshold.reshape(*threshold.shape, 1))  # (N, S, K)
-    index = below.cast(dtypes.int32).sum(-1).clip(hi=k - 1)  # how many running sums are <= u * total
+    rows = probs.reshape(-1, k).cast(dtypes.float64)  # (K,) or (N, K) -> (N, K)
+    n = rows.shape[0]
+    log_w = rows.log()  # -inf for a weight of 0: never drawn
+    if replacement:
+        u = uniform((n, num_samples, k), dtypes.float64, g.words, open_interval=True)
+        scores = log_w.reshape(n, 1, k) + u.log().neg().log().neg()  # (N, S, K): log w + Gumbel noise
+        index = scores.argmax(-1)  # (N, S)
+    else:
+        u = uniform((n, k), dtypes.float64, g.words, open_interval=True)
+        scores = log_w + u.log().neg().log().neg()  # (N, K)
+        picks = []
+        for _ in range(num_samples):
+            pick = scores.argmax(-1, keepdim=True)  # (N, 1)
+            picks.append(pick)
+            scores = Tensor.arange(k, device=probs.device).eq(pick).where(float("-inf"), scores)
+        index = Tensor.cat(picks, 1) if num_samples > 1 else picks[0]  # (N, S)
     return index if probs.ndim == 2 else index.reshape(num_samples)
