@@ -249,3 +249,18 @@ def test_the_extreme_words_give_finite_normals_and_uniforms_below_1(dtype):
         p = sampling.uniform((3,), dtype, words, open_interval=True).numpy()
         z = sampling.normal_icdf(Tensor(p)).numpy()
         assert (u < 1).all() and (0 < p).all() and (p < 1).all() and np.isfinite(z).all()
+
+
+def test_randperm_is_a_permutation_and_the_captured_one_is_the_eager_one(device):
+    limn.manual_seed(9)
+    eager = [Tensor.randperm(50).numpy() for _ in range(2)]
+    assert (np.sort(eager[0]) == np.arange(50)).all() and not np.array_equal(eager[0], eager[1])
+    limn.manual_seed(9)
+    with rng.drawing_on_device():
+        graph = [Tensor.randperm(50).numpy() for _ in range(2)]
+        limn.realize(rng.default_generator().counter)
+    for a, b in zip(eager, graph):
+        np.testing.assert_array_equal(a, b)
+    assert Tensor.randperm(0).shape == (0,) and Tensor.randperm(1).tolist() == [0]
+    with pytest.raises(ValueError, match="n must be >= 0"):
+        Tensor.randperm(-1)

@@ -302,3 +302,32 @@ def multinomial(
             scores = Tensor.arange(k, device=probs.device).eq(pick).where(float("-inf"), scores)
         index = Tensor.cat(picks, 1) if num_samples > 1 else picks[0]  # (N, S)
     return index if probs.ndim == 2 else index.reshape(num_samples)
+
+
+def randperm(
+    n: int, *, dtype: DType | str = dtypes.int32, device: str | None = None, generator: Generator | None = None
+) -> Tensor:
+    """A random permutation of 0..n-1, as torch.randperm: the indices in the order of n random words (ties
+    by index). Realized at this call: eagerly by a host argsort of the host words; inside a captured step
+    by ranks from an (n, n) compare (the same permutation), so there keep n to a few thousand.
+
+    >>> sorted(Tensor.randperm(5).tolist())
+    [0, 1, 2, 3, 4]
+    """
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"randperm: n must be >= 0, got {n}")
+    g = _generator(generator, device)
+    dtype = dtypes.as_dtype(dtype)
+    if not rng.on_device:
+        keys = g.host_words((n,)).numpy()
+        return Tensor(np.argsort(keys, kind="stable"), dtype=dtype, device=g.device)
+    keys = g.words((n,))
+    index = Tensor.arange(n, device=g.device)
+    key_i, key_j = keys.reshape(n, 1), keys.reshape(1, n)  # (n, 1) and (1, n)
+    before = key_j.lt(key_i).logical_or(key_j.eq(key_i).logical_and(index.reshape(1, n).lt(index.reshape(n, 1))))
+    rank = before.cast(dtypes.int32).sum(1)  # (n, n) -> (n,): how many come before i
+    at = rank.reshape(1, n).eq(index.reshape(n, 1))  # (n, n): row r marks the i of rank r
+    out = at.where(index.reshape(1, n), 0).sum(1).cast(dtype)  # (n,): perm[r] = that i
+    realize(out)
+    return Tensor(out)

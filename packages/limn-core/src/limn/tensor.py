@@ -98,6 +98,7 @@ Tensor.cross_entropy = lookups.cross_entropy
 
 # ---- train family: random numbers from the device generator (limn.sampling, limn.rng) ----
 Tensor.randint = staticmethod(sampling.randint)
+Tensor.randperm = staticmethod(sampling.randperm)
 Tensor.rand_like = sampling.rand_like
 Tensor.randn_like = sampling.randn_like
 Tensor.randint_like = sampling.randint_like
