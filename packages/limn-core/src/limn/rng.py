@@ -10,6 +10,7 @@ Pipeline: **tensor (sources)** -> graph -> schedule -> IR -> renderer -> device.
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterator
 
 import numpy as np
@@ -149,6 +150,7 @@ class Generator:
         self.device = self.key.device
         self.seed = int(seed)
         self._pending = 0  # words drawn since the counter's bytes were written (see words)
+        _live.add(self)
 
     def manual_seed(self, seed: int) -> Generator:
         """Restarts the stream of `seed` in this generator's own buffers (through the device's copyin, so a
@@ -241,6 +243,14 @@ def drawing_on_device() -> Iterator[None]:
         on_device = before
 
 
+def settle() -> None:
+    """Realizes every generator's pending advance (limn.capture does before it records a step, whose first
+    draw must read written counter bytes)."""
+    for g in list(_live):
+        g.counter.realize()
+
+
+_live: weakref.WeakSet[Generator] = weakref.WeakSet()  # every generator made, for settle()
 _seed = 0
 _generators: dict[str, Generator] = {}  # the default generator of each device, made on its first draw
 

@@ -259,6 +259,7 @@ def _record(fn: Callable[..., Any], args: tuple) -> tuple[_Recording, Any]:
     recorder = _Recorder(arg_buffers)
     for device in {a.device for a in args if isinstance(a, Tensor)} | {current_device()}:
         rng.default_generator(device)  # made outside the recording: its state is kept across calls
+    rng.settle()  # a draw made before the step advanced a counter lazily: write it now, not in the recording
     engine.observers.active.append(recorder)
     try:
         with rng.drawing_on_device():  # draws are graphs the recording holds, so replays draw anew
