@@ -317,3 +317,15 @@ def test_state_dict_keys_name_each_group_and_round_trip_resumes_exactly(device):
         resumed_opt.step(loss)
     for (name, a), b in zip(nn.named_parameters(model), nn.parameters(resumed)):
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=name)
+
+
+def test_nanogpts_optimizer_arguments_are_accepted_and_variants_limn_lacks_raise():
+    model = LimnMLP()
+    w, b = weights_and_biases(nn.parameters(model))
+    groups = [{"params": w, "weight_decay": 0.1}, {"params": b, "weight_decay": 0.0}]
+    opt = optim.AdamW(groups, lr=6e-4, betas=(0.9, 0.95), fused=True)  # nanoGPT's configure_optimizers
+    assert [g["weight_decay"] for g in opt.param_groups] == [0.1, 0.0]
+    with pytest.raises(NotImplementedError, match="amsgrad=True"):
+        optim.AdamW(nn.parameters(model), amsgrad=True)
+    with pytest.raises(NotImplementedError, match="maximize=True"):
+        optim.SGD(nn.parameters(model), maximize=True, foreach=False)

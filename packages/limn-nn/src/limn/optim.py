@@ -288,7 +288,12 @@ class SGD(Optimizer):
         weight_decay: float = 0.0,
         nesterov: bool = False,
         name: str | None = None,
+        *,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        fused: bool | None = None,
     ) -> None:
+        _unsupported("SGD", maximize=maximize)
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov)
         super().__init__(params, defaults, name)
         for group in self.param_groups:
@@ -349,7 +354,13 @@ class AdamW(Optimizer):
         eps: float = 1e-8,
         weight_decay: float = 1e-2,
         name: str | None = None,
+        *,
+        amsgrad: bool = False,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        fused: bool | None = None,
     ) -> None:
+        _unsupported("AdamW", amsgrad=amsgrad, maximize=maximize)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay), name)
         for name, p in zip(self.names, self.params):
             self.state[name]["exp_avg"] = self._zeros_like(p)
@@ -526,6 +537,14 @@ def _lr_ratio(adjust_lr_fn: str | None, shape: tuple[int, ...]) -> float:
 
 
 # ---- helpers ----
+
+
+def _unsupported(what: str, **flags: bool) -> None:
+    """torch's variants limn does not compute raise; foreach and fused (how torch runs a step, not what it
+    computes) are accepted and change nothing: a limn step is always one realize."""
+    asked = [name for name, on in flags.items() if on]
+    if asked:
+        raise NotImplementedError(f"{what}: {', '.join(asked)}=True is not implemented in limn; leave it False")
 
 
 def _lerp(start: Tensor, end: Tensor, weight: float) -> Tensor:
