@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from limn import dtypes, rng
+from limn.device import get_device
 from limn.dtypes import DType
 from limn.engine import realize
 from limn.primitives import Tensor
@@ -154,14 +155,20 @@ def _drawn(g: Generator, requires_grad: bool, make: Callable[[Words], Tensor]) -
     """The numbers make(words) computes, realized now as a new leaf on g's device. Recorded by limn.capture
     (rng.on_device), the words are g's device graph and the counter's advance stays pending until the step
     ends (see Generator.words), so a replay draws the next ones. Otherwise they are g.host_words (the same
-    bits, made on the host) and the rest runs on the numpy device: an eager draw compiles nothing
+    bits, made on the host) and the rest runs on the numpy reference device: an eager draw compiles nothing
     (tests/core/test_rng.py holds the two paths to the same numbers)."""
     if rng.on_device:
         out = make(g.words)
         realize(out)
         return Tensor(out, requires_grad=requires_grad)
     out = make(g.host_words)
-    return Tensor(out.numpy(), dtype=out.dtype, device=g.device, requires_grad=requires_grad)
+    return Tensor(host_values(out), dtype=out.dtype, device=g.device, requires_grad=requires_grad)
+
+
+def host_values(t: Tensor) -> np.ndarray:
+    """t's values computed by the numpy reference device itself, whatever device is selected (realize runs
+    host tensors on the selected one, which may compile), for a graph over host data only."""
+    return get_device("numpy").run([t.node])[0].numpy()
 
 
 def rand_like(x: Tensor, *, dtype: DType | str | None = None, device: str | None = None, **kwargs) -> Tensor:

@@ -143,7 +143,7 @@ def trunc_normal_(
     low, high = _norm_cdf((a - mean) / std), _norm_cdf((b - mean) / std)
     p = low + (high - low) * _uniform01(tensor, generator)
     p = np.clip(p, np.nextafter(0.0, 1.0), np.nextafter(1.0, 0.0))  # the inverse CDF wants (0, 1)
-    z = sampling.normal_icdf(Tensor(p, dtype=dtypes.float64, device="numpy")).numpy()
+    z = sampling.host_values(sampling.normal_icdf(Tensor(p, dtype=dtypes.float64, device="numpy")))
     return _write(tensor, np.clip(mean + std * z, a, b))
 
 
