@@ -73,8 +73,9 @@ def _walk(
         return
     if walked is not None:
         walked.add(id(value))
-    buffers = getattr(value, "_buffer_names", ())
-    frozen.update(id(t) for t in getattr(value, "_frozen", ()))
+    attrs = getattr(value, "__dict__", {})  # an object's own marks (Module sets them); containers have none
+    buffers = attrs.get("_buffer_names", ())
+    frozen.update(id(t) for t in attrs.get("_frozen", ()))
     on_path.add(id(value))
     prefix = f"{path}." if path else ""
     for key, child in children:
