@@ -164,3 +164,10 @@ def test_init_writes_in_place_on_the_compiled_device_and_a_step_never_replays_it
     loss.backward()
     opt.step(loss)
     np.testing.assert_allclose(weight.numpy(), first - 0.1 * 2.0, rtol=1e-6)  # d loss / d w = 2 everywhere
+
+
+def test_init_is_an_attribute_of_limn_nn_and_imports_as_torchs():
+    from limn.nn.init import kaiming_uniform_
+    from limn.nn.utils import clip_grad_norm_
+
+    assert kaiming_uniform_ is nn.init.kaiming_uniform_ and clip_grad_norm_ is nn.clip_grad_norm_

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -27,6 +28,8 @@ from limn import nn_utils as utils
 from limn.module import Dropout, Module
 from limn.nn_utils import clip_grad_norm_, clip_grad_value_
 from limn.walk import load_state_dict, named_parameters, parameters, state_dict
+
+sys.modules[f"{__name__}.init"], sys.modules[f"{__name__}.utils"] = init, utils  # from limn.nn.init import ...
 
 __all__ = [
     "Conv1d",
