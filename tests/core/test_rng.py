@@ -264,3 +264,11 @@ def test_randperm_is_a_permutation_and_the_captured_one_is_the_eager_one(device)
     assert Tensor.randperm(0).shape == (0,) and Tensor.randperm(1).tolist() == [0]
     with pytest.raises(ValueError, match="n must be >= 0"):
         Tensor.randperm(-1)
+
+
+def test_negative_and_empty_shapes():
+    limn.set_device("numpy")
+    with pytest.raises(ValueError, match="negative size"):
+        Tensor.rand((2, -1))
+    assert Tensor.randn((0, 3)).shape == (0, 3) and Tensor.rand(()).shape == ()
+    assert Tensor.zeros((0, 4)).dropout(0.5).shape == (0, 4)

@@ -25,7 +25,10 @@ MANTISSA_BITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
 
 
 def _shape(shape: Sequence[int] | int) -> tuple[int, ...]:
-    return (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    out = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    if any(s < 0 for s in out):
+        raise ValueError(f"random numbers: shape {out} has a negative size; sizes must be >= 0")
+    return out
 
 
 def _generator(generator: Generator | None, device: str | None) -> Generator:
