@@ -2,7 +2,8 @@
 
 Each takes the shape or range it makes, and `dtype`, `device` and `requires_grad` as keyword-only
 arguments, as torch's do; it gives a Tensor through one of the two sources in limn.primitives: a CONST
-(zeros, ones: nothing is allocated until realized) or host data copied into a BUFFER (the rest).
+(zeros, ones: nothing is allocated until realized) or host data copied into a BUFFER (the rest but rand
+and randn, which limn.sampling computes on the device from the generator limn.rng keeps there).
 Pipeline: **tensor (sources)** -> graph -> schedule -> IR -> renderer -> device.
 """
 
@@ -12,18 +13,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from limn import dtypes
+from limn import dtypes, rng, sampling
 from limn.dtypes import DType
 from limn.primitives import Tensor
 
-_rng = np.random.default_rng(0)
-
 
 def manual_seed(seed: int) -> None:
-    """Seeds rand/randn (and everything built on them, such as limn.nn's initializers) for reproducible runs.
-    The generator is numpy's, so the numbers are not torch's for the same seed."""
-    global _rng
-    _rng = np.random.default_rng(seed)
+    """Seeds rand/randn and every random draw (limn.rng's Squares generator, one per device, each restarting
+    the seed's stream), so runs repeat and numpy and c give the same numbers. They are not torch's numbers
+    for the same seed (torch's generator is another one)."""
+    rng.manual_seed(seed)
 
 
 def _shape(shape: Sequence[int] | int) -> tuple[int, ...]:
@@ -109,10 +108,11 @@ def rand(
     dtype: DType | str = dtypes.float32,
     device: str | None = None,
     requires_grad: bool = False,
+    generator: rng.Generator | None = None,
 ) -> Tensor:
-    """Uniform in [0, 1), drawn on the host from the generator limn.manual_seed seeds. Trap: the draw happens
-    at this call, so a step captured with limn.capture that draws numbers is refused (draw them outside)."""
-    return Tensor(_rng.random(_shape(shape)), dtype=dtype, device=device, requires_grad=requires_grad)
+    """Uniform in [0, 1), made on the device by the generator limn.manual_seed seeds (limn.sampling.rand):
+    realized at this call, and drawn afresh on each replay of a step captured with limn.capture."""
+    return sampling.rand(shape, dtype=dtype, device=device, requires_grad=requires_grad, generator=generator)
 
 
 def randn(
@@ -121,9 +121,10 @@ def randn(
     dtype: DType | str = dtypes.float32,
     device: str | None = None,
     requires_grad: bool = False,
+    generator: rng.Generator | None = None,
 ) -> Tensor:
-    """Standard normal, drawn on the host from the generator limn.manual_seed seeds (see rand's trap)."""
-    return Tensor(_rng.standard_normal(_shape(shape)), dtype=dtype, device=device, requires_grad=requires_grad)
+    """Standard normal, made on the device by the generator limn.manual_seed seeds (see rand)."""
+    return sampling.randn(shape, dtype=dtype, device=device, requires_grad=requires_grad, generator=generator)
 
 
 # ---- torch's creation functions: full, empty, linspace, logspace, meshgrid, triangle indices ----

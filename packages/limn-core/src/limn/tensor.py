@@ -9,20 +9,25 @@ Pipeline: **tensor** -> graph -> schedule -> IR -> renderer -> device.
 
 from __future__ import annotations
 
-from limn import activations, conversions, creation, dtypes, elementwise, lookups, losses, power, reductions, shaping
-from limn import creation, elementwise, lookups, power, reductions, scans, shaping, sorting
 from limn import (
+    activations,
+    conversions,
     creation,
+    dtypes,
     einsum,
     elementwise,
     indexing,
     lookups,
+    losses,
     padding,
     power,
     rearrange,
     reductions,
+    sampling,
+    scans,
     scatter,
     shaping,
+    sorting,
     triangles,
 )
 from limn.creation import manual_seed
@@ -274,6 +279,16 @@ Tensor.new_zeros = creation.new_zeros
 Tensor.new_ones = creation.new_ones
 Tensor.new_empty = creation.new_zeros
 Tensor.einsum = staticmethod(einsum.einsum)
+
+# ---- train family: random numbers from the device generator (limn.sampling, limn.rng) ----
+Tensor.randint = staticmethod(sampling.randint)
+Tensor.randperm = staticmethod(sampling.randperm)
+Tensor.rand_like = sampling.rand_like
+Tensor.randn_like = sampling.randn_like
+Tensor.randint_like = sampling.randint_like
+Tensor.bernoulli = sampling.bernoulli
+Tensor.dropout = sampling.dropout
+Tensor.multinomial = sampling.multinomial
 
 
 # ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----

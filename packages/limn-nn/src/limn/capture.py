@@ -10,9 +10,11 @@ its end and recorded with it.
 
 What a replay would get wrong is refused with a CaptureError instead: a changed shape, dtype or
 argument structure; a value read back into Python inside the step (a branch on it could go the other
-way); random numbers drawn inside the step; host data whose bytes differ between the first two calls;
+way); host data whose bytes differ between the first two calls;
 an argument that is a buffer the step assigns or the recording keeps; a tensor the recording read that
-no longer exists outside it (a global rebound to a new tensor).
+no longer exists outside it (a global rebound to a new tensor). Random numbers drawn inside the step
+(rand, randn, dropout, ...) come from the device generator (limn.rng), whose counter the step reads and
+advances like optimizer state: each replay draws fresh numbers, the ones the uncaptured loop would draw.
 
 What cannot be seen from the recording is Python state the step reads: a float in a closure (a
 learning rate kept in Python), a branch on a Python counter, a global tensor rebound while the old one
@@ -32,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from limn import creation, engine, snapshot
-from limn.device import Buffer, get_device
+from limn import engine, rng, snapshot
+from limn.device import Buffer, current_device, get_device
 from limn.dtypes import DType
 from limn.ops import Node, Op, rebuilt, substitute, toposort
 from limn.snapshot import Fork
@@ -79,7 +81,7 @@ class _Run:
 
 @dataclass
 class _Recording:
-    """What one call did: its runs, where its outputs are, the host data it made and the rng it drew."""
+    """What one call did: its runs, where its outputs are and the host data it made."""
 
     runs: list[_Run]
     outputs: list[tuple[int, int]]  # (run, result index) of each returned tensor
@@ -250,30 +252,23 @@ def _flatten(out: Any) -> tuple[list[Tensor], Callable[[list[Tensor]], Any]]:
     raise CaptureError(f"a captured step returned {type(out).__name__}; return tensors (or None)")
 
 
-def _rng_state() -> tuple[int, str]:
-    rng = creation._rng
-    return id(rng), repr(rng.bit_generator.state)
-
-
 def _record(fn: Callable[..., Any], args: tuple) -> tuple[_Recording, Any]:
     """Runs fn(*args) eagerly while recording what it runs; raises CaptureError for what cannot replay."""
     realize(*[a for a in args if isinstance(a, Tensor)])  # arguments must be buffers to be bound to
     arg_buffers = {id(a.node.arg): i for i, a in enumerate(args) if isinstance(a, Tensor)}
     recorder = _Recorder(arg_buffers)
-    rng = _rng_state()
+    for device in {a.device for a in args if isinstance(a, Tensor)} | {current_device()}:
+        rng.default_generator(device)  # made outside the recording: its state is kept across calls
+    rng.settle()  # a draw made before the step advanced a counter lazily: write it now, not in the recording
     engine.observers.active.append(recorder)
     try:
-        out = fn(*args)
+        with rng.drawing_on_device():  # draws are graphs the recording holds, so replays draw anew
+            out = fn(*args)
         outs, rebuild = _flatten(out)
         pending = [t for t in recorder.assigns if t.node.op is Op.ASSIGN]
         realize(*outs, *pending)  # assigns the step left pending are part of what it did
     finally:
         engine.observers.active.remove(recorder)
-    if _rng_state() != rng:
-        recorder.refuse(
-            "the step draws random numbers (randn, rand, ...) each call; a replay would reuse the first "
-            "call's. Draw them outside the step and pass them in as an argument"
-        )
     if recorder.problem is not None:
         raise CaptureError(recorder.problem)
     positions = []

@@ -12,16 +12,24 @@ from __future__ import annotations
 
 import itertools
 import math
-import types
-from collections.abc import Iterator, Sequence
-from typing import Any
+import sys
+from collections.abc import Sequence
 
 import numpy as np
 
 from limn import activations, dtypes, lookups, losses
 from limn.dtypes import DType
-from limn.ops import Op
-from limn.tensor import Tensor, realize
+from limn.tensor import Tensor
+
+# isort: split
+# the train family's names: the parameter walk, Module, limn.nn.init and limn.nn.utils (gradient clipping)
+from limn import nn_init as init
+from limn import nn_utils as utils
+from limn.module import Dropout, Module
+from limn.nn_utils import clip_grad_norm_, clip_grad_value_
+from limn.walk import load_state_dict, named_parameters, parameters, state_dict
+
+sys.modules[f"{__name__}.init"], sys.modules[f"{__name__}.utils"] = init, utils  # from limn.nn.init import ...
 
 __all__ = [
     "Conv1d",
@@ -564,118 +572,6 @@ kl_div = losses.kl_div
 cosine_similarity = losses.cosine_similarity
 
 
-# ---- finding parameters ----
+# ---- the train family's names (defined in limn.walk, limn.module, limn.nn_init, limn.nn_utils) ----
 
-
-def named_parameters(obj: Any) -> Iterator[tuple[str, Tensor]]:
-    """Every Tensor with requires_grad reachable from `obj`, with the dotted path that reaches it.
-
-    Attributes are walked in definition order, list and tuple items by index, dict values by key, so a
-    model built like its torch twin gets torch's names (`layers.0.attn.weight`). Each tensor comes once,
-    under the first path that meets it (tied weights keep the first name); a cycle is walked once. A tensor
-    without requires_grad (a mask, a rotary table) is not a parameter and is skipped.
-
-    >>> class MLP:
-    ...     def __init__(self):
-    ...         self.layers = [Linear(2, 4), Linear(4, 1)]
-    >>> [name for name, _ in named_parameters(MLP())]
-    ['layers.0.weight', 'layers.0.bias', 'layers.1.weight', 'layers.1.bias']
-    """
-    seen: set[int] = set()
-    stack: list[tuple[str, Any]] = [("", obj)]
-    while stack:
-        path, value = stack.pop()
-        if id(value) in seen:
-            continue
-        if isinstance(value, Tensor):
-            if value.requires_grad:
-                seen.add(id(value))
-                yield path, value
-            continue
-        children = _children(value)
-        if children is None:
-            continue
-        seen.add(id(value))
-        prefix = f"{path}." if path else ""
-        stack.extend((prefix + str(key), child) for key, child in reversed(children))
-
-
-# values the walk never descends into: numbers, strings, arrays, and functions, classes and modules, whose
-# attributes (globals, class variables) are not a model's parameters
-_LEAVES = (
-    str,
-    bytes,
-    int,
-    float,
-    bool,
-    type(None),
-    np.ndarray,
-    type,
-    types.FunctionType,
-    types.MethodType,
-    types.BuiltinFunctionType,
-    types.ModuleType,
-)
-
-
-def _children(value: Any) -> list[tuple[Any, Any]] | None:
-    """What the parameter walk descends into: containers' items and plain objects' attributes."""
-    if isinstance(value, (list, tuple)):
-        return list(enumerate(value))
-    if isinstance(value, dict):
-        return list(value.items())
-    if isinstance(value, _LEAVES):
-        return None
-    attrs = getattr(value, "__dict__", None)  # a module, or any object holding tensors
-    return None if attrs is None else list(attrs.items())
-
-
-def parameters(obj: Any) -> list[Tensor]:
-    """The tensors named_parameters(obj) finds, in the same order, without their names."""
-    return [t for _, t in named_parameters(obj)]
-
-
-def state_dict(obj: Any) -> dict[str, Tensor]:
-    """{path: tensor} for every parameter of obj: the tensors themselves (realized), not copies, so
-    limn.serialize.save writes them and load_into writes into them."""
-    named = dict(named_parameters(obj))
-    lazy = [t for t in named.values() if t.node.op is not Op.BUFFER]
-    if lazy:
-        realize(*lazy)
-    return named
-
-
-def load_state_dict(obj: Any, values: dict[str, Any], strict: bool = True) -> None:
-    """Writes `values` ({path: Tensor or array}) into obj's parameters' own buffers in one realize().
-
-    Everything is checked first: every parameter needs a value of its shape (dtype is converted), and with
-    strict=True no value may lack a parameter. On a mismatch a ValueError lists every problem and nothing
-    is written."""
-    named = dict(named_parameters(obj))
-    assign_values(named, values, strict, "load_state_dict")
-
-
-def assign_values(targets: dict[str, Tensor], values: dict[str, Any], strict: bool, what: str) -> None:
-    """Assigns values[name] into targets[name] for every name, in one realize, after checking them all
-    (load_state_dict here, and the optimizers' load_state_dict, share it). `what` opens the error."""
-    problems = [f"missing: {name} {list(t.shape)}" for name, t in targets.items() if name not in values]
-    for name, t in targets.items():
-        if name in values and _shape(values[name]) != t.shape:
-            problems.append(f"shape: {name} is {list(t.shape)}, the value is {list(_shape(values[name]))}")
-    if strict:
-        problems += [f"unexpected: {name}" for name in values if name not in targets]
-    if problems:
-        listed = "\n".join("  " + p for p in problems)
-        raise ValueError(f"{what}: the values do not match, nothing was written:\n{listed}")
-    lazy = [t for t in targets.values() if t.node.op is not Op.BUFFER]
-    if lazy:
-        realize(*lazy)
-    for name, t in targets.items():
-        value = values[name]
-        value = value if isinstance(value, Tensor) else Tensor(np.asarray(value), dtype=t.dtype, device=t.device)
-        t.assign(value.detach())
-    realize(*targets.values())
-
-
-def _shape(value: Any) -> tuple[int, ...]:
-    return value.shape if isinstance(value, Tensor) else tuple(np.shape(value))
+__all__ += ["Dropout", "Module", "clip_grad_norm_", "clip_grad_value_", "init", "utils"]

@@ -1,11 +1,12 @@
 """Optimizers: SGD, AdamW and Muon, each step one batch of ASSIGNs realized together.
 
-An optimizer holds parameters (Tensors, or (name, Tensor) pairs from nn.named_parameters) and their state
-as realized device tensors. step(*extra) builds every update as an assign into the parameter's and the
-state's own buffers and realizes them all, with `extra`, in one limn.realize(): every update reads the
-values from before the step, and a logged loss shares the forward pass with the gradients. What a step
-changes (the step count, AdamW's beta**t) and what a schedule changes (lr, weight_decay) are 0-d device
-tensors, so a new learning rate changes no graph and a compiled device replays the plan it has.
+An optimizer holds parameters (Tensors, (name, Tensor) pairs from nn.named_parameters, or torch's list of
+group dicts, see limn.param_groups) and their state as realized device tensors. step(*extra) builds every
+update as an assign into the parameter's and the state's own buffers and realizes them all, with `extra`,
+in one limn.realize(): every update reads the values from before the step, and a logged loss shares the
+forward pass with the gradients. What a step changes (the step count, AdamW's beta**t) and what a schedule
+changes (each group's lr and weight_decay) are 0-d device tensors, so a new learning rate changes no graph
+and a compiled device replays the plan it has.
 Pipeline: nn (model, loss.backward()) -> **optim** (ASSIGN graphs) -> realize -> schedule -> device.
 """
 
@@ -13,41 +14,59 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from limn import dtypes
 from limn.autograd import no_grad
-from limn.device import get_device
 from limn.dtypes import DType
-from limn.nn import assign_values
 from limn.ops import Op
+from limn.param_groups import LIVE, ParamGroup, Params, split_groups
 from limn.tensor import Tensor, realize
+from limn.walk import assign_values
 
-__all__ = ["NS_COEFFICIENTS", "SGD", "AdamW", "Chain", "Muon", "Optimizer", "newton_schulz"]
-
-Params = Iterable[Tensor] | Iterable[tuple[str, Tensor]] | dict[str, Tensor]
+__all__ = ["NS_COEFFICIENTS", "SGD", "AdamW", "Chain", "Muon", "Optimizer", "ParamGroup", "newton_schulz"]
 
 
 class Optimizer(ABC):
-    """What every optimizer shares: the parameters, their per-parameter state, the step count and the two
-    hyperparameters a schedule changes (lr and weight_decay), plus step / zero_grad / state_dict.
+    """What every optimizer shares: the parameters in their groups (`param_groups`, as torch's), their
+    per-parameter state, the step count, plus step / zero_grad / state_dict.
 
-    A subclass writes `updates()`: the step as lazy tensors carrying assigns, nothing realized.
+    A subclass gives its defaults, checks one group's hyperparameters in `_check`, and writes `updates()`:
+    the step as lazy tensors carrying assigns, nothing realized.
     """
 
     kind = "optimizer"  # the default name: the prefix of this optimizer's own keys in state_dict()
 
-    def __init__(self, params: Params, lr: float, weight_decay: float, name: str | None = None) -> None:
-        self.names, self.params = _named(params, type(self).__name__)
+    def __init__(self, params: Params, defaults: dict[str, Any], name: str | None = None) -> None:
+        what = type(self).__name__
+        groups = split_groups(params, defaults, what)
+        for _, hyper in groups:
+            self._check(hyper)
+        named = [pair for group_named, _ in groups for pair in group_named]
+        self.names, self.params = [n for n, _ in named], [t for _, t in named]
+        lazy = [t for t in self.params if t.node.op is not Op.BUFFER]
+        if lazy:
+            realize(*lazy)
         self.device = self.params[0].device
         self.name = name or self.kind
-        self._lr = self._scalar(lr)
-        self._weight_decay = self._scalar(weight_decay)
+        self.defaults = dict(defaults)
         self.steps = self._scalar(0, dtypes.int32)
         self.state: dict[str, dict[str, Tensor]] = {name: {} for name in self.names}
+        self.param_groups: list[ParamGroup] = []
+        for group_named, hyper in groups:
+            tensors = {key: self._scalar(hyper[key]) for key in LIVE} | self._group_scalars(hyper)
+            self.param_groups.append(ParamGroup(group_named, hyper, tensors, what))
+
+    @abstractmethod
+    def _check(self, hyper: dict[str, Any]) -> None:
+        """Raises ValueError for a group's hyperparameters the optimizer cannot use."""
+
+    def _group_scalars(self, hyper: dict[str, Any]) -> dict[str, Tensor]:
+        """The 0-d device tensors a group's step keeps besides lr and weight_decay (AdamW's beta**t)."""
+        return {}
 
     def _scalar(self, value: float, dtype: DType = dtypes.float64) -> Tensor:
         """A realized 0-d tensor: hyperparameters and step scalars are float64, as torch's python floats."""
@@ -60,26 +79,43 @@ class Optimizer(ABC):
 
     @property
     def lr(self) -> float:
-        return float(self._lr.item())
+        """Every group's lr when they share one (set it to set every group's; param_groups[i]["lr"] for one)."""
+        return self._shared("lr")
 
     @lr.setter
     def lr(self, value: float) -> None:
-        _write(self._lr, value)
+        for group in self.param_groups:
+            group["lr"] = value
 
     @property
     def weight_decay(self) -> float:
-        return float(self._weight_decay.item())
+        return self._shared("weight_decay")
 
     @weight_decay.setter
     def weight_decay(self, value: float) -> None:
-        _write(self._weight_decay, value)
+        for group in self.param_groups:
+            group["weight_decay"] = value
+
+    def _shared(self, key: str) -> float:
+        values = [group[key] for group in self.param_groups]
+        if len(set(values)) != 1:
+            raise ValueError(
+                f"{type(self).__name__}.{key}: the parameter groups have different values {values}; "
+                f"read optimizer.param_groups[i][{key!r}]"
+            )
+        return values[0]
 
     # ---- stepping ----
 
-    def zero_grad(self) -> None:
-        """Forgets every parameter's gradient (sets .grad to None, as torch's default)."""
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Forgets every parameter's gradient: sets .grad to None (torch's default), or with set_to_none=False
+        sets each existing gradient to zeros (so the next step updates those parameters with a zero gradient).
+        step() drops the gradients itself (their graphs read the parameters the step overwrote)."""
         for p in self.params:
-            p.grad = None
+            if set_to_none or p.grad is None:
+                p.grad = None
+            else:
+                p.grad = Tensor.zeros(p.shape, dtype=p.grad.dtype, device=p.device)
 
     def step(self, *extra: Tensor) -> None:
         """Updates every parameter that has a gradient, in one realize() together with `extra` (say the
@@ -100,9 +136,10 @@ class Optimizer(ABC):
     def updates(self) -> list[Tensor]:
         """The step as lazy tensors (assigns into parameters and state), for step() to realize."""
 
-    def _with_grads(self) -> Iterator[tuple[str, Tensor, Tensor]]:
-        """(name, parameter, gradient) for each parameter that has a gradient; the others stay as they are."""
-        for name, p in zip(self.names, self.params):
+    @staticmethod
+    def _with_grads(group: ParamGroup) -> Iterator[tuple[str, Tensor, Tensor]]:
+        """(name, parameter, gradient) for each parameter of the group that has a gradient; the others stay."""
+        for name, p in zip(group.names, group.params):
             if p.grad is not None:
                 yield name, p, p.grad
 
@@ -114,27 +151,33 @@ class Optimizer(ABC):
     def state_dict(self) -> dict[str, Tensor]:
         """Everything a resumed run needs, as the optimizer's own realized tensors (not copies):
         per-parameter state under `{parameter path}.{state}` (`layers.0.weight.exp_avg`; the path is the
-        parameter's index when it was given without names), and this optimizer's scalars under
-        `{name}.{scalar}` (`adamw.step`, `adamw.lr`, `adamw.beta1_power`). limn.serialize.save writes it
-        beside the model's parameters in one file; load_state_dict or serialize.load_into reads it back."""
+        parameter's index when it was given without names), the step count under `{name}.step`, and each
+        group's scalars under `{name}.{scalar}` with one group (`adamw.lr`, `adamw.beta1_power`), under
+        `{name}.param_groups.{i}.{scalar}` with several. limn.serialize.save writes it beside the model's
+        parameters in one file; load_state_dict or serialize.load_into reads it back."""
         out: dict[str, Tensor] = {}
         for name, entries in self.state.items():
             for key, t in entries.items():
                 out[f"{name}.{key}"] = t
-        for key, t in self._scalars().items():
-            out[f"{self.name}.{key}"] = t
+        out[f"{self.name}.step"] = self.steps
+        for i, group in enumerate(self.param_groups):
+            prefix = self.name if len(self.param_groups) == 1 else f"{self.name}.param_groups.{i}"
+            for key, t in group.tensors.items():
+                out[f"{prefix}.{key}"] = t
         lazy = [t for t in out.values() if t.node.op is not Op.BUFFER]
         if lazy:
             realize(*lazy)
         return out
 
-    def _scalars(self) -> dict[str, Tensor]:
-        return {"step": self.steps, "lr": self._lr, "weight_decay": self._weight_decay}
-
     def load_state_dict(self, values: dict[str, Any]) -> None:
         """Writes `values` (Tensors or arrays, keyed as state_dict() keys them) into this optimizer's own
         buffers in one realize(). Every key is checked first; on a mismatch nothing is written."""
         assign_values(self.state_dict(), values, True, f"{type(self).__name__}.load_state_dict")
+        self._refresh()
+
+    def _refresh(self) -> None:
+        for group in self.param_groups:
+            group.refresh()
 
 
 def _step_together(optimizers: Sequence[Optimizer], *extra: Tensor) -> None:
@@ -144,7 +187,7 @@ def _step_together(optimizers: Sequence[Optimizer], *extra: Tensor) -> None:
         updates = [u for opt in optimizers for u in opt.updates()]
     realize(*updates, *extra)
     for opt in optimizers:
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=True)
 
 
 class Chain:
@@ -186,9 +229,14 @@ class Chain:
         self.optimizers = list(optimizers)
         self.state_dict()  # raises now if two optimizers' keys collide
 
-    def zero_grad(self) -> None:
+    @property
+    def param_groups(self) -> list[ParamGroup]:
+        """Every optimizer's groups, in order: a schedule that walks them reaches all of them."""
+        return [group for opt in self.optimizers for group in opt.param_groups]
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
         for opt in self.optimizers:
-            opt.zero_grad()
+            opt.zero_grad(set_to_none)
 
     def step(self, *extra: Tensor) -> None:
         _step_together(self.optimizers, *extra)
@@ -207,6 +255,8 @@ class Chain:
 
     def load_state_dict(self, values: dict[str, Any]) -> None:
         assign_values(self.state_dict(), values, True, "Chain.load_state_dict")
+        for opt in self.optimizers:
+            opt._refresh()
 
 
 # ---- SGD ----
@@ -221,7 +271,8 @@ class SGD(Optimizer):
         g = g + momentum * buf if nesterov else buf          (when momentum != 0)
         p = p - lr * g
 
-    lr and weight_decay can change between steps (opt.lr = ...); momentum, dampening and nesterov are fixed.
+    Each parameter group may set any of these (see limn.param_groups); lr and weight_decay can change
+    between steps (opt.lr = ..., or param_groups[i]["lr"] = ...), the others are fixed.
     "The first step" is the optimizer's first, for every parameter (torch counts a parameter's first step
     with a gradient, which differs only with dampening, for a parameter that had no gradient at first).
     """
@@ -237,30 +288,42 @@ class SGD(Optimizer):
         weight_decay: float = 0.0,
         nesterov: bool = False,
         name: str | None = None,
+        *,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        fused: bool | None = None,
     ) -> None:
+        _unsupported("SGD", maximize=maximize)
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov)
+        super().__init__(params, defaults, name)
+        for group in self.param_groups:
+            if group["momentum"]:
+                for name, p in zip(group.names, group.params):
+                    self.state[name]["momentum_buffer"] = self._zeros_like(p)
+
+    def _check(self, hyper: dict[str, Any]) -> None:
+        lr, momentum, weight_decay = hyper["lr"], hyper["momentum"], hyper["weight_decay"]
         if lr < 0 or momentum < 0 or weight_decay < 0:
             raise ValueError(f"SGD: lr ({lr}), momentum ({momentum}) and weight_decay ({weight_decay}) must be >= 0")
-        if nesterov and (momentum <= 0 or dampening != 0):
+        if hyper["nesterov"] and (momentum <= 0 or hyper["dampening"] != 0):
             raise ValueError("SGD: nesterov momentum needs momentum > 0 and dampening = 0 (as torch)")
-        super().__init__(params, lr, weight_decay, name)
-        self.momentum, self.dampening, self.nesterov = momentum, dampening, nesterov
-        if momentum:
-            for name, p in zip(self.names, self.params):
-                self.state[name]["momentum_buffer"] = self._zeros_like(p)
 
     def updates(self) -> list[Tensor]:
         out = []
         first = self.steps.eq(0)
-        for name, p, g in self._with_grads():
-            c = p.dtype.compute
-            x, g = p.cast(c), g.cast(c)
-            g = g + self._weight_decay.cast(c) * x
-            if self.momentum:
-                buf = self.state[name]["momentum_buffer"]
-                new_buf = first.where(g, self.momentum * buf.cast(c) + (1 - self.dampening) * g)
-                g = g + self.momentum * new_buf if self.nesterov else new_buf
-                out.append(buf.assign(new_buf))
-            out.append(p.assign(x - self._lr.cast(c) * g))
+        for group in self.param_groups:
+            lr, weight_decay = group.tensors["lr"], group.tensors["weight_decay"]
+            momentum, dampening = group["momentum"], group["dampening"]
+            for name, p, g in self._with_grads(group):
+                c = p.dtype.compute
+                x, g = p.cast(c), g.cast(c)
+                g = g + weight_decay.cast(c) * x
+                if momentum:
+                    buf = self.state[name]["momentum_buffer"]
+                    new_buf = first.where(g, momentum * buf.cast(c) + (1 - dampening) * g)
+                    g = g + momentum * new_buf if group["nesterov"] else new_buf
+                    out.append(buf.assign(new_buf))
+                out.append(p.assign(x - lr.cast(c) * g))
         out.append(self._count_step())
         return out
 
@@ -276,9 +339,9 @@ class AdamW(Optimizer):
         p = p - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
 
     beta1**t and beta2**t are float64 device tensors multiplied by beta each step (1 - beta2**t loses
-    digits in float32 early on), so a resumed run bias-corrects where it left off. One beta**t serves
-    every parameter: torch counts steps per parameter, which differs only for a parameter that goes
-    without a gradient in some step.
+    digits in float32 early on), so a resumed run bias-corrects where it left off; each parameter group
+    keeps its own (groups may set their own betas). One beta**t serves every parameter of a group: torch
+    counts steps per parameter, which differs only for a parameter that goes without a gradient in some step.
     """
 
     kind = "adamw"
@@ -291,37 +354,61 @@ class AdamW(Optimizer):
         eps: float = 1e-8,
         weight_decay: float = 1e-2,
         name: str | None = None,
+        *,
+        amsgrad: bool = False,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        fused: bool | None = None,
     ) -> None:
-        if lr < 0 or eps < 0 or weight_decay < 0 or not all(0 <= b < 1 for b in betas):
-            raise ValueError(
-                f"AdamW: needs lr, eps, weight_decay >= 0 and betas in [0, 1); got lr={lr}, "
-                f"eps={eps}, weight_decay={weight_decay}, betas={betas}"
-            )
-        super().__init__(params, lr, weight_decay, name)
-        self.betas, self.eps = tuple(betas), eps
-        self.beta1_power, self.beta2_power = self._scalar(1.0), self._scalar(1.0)
+        _unsupported("AdamW", amsgrad=amsgrad, maximize=maximize)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay), name)
         for name, p in zip(self.names, self.params):
             self.state[name]["exp_avg"] = self._zeros_like(p)
             self.state[name]["exp_avg_sq"] = self._zeros_like(p)
 
-    def _scalars(self) -> dict[str, Tensor]:
-        return super()._scalars() | {"beta1_power": self.beta1_power, "beta2_power": self.beta2_power}
+    def _check(self, hyper: dict[str, Any]) -> None:
+        lr, betas, eps, weight_decay = hyper["lr"], tuple(hyper["betas"]), hyper["eps"], hyper["weight_decay"]
+        if lr < 0 or eps < 0 or weight_decay < 0 or len(betas) != 2 or not all(0 <= b < 1 for b in betas):
+            raise ValueError(
+                f"AdamW: needs lr, eps, weight_decay >= 0 and betas in [0, 1); got lr={lr}, "
+                f"eps={eps}, weight_decay={weight_decay}, betas={betas}"
+            )
+
+    def _group_scalars(self, hyper: dict[str, Any]) -> dict[str, Tensor]:
+        return {"beta1_power": self._scalar(1.0), "beta2_power": self._scalar(1.0)}
+
+    @property
+    def beta1_power(self) -> Tensor:
+        """The first group's beta1**t (each group keeps its own in param_groups[i].tensors)."""
+        return self.param_groups[0].tensors["beta1_power"]
+
+    @property
+    def beta2_power(self) -> Tensor:
+        return self.param_groups[0].tensors["beta2_power"]
 
     def updates(self) -> list[Tensor]:
-        beta1, beta2 = self.betas
-        power1, power2 = self.beta1_power * beta1, self.beta2_power * beta2  # beta**t, t counting this step
-        step_size = self._lr / (1 - power1)  # float64, as torch's python floats
+        out = [self._count_step()]
+        for group in self.param_groups:
+            out += self._group_updates(group)
+        return out
+
+    def _group_updates(self, group: ParamGroup) -> list[Tensor]:
+        beta1, beta2 = group["betas"]
+        lr, weight_decay = group.tensors["lr"], group.tensors["weight_decay"]
+        power1_before, power2_before = group.tensors["beta1_power"], group.tensors["beta2_power"]
+        power1, power2 = power1_before * beta1, power2_before * beta2  # beta**t, t counting this step
+        step_size = lr / (1 - power1)  # float64, as torch's python floats
         correction2 = (1 - power2).sqrt()
-        decay = 1 - self._lr * self._weight_decay
-        out = [self.beta1_power.assign(power1), self.beta2_power.assign(power2), self._count_step()]
-        for name, p, g in self._with_grads():
+        decay = 1 - lr * weight_decay
+        out = [power1_before.assign(power1), power2_before.assign(power2)]
+        for name, p, g in self._with_grads(group):
             c = p.dtype.compute
             m, v = self.state[name]["exp_avg"], self.state[name]["exp_avg_sq"]
             g = g.cast(c)
             x = p.cast(c) * decay.cast(c)
             new_m = _lerp(m.cast(c), g, 1 - beta1)
             new_v = v.cast(c) * beta2 + (1 - beta2) * g * g
-            denom = new_v.sqrt() / correction2.cast(c) + self.eps
+            denom = new_v.sqrt() / correction2.cast(c) + group["eps"]
             out += [m.assign(new_m), v.assign(new_v), p.assign(x - step_size.cast(c) * new_m / denom)]
         return out
 
@@ -329,6 +416,7 @@ class AdamW(Optimizer):
 # ---- Muon ----
 
 NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)  # Keller Jordan's quintic, as torch.optim.Muon
+ADJUST_LR_FNS = (None, "original", "match_rms_adamw", "spectral_unclamped")
 
 
 class Muon(Optimizer):
@@ -342,7 +430,8 @@ class Muon(Optimizer):
     norms, and by convention the embedding and the output head) to AdamW, and step both together with
     Chain(Muon(...), AdamW(...)). adjust_lr_fn picks torch's lr scaling: None/'original' (above),
     'match_rms_adamw' (0.2 sqrt(max(rows, cols))) or 'spectral_unclamped' (sqrt(rows / cols)). ns_dtype is
-    the dtype the iteration rounds to (torch's is bfloat16); lr and weight_decay can change between steps.
+    the dtype the iteration rounds to (torch's is bfloat16). Each parameter group may set any of these;
+    lr and weight_decay can change between steps.
     """
 
     kind = "muon"
@@ -361,15 +450,18 @@ class Muon(Optimizer):
         ns_dtype: DType = dtypes.bfloat16,
         name: str | None = None,
     ) -> None:
-        if lr < 0 or momentum < 0 or weight_decay < 0:
-            raise ValueError(f"Muon: lr ({lr}), momentum ({momentum}) and weight_decay ({weight_decay}) must be >= 0")
-        if adjust_lr_fn not in (None, "original", "match_rms_adamw", "spectral_unclamped"):
-            raise ValueError(
-                f"Muon: adjust_lr_fn {adjust_lr_fn!r} is not one of 'original', 'match_rms_adamw', 'spectral_unclamped'"
-            )
-        if len(ns_coefficients) != 3 or not 0 <= ns_steps < 100:
-            raise ValueError("Muon: ns_coefficients must be three floats and ns_steps in [0, 100)")
-        super().__init__(params, lr, weight_decay, name)
+        defaults = dict(
+            lr=lr,
+            weight_decay=weight_decay,
+            momentum=momentum,
+            nesterov=nesterov,
+            ns_coefficients=tuple(ns_coefficients),
+            eps=eps,
+            ns_steps=ns_steps,
+            adjust_lr_fn=adjust_lr_fn,
+            ns_dtype=ns_dtype,
+        )
+        super().__init__(params, defaults, name)
         for name, p in zip(self.names, self.params):
             if p.ndim != 2:
                 raise ValueError(
@@ -377,22 +469,34 @@ class Muon(Optimizer):
                     "biases, norms and other non-2D parameters to AdamW and step both with Chain(muon, adamw)"
                 )
             self.state[name]["momentum_buffer"] = self._zeros_like(p)
-        self.momentum, self.nesterov = momentum, nesterov
-        self.ns_coefficients, self.ns_steps, self.eps = tuple(ns_coefficients), ns_steps, eps
-        self.adjust_lr_fn, self.ns_dtype = adjust_lr_fn, ns_dtype
+
+    def _check(self, hyper: dict[str, Any]) -> None:
+        lr, momentum, weight_decay = hyper["lr"], hyper["momentum"], hyper["weight_decay"]
+        if lr < 0 or momentum < 0 or weight_decay < 0:
+            raise ValueError(f"Muon: lr ({lr}), momentum ({momentum}) and weight_decay ({weight_decay}) must be >= 0")
+        if hyper["adjust_lr_fn"] not in ADJUST_LR_FNS:
+            raise ValueError(
+                f"Muon: adjust_lr_fn {hyper['adjust_lr_fn']!r} is not one of 'original', 'match_rms_adamw', "
+                "'spectral_unclamped'"
+            )
+        if len(hyper["ns_coefficients"]) != 3 or not 0 <= hyper["ns_steps"] < 100:
+            raise ValueError("Muon: ns_coefficients must be three floats and ns_steps in [0, 100)")
 
     def updates(self) -> list[Tensor]:
         out = [self._count_step()]
-        decay = 1 - self._lr * self._weight_decay
-        for name, p, g in self._with_grads():
-            c = p.dtype.compute
-            buf = self.state[name]["momentum_buffer"]
-            g = g.cast(c)
-            new_buf = _lerp(buf.cast(c), g, 1 - self.momentum)
-            u = _lerp(g, new_buf, self.momentum) if self.nesterov else new_buf
-            o = newton_schulz(u, self.ns_coefficients, self.ns_steps, self.eps, self.ns_dtype)
-            lr = self._lr * _lr_ratio(self.adjust_lr_fn, p.shape)
-            out += [buf.assign(new_buf), p.assign(p.cast(c) * decay.cast(c) - lr.cast(c) * o.cast(c))]
+        for group in self.param_groups:
+            lr, momentum = group.tensors["lr"], group["momentum"]
+            decay = 1 - lr * group.tensors["weight_decay"]
+            ns = (group["ns_coefficients"], group["ns_steps"], group["eps"], group["ns_dtype"])
+            for name, p, g in self._with_grads(group):
+                c = p.dtype.compute
+                buf = self.state[name]["momentum_buffer"]
+                g = g.cast(c)
+                new_buf = _lerp(buf.cast(c), g, 1 - momentum)
+                u = _lerp(g, new_buf, momentum) if group["nesterov"] else new_buf
+                o = newton_schulz(u, *ns)
+                scaled = lr * _lr_ratio(group["adjust_lr_fn"], p.shape)
+                out += [buf.assign(new_buf), p.assign(p.cast(c) * decay.cast(c) - scaled.cast(c) * o.cast(c))]
         return out
 
 
@@ -435,6 +539,14 @@ def _lr_ratio(adjust_lr_fn: str | None, shape: tuple[int, ...]) -> float:
 # ---- helpers ----
 
 
+def _unsupported(what: str, **flags: bool) -> None:
+    """torch's variants limn does not compute raise; foreach and fused (how torch runs a step, not what it
+    computes) are accepted and change nothing: a limn step is always one realize."""
+    asked = [name for name, on in flags.items() if on]
+    if asked:
+        raise NotImplementedError(f"{what}: {', '.join(asked)}=True is not implemented in limn; leave it False")
+
+
 def _lerp(start: Tensor, end: Tensor, weight: float) -> Tensor:
     """start + weight (end - start), from whichever end is nearer as torch's lerp computes it, so that
     the weight's complement 1 - weight is rounded as torch rounds it."""
@@ -449,36 +561,3 @@ def _state(t: Tensor) -> Tensor:
     the optimizer reads it, which saves the step a second block of memory per state tensor."""
     t.node.arg.in_place = True
     return t
-
-
-def _write(t: Tensor, value: float) -> None:
-    """Overwrites a realized 0-d tensor's buffer from the host through the device's copyin: no graph
-    runs, so no plan is built, and every graph that reads the tensor sees the new value."""
-    buf = t.node.arg
-    assert t.node.op is Op.BUFFER, "optimizer scalars stay realized"
-    get_device(buf.device).copyin(buf.handle, np.array(value, buf.dtype.np))
-
-
-def _named(params: Params, what: str) -> tuple[list[str], list[Tensor]]:
-    """Names and tensors from a list of Tensors (named by index), of (name, Tensor) pairs, or a dict."""
-    items = list(params.items()) if isinstance(params, dict) else list(params)
-    if not items:
-        raise ValueError(f"{what}: got no parameters to optimize")
-    if all(isinstance(i, Tensor) for i in items):
-        items = [(str(k), t) for k, t in enumerate(items)]
-    elif not all(isinstance(i, tuple) and len(i) == 2 and isinstance(i[1], Tensor) for i in items):
-        raise TypeError(f"{what}: params must be Tensors or (name, Tensor) pairs, as nn.named_parameters gives")
-    names, tensors = [n for n, _ in items], [t for _, t in items]
-    seen: set[int] = set()
-    for name, t in items:
-        if not t.requires_grad or not t.dtype.is_float:
-            raise ValueError(f"{what}: parameter {name!r} ({t.dtype.name}{list(t.shape)}) does not require grad")
-        if id(t) in seen:
-            raise ValueError(f"{what}: parameter {name!r} is listed twice")
-        seen.add(id(t))
-    if len(set(names)) != len(names):
-        raise ValueError(f"{what}: parameter names repeat: {sorted(n for n in set(names) if names.count(n) > 1)}")
-    lazy = [t for t in tensors if t.node.op is not Op.BUFFER]
-    if lazy:
-        realize(*lazy)
-    return names, tensors

@@ -1,0 +1,207 @@
+"""Module: an optional base class with torch.nn.Module's conveniences, over the attribute walk (limn.walk).
+
+A model needs no base class to have parameters: limn.walk finds them in any object's attributes. Module adds
+what a port reaches for: __call__ -> forward, train()/eval() (setting `training` on every object in the
+walk that has it), modules(), children(), apply(), parameters(), state_dict(), load_state_dict(),
+zero_grad(), requires_grad_() and register_buffer(); and Dropout, the layer that reads `training`.
+Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+from limn import walk
+from limn.tensor import Tensor
+
+__all__ = ["Dropout", "Module"]
+
+
+class IncompatibleKeys(NamedTuple):
+    """What load_state_dict(strict=False) skipped, as torch's: keys the model has and the values lack, and
+    keys of the values the model does not have."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+class Module:
+    """A base class for models, as torch.nn.Module: subclass it, set layers and tensors as attributes (no
+    super().__init__() is needed), and write forward(). Everything is found by the attribute walk, so plain
+    layers (limn.nn.Linear), lists and dicts of them and objects of other classes all take part.
+
+    >>> from limn import nn
+    >>> class MLP(Module):
+    ...     def __init__(self):
+    ...         self.layers = [nn.Linear(4, 8), nn.Linear(8, 2)]
+    ...         self.drop = Dropout(0.1)
+    ...     def forward(self, x):
+    ...         return self.layers[1](self.drop(self.layers[0](x).relu()))
+    >>> model = MLP().eval()
+    >>> model(Tensor.ones((3, 4))).shape, model.drop.training, list(model.state_dict())[:2]
+    ((3, 2), False, ['layers.0.weight', 'layers.0.bias'])
+    """
+
+    training: bool = True
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__}: define forward(self, ...) to call the module")
+
+    # ---- the objects in the walk ----
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
+        """(path, object) for self and every object the attribute walk descends into (layers, blocks, and
+        any other plain object held in an attribute, list or dict), each once, in walk order."""
+        yield from _objects(self, prefix, set())
+
+    def modules(self) -> Iterator[Any]:
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self) -> Iterator[tuple[str, Any]]:
+        """(path, object) for the objects directly under self: in its attributes, or in lists and dicts there."""
+        seen = {id(self)}
+        for key, value in vars(self).items():
+            yield from _first_objects(value, key, seen)
+
+    def children(self) -> Iterator[Any]:
+        for _, m in self.named_children():
+            yield m
+
+    def apply(self, fn: Callable[[Any], None]) -> Module:
+        """Calls fn on every object below self and then on self (children first, as torch); returns self."""
+        for _, m in reversed(list(self.named_modules())):
+            fn(m)
+        return self
+
+    def train(self, mode: bool = True) -> Module:
+        """Sets `training = mode` on self and every object in the walk that has a `training` attribute (every
+        Module, Dropout, and plain layers that keep one); returns self."""
+        if not isinstance(mode, bool):
+            raise ValueError(f"train(mode): mode must be a bool, got {mode!r}")
+        for m in self.modules():
+            if isinstance(m, Module) or hasattr(m, "training"):
+                m.training = mode
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    # ---- tensors ----
+
+    def named_parameters(self, prefix: str = "", remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        start = f"{prefix}." if prefix else ""
+        for name, t in walk.named_parameters(self, remove_duplicate):
+            yield start + name, t
+
+    def parameters(self) -> Iterator[Tensor]:
+        """Every parameter once (a tied weight once), as walk.parameters."""
+        yield from walk.parameters(self)
+
+    def named_buffers(self) -> Iterator[tuple[str, Tensor]]:
+        """(path, tensor) for every buffer register_buffer set on self or a Module below, persistent or not."""
+        seen: set[int] = set()
+        for path, m in self.named_modules():
+            for name in getattr(m, "_registered_buffers", ()):
+                t = getattr(m, name, None)
+                if isinstance(t, Tensor) and id(t) not in seen:
+                    seen.add(id(t))
+                    yield (f"{path}.{name}" if path else name), t
+
+    def buffers(self) -> Iterator[Tensor]:
+        for _, t in self.named_buffers():
+            yield t
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Sets a tensor that is not a parameter (a mask, running statistics) as attribute `name`; a persistent
+        one is in state_dict() (the walk reads `_buffer_names`), as torch's."""
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"register_buffer: {name!r} must be a limn Tensor or None, got {type(tensor).__name__}")
+        setattr(self, name, tensor)
+        registered = tuple(n for n in getattr(self, "_registered_buffers", ()) if n != name)
+        self._registered_buffers = (*registered, name)
+        persistent_names = set(getattr(self, "_buffer_names", ())) - {name}
+        self._buffer_names = frozenset(persistent_names | {name} if persistent else persistent_names)
+
+    def state_dict(self) -> dict[str, Tensor]:
+        """walk.state_dict(self): every parameter and persistent buffer under every path (tied weights twice)."""
+        return walk.state_dict(self)
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> IncompatibleKeys:
+        """Writes the values into the parameters and buffers in one realize(), as torch's: strict=True
+        raises a ValueError (nothing written) on a missing, unexpected or misshapen key; strict=False writes
+        the keys both have and returns what it skipped. A tied weight's last name's value is written."""
+        targets = walk.state_dict(self)
+        missing = [k for k in targets if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in targets]
+        if strict:
+            walk.assign_values(targets, state_dict, True, f"{type(self).__name__}.load_state_dict")
+        else:
+            present = {k: t for k, t in targets.items() if k in state_dict}
+            walk.assign_values(present, state_dict, False, f"{type(self).__name__}.load_state_dict")
+        return IncompatibleKeys(missing, unexpected)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Drops every parameter's gradient (or sets existing ones to zeros with set_to_none=False)."""
+        for p in self.parameters():
+            if set_to_none or p.grad is None:
+                p.grad = None
+            else:
+                p.grad = Tensor.zeros(p.shape, dtype=p.grad.dtype, device=p.device)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Sets requires_grad on every parameter; returns self. Frozen ones stay parameters, in parameters()
+        and state_dict() (self lists them in `_frozen`, which the walk reads), as torch's. Trap: an optimizer
+        refuses a frozen tensor; give it [p for p in model.parameters() if p.requires_grad]."""
+        params = list(self.parameters())
+        for t in params:
+            t.requires_grad = bool(requires_grad)
+        self._frozen = () if requires_grad else tuple(params)
+        return self
+
+
+def _objects(value: Any, path: str, seen: set[int]) -> Iterator[tuple[str, Any]]:
+    """Every plain object the walk descends into from value (value first), each once."""
+    if id(value) in seen or isinstance(value, Tensor):
+        return
+    children = walk._children(value)
+    if children is None:
+        return
+    seen.add(id(value))
+    if not isinstance(value, (list, tuple, dict)):
+        yield path, value
+    prefix = f"{path}." if path else ""
+    for key, child in children:
+        yield from _objects(child, prefix + str(key), seen)
+
+
+def _first_objects(value: Any, path: str, seen: set[int]) -> Iterator[tuple[str, Any]]:
+    """The plain objects in value, looking through lists, tuples and dicts but not into objects."""
+    if id(value) in seen or isinstance(value, Tensor):
+        return
+    if isinstance(value, (list, tuple, dict)):
+        seen.add(id(value))
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, child in items:
+            yield from _first_objects(child, f"{path}.{key}", seen)
+    elif walk._children(value) is not None:
+        seen.add(id(value))
+        yield path, value
+
+
+class Dropout(Module):
+    """torch.nn.Dropout: x.dropout(p) while training, x itself in eval(). The mask comes from the device
+    generator (limn.rng) and fuses into the kernel that uses it."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+        self.inplace = inplace  # accepted as torch's; limn's tensors have no in-place ops, so it changes nothing
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.dropout(self.p, self.training)
