@@ -9,7 +9,18 @@ Pipeline: **tensor** -> graph -> schedule -> IR -> renderer -> device.
 
 from __future__ import annotations
 
-from limn import creation, elementwise, lookups, power, reductions, shaping
+from limn import (
+    conv_transpose,
+    convolution,
+    creation,
+    elementwise,
+    lookups,
+    pooling,
+    power,
+    reductions,
+    resample,
+    shaping,
+)
 from limn.creation import manual_seed
 from limn.engine import observers, realize
 from limn.primitives import Scalar, Tensor, TensorLike
@@ -94,6 +105,13 @@ Tensor.dot = reductions.dot
 Tensor.embedding = lookups.embedding
 Tensor.one_hot = lookups.one_hot
 Tensor.cross_entropy = lookups.cross_entropy
+
+# ---- nn layers as methods, as tinygrad's (limn.convolution, limn.pooling, limn.resample) ----
+Tensor.conv2d = convolution.conv2d
+Tensor.conv_transpose2d = conv_transpose.conv_transpose2d
+Tensor.max_pool2d = pooling.max_pool2d
+Tensor.avg_pool2d = pooling.avg_pool2d
+Tensor.interpolate = resample.interpolate_method
 
 
 # ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----
