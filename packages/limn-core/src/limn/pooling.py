@@ -68,9 +68,9 @@ def adaptive(size: int, out: int) -> Windows:
 # ---- the taps of one dim ----
 
 
-def _tap(x: Tensor, axis: int, win: Windows, j: int) -> tuple[Tensor, Tensor]:
+def _tap(x: Tensor, axis: int, win: Windows, j: int) -> tuple[Tensor, Tensor | None]:
     """Tap j of every window along axis: its values (x's size along axis becomes the window count), and
-    whether each window has that cell (a bool tensor broadcasting against the values)."""
+    whether each window has that cell (a bool tensor broadcasting against the values; None when all do)."""
     out = len(win.starts)
     pos = win.starts + j * win.dilation
     has = (j < win.lengths) & (pos >= 0) & (pos < win.size)
@@ -85,7 +85,7 @@ def _tap(x: Tensor, axis: int, win: Windows, j: int) -> tuple[Tensor, Tensor]:
         full = list(x.shape)
         full[axis] = out
         value = x.gather(idx.expand(tuple(full)), axis)
-    return value, Tensor(_along(has, axis, x.ndim), device=x.device)
+    return value, None if has.all() else Tensor(_along(has, axis, x.ndim), device=x.device)
 
 
 def _along(a: np.ndarray, axis: int, ndim: int) -> np.ndarray:
@@ -95,34 +95,44 @@ def _along(a: np.ndarray, axis: int, ndim: int) -> np.ndarray:
     return a.reshape(shape)
 
 
-def _max_along(x: Tensor, axis: int, win: Windows, index: Tensor | None) -> tuple[Tensor, Tensor | None]:
+def _max_along(x: Tensor, axis: int, win: Windows, index: Tensor) -> tuple[Tensor, Tensor]:
     """The max over each window along axis, chosen as torch's loop chooses it: a tap replaces the best so far
     when it is larger or NaN, so ties keep the first and NaNs the last, and a window of -infs keeps its first
-    cell. The gradient goes to that one cell. With `index` (each cell's flat position in x), also the
-    chosen cell's position."""
-    best = chosen = started = None
+    cell. Gives the best values and the chosen cells' `index` entries (their flat positions in the input)."""
+    best = chosen = started = None  # started: which windows have met a cell yet (None: all of them)
     for j in range(win.taps):
         value, has = _tap(x, axis, win, j)
-        carried = _tap(index, axis, win, j)[0] if index is not None else None
+        carried = _tap(index, axis, win, j)[0]
         if best is None:
             best, started, chosen = value, has, carried
             continue
-        better = value.gt(best).logical_or(value.isnan())
-        take = has.logical_and(started.logical_not().logical_or(better))  # the loop's (val > max) || isnan(val)
+        take = value.gt(best).logical_or(value.isnan())  # the loop's (val > max) || isnan(val)
+        if started is not None:
+            take = take.logical_or(started.logical_not())  # a window's first cell is taken whatever it holds
+        if has is not None:
+            take = take.logical_and(has)
         best = take.where(value, best)
-        chosen = None if index is None else take.where(carried, chosen)
-        started = started.logical_or(has)
+        chosen = take.where(carried, chosen)
+        if started is not None:
+            started = None if has is None else started.logical_or(has)
     return best, chosen
 
 
 def _sum_along(x: Tensor, axis: int, win: Windows) -> Tensor:
-    """The sum over each window along axis (cells outside x add nothing)."""
-    total = None
-    for j in range(win.taps):
-        value, has = _tap(x, axis, win, j)
-        term = has.where(value, 0.0)
-        total = term if total is None else total + term
-    return total
+    """The sum over each window along axis (cells outside x add nothing). Every window's cells come from one
+    gather, (.., L, ..) -> (.., out taps, ..), so the gradient is one scatter that adds what each cell fed."""
+    out, taps = len(win.starts), win.taps
+    pos = win.starts[:, None] + np.arange(taps)[None, :] * win.dilation  # (out, taps)
+    has = (np.arange(taps)[None, :] < win.lengths[:, None]) & (pos >= 0) & (pos < win.size)
+    idx = Tensor(_along(np.clip(pos, 0, win.size - 1).reshape(-1).astype(np.int32), axis, x.ndim), device=x.device)
+    full = list(x.shape)
+    full[axis] = out * taps
+    cells = x.gather(idx.expand(tuple(full)), axis)  # (.., out taps, ..)
+    cells = cells.reshape(x.shape[:axis] + (out, taps) + x.shape[axis + 1 :])  # (.., out, taps, ..)
+    if not has.all():
+        mask = Tensor(has.reshape((1,) * axis + (out, taps) + (1,) * (x.ndim - axis - 1)), device=x.device)
+        cells = mask.where(cells, 0.0)
+    return cells.sum(axis + 1)  # (.., out, ..)
 
 
 # ---- checks shared by the pools ----
@@ -131,9 +141,7 @@ def _sum_along(x: Tensor, axis: int, win: Windows) -> Tensor:
 def _spatial(x: Tensor, n: int, what: str) -> Tensor:
     """x as (N, C, *in): an unbatched (C, *in) gains a batch dim. Empty dims other than the batch raise."""
     if x.ndim not in (n + 1, n + 2):
-        raise ValueError(
-            f"{what}: expects a ({n + 1})-d (C, *in) or ({n + 2})-d (N, C, *in) input, got shape {x.shape}"
-        )
+        raise ValueError(f"{what}: expects a {n + 1}-d (C, *in) or {n + 2}-d (N, C, *in) input, got shape {x.shape}")
     batched = x if x.ndim == n + 2 else x.unsqueeze(0)
     if 0 in batched.shape[1:]:
         raise ValueError(f"{what}: only the batch dim may be empty (torch's rule), got shape {x.shape}")
@@ -186,17 +194,20 @@ def _check_dtype(x: Tensor, floats_only: bool, what: str) -> None:
 
 
 def _max_pool(x: Tensor, wins: list[Windows], return_indices: bool, unbatched: bool):
-    n = len(wins)
-    index = None
-    if return_indices:  # each cell's flat position in its (*in) plane, as torch's indices count
-        flat = np.arange(int(np.prod(x.shape[2:]))).reshape((1, 1) + x.shape[2:]).astype(np.int32)
-        index = Tensor(flat, device=x.device).expand(x.shape)
-    for d in reversed(range(n)):  # the last dim first: a row's first max, then the first row holding one
-        x, index = _max_along(x, 2 + d, wins[d], index)
+    """The max pool of (N, C, *in) over `wins`, one per spatial dim. The cells are chosen on a detached copy,
+    and the output is a gather of them, so the gradient is one scatter into the chosen cells (torch's
+    max_pool backward) and the value the cell itself (-0.0 and NaN included)."""
+    spatial = x.shape[2:]
+    flat = np.arange(int(np.prod(spatial))).reshape((1, 1) + spatial).astype(np.int32)
+    best, index = x.detach(), Tensor(flat, device=x.device).expand(x.shape)  # each cell's flat position
+    for d in reversed(range(len(wins))):  # the last dim first: a row's first max, then the first row holding one
+        best, index = _max_along(best, 2 + d, wins[d], index)
+    n, c = x.shape[:2]
+    cells, chosen = int(np.prod(spatial)), int(np.prod(index.shape[2:]))
+    out = x.reshape(n, c, cells).gather(index.reshape(n, c, chosen), 2).reshape(index.shape)  # (N, C, *out)
     if unbatched:
-        x = x.squeeze(0)
-        index = None if index is None else index.squeeze(0)
-    return (x, index) if return_indices else x
+        out, index = out.squeeze(0), index.squeeze(0)
+    return (out, index) if return_indices else out
 
 
 def max_pool(
