@@ -44,6 +44,8 @@ def interpolate(
     ([[[1.0, 1.0, 2.0, 2.0]]], [[[1.0, 1.5, 2.0]]])
     """
     n = input.ndim - 2
+    if mode == "bicubic":
+        raise NotImplementedError("interpolate: mode 'bicubic' is not in limn yet; use 'bilinear' or 'nearest'")
     if mode not in MODES:
         raise ValueError(f"interpolate: mode must be one of {', '.join(MODES)}, not {mode!r}")
     if not input.dtype.is_float:
