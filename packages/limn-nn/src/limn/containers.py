@@ -62,6 +62,10 @@ class Sequential(ModuleList):
         else:
             super().__init__(modules)
 
+    def __getitem__(self, i: int | slice) -> Any:
+        items = self._items()
+        return Sequential(*items[i]) if isinstance(i, slice) else items[i]
+
     def __call__(self, x: Any) -> Any:
         for m in self._items():
             x = m(x)

@@ -16,7 +16,7 @@ import numpy as np
 
 from limn import dtypes
 from limn.dtypes import DType
-from limn.tensor import Tensor
+from limn.tensor import Tensor, realize
 
 
 def _param(n: int, value: float, dtype: DType) -> Tensor:
@@ -85,11 +85,12 @@ class _BatchNorm:
         """running = (1 - momentum) running + momentum batch, with the unbiased batch variance, as torch;
         momentum None is the cumulative average (1 / num_batches_tracked). The assigns compute at the next
         realize that reads a buffer, or the next training call."""
-        self.num_batches_tracked.assign(self.num_batches_tracked + 1)
-        if self.momentum is None:
-            factor = 1.0 / self.num_batches_tracked.cast(self.running_mean.dtype)
-        else:
-            factor = self.momentum
+        # the last call's assigns land first: a value built on a pending assign would hold it, and realizing
+        # that value beside this call's assign would write the buffer twice in one run (Tensor.assign's trap)
+        realize(self.num_batches_tracked, self.running_mean, self.running_var)
+        count = self.num_batches_tracked + 1
+        self.num_batches_tracked.assign(count)
+        factor = 1.0 / count.cast(self.running_mean.dtype) if self.momentum is None else self.momentum
         mean = mean.detach().reshape(self.num_features)
         unbiased = var.detach().reshape(self.num_features) * (n / (n - 1))
         self.running_mean.assign((1 - factor) * self.running_mean + factor * mean)
