@@ -189,3 +189,19 @@ def test_wrong_ranks_and_empty_channels_raise():
         nn.max_pool2d(limn.Tensor(np.zeros((2, 0, 4, 4), np.float32)), 2)
     with pytest.raises(ValueError, match="kernel_size"):
         nn.max_pool2d(limn.Tensor(X), (2, 2, 2))
+
+
+# ---- half widths: the numpy device only (the c device declines float16 and bfloat16) ----
+
+HALF = Table(
+    [
+        _pool("max_pool2d", "3, 2, 1", "max2d-float16", x=X.astype(np.float16)),
+        _pool("avg_pool2d", "3, 2, 1", "avg2d-float16-sums-in-float32", tol=1e-3, x=X.astype(np.float16)),
+        _pool("adaptive_avg_pool2d", "(3, 4)", "adaptive-avg-float16", tol=1e-3, x=X.astype(np.float16)),
+    ]
+)
+
+
+@pytest.mark.parametrize("name", HALF.ids)
+def test_half_width_pools_match_torch_on_numpy(name):
+    HALF.assert_agrees("numpy", name)
