@@ -110,6 +110,8 @@ ADAPTIVE = Table(
         _pool("adaptive_avg_pool2d", "1", "adaptive-avg-global", x=X),
         _pool("adaptive_avg_pool2d", "(9, 4)", "adaptive-avg-more-cells-than-input", x=X),
         _pool("adaptive_avg_pool2d", "(None, 2)", "adaptive-avg-none-keeps-a-dim", x=X),
+        _pool("adaptive_avg_pool2d", "(0, 2)", "adaptive-avg-output-size-0", grad=False, x=X),
+        _pool("adaptive_max_pool2d", "(3, 0)", "adaptive-max-output-size-0", grad=False, x=X),
         _pool("adaptive_avg_pool1d", "4", "adaptive-avg1d", x=X1),
         _pool("adaptive_avg_pool3d", "(2, 3, 2)", "adaptive-avg3d", x=X3),
         _pool("adaptive_max_pool2d", "(3, 4)", "adaptive-max", x=X),

@@ -1,9 +1,9 @@
 """Pooling, composed from views and selects: max_pool, avg_pool and adaptive pools in 1, 2 and 3 dims.
 
-Takes (N, C, *in) or (C, *in) and gives (N, C, *out), as torch.nn.functional's pools. Pooling is done one
-spatial dim at a time, the last first, since a window is a box: each tap of a window is a view of the input
-(a strided shrink, or a gather for adaptive windows, whose starts are not evenly spaced), a max pool keeps
-the running best tap with torch's own loop rule, and an average pool adds the taps and divides.
+Takes (N, C, *in) or (C, *in) and gives (N, C, *out), as torch.nn.functional's pools. A window is a box, so
+pools go one spatial dim at a time, the last first. A max pool finds each window's cell with torch's own loop
+rule over its taps (views of a detached copy: a strided shrink, or a gather where the starts are uneven) and
+gathers those cells; an average pool gathers every window's cells along a dim at once, adds and divides.
 Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> device.
 """
 
@@ -352,6 +352,13 @@ def _adaptive_windows(x: Tensor, n: int, output_size: OutputSize, what: str) -> 
     return [adaptive(i, o) for i, o in zip(x.shape[2:], sizes)]
 
 
+def _empty(x: Tensor, wins: list[Windows], unbatched: bool) -> Tensor:
+    """The (N, C, *out) result of a pool with an output size of 0: an empty view of x (the gradient is 0)."""
+    out = x.shrink([(0, 0 if d == 2 else s) for d, s in enumerate(x.shape)])
+    out = out.reshape(x.shape[:2] + tuple(len(w.starts) for w in wins))
+    return out.squeeze(0) if unbatched else out
+
+
 def adaptive_avg_pool(input: Tensor, n: int, output_size: OutputSize) -> Tensor:
     """The adaptive average pool over n spatial dims: window i of a dim of size L covers
     [floor(i L / out), ceil((i + 1) L / out)), so the windows tile the input and may overlap by one cell."""
@@ -359,6 +366,8 @@ def adaptive_avg_pool(input: Tensor, n: int, output_size: OutputSize) -> Tensor:
     _check_dtype(input, True, what)
     x = _spatial(input, n, what)
     wins = _adaptive_windows(x, n, output_size, what)
+    if any(len(w.starts) == 0 for w in wins):
+        return _empty(x, wins, x is not input)
     divisor = np.ones(())
     for win in wins:
         divisor = np.multiply.outer(divisor, win.lengths)
@@ -392,7 +401,11 @@ def adaptive_max_pool(input: Tensor, n: int, output_size: OutputSize, return_ind
     what = f"adaptive_max_pool{n}d"
     _check_dtype(input, True, what)
     x = _spatial(input, n, what)
-    return _max_pool(x, _adaptive_windows(x, n, output_size, what), return_indices, x is not input)
+    wins = _adaptive_windows(x, n, output_size, what)
+    if any(len(w.starts) == 0 for w in wins):
+        out = _empty(x, wins, x is not input)
+        return (out, out.detach().cast(dtypes.int32)) if return_indices else out
+    return _max_pool(x, wins, return_indices, x is not input)
 
 
 def adaptive_max_pool1d(input: Tensor, output_size: OutputSize, return_indices: bool = False):
