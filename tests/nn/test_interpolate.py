@@ -55,6 +55,13 @@ TABLE = Table(
             x=X,
         ),
         case("limn.nn.Upsample(scale_factor=2)(x)", "torch.nn.Upsample(scale_factor=2)(x)", x=X),
+        case("limn.nn.UpsamplingNearest2d(size=(7, 3))(x)", "torch.nn.UpsamplingNearest2d(size=(7, 3))(x)", x=X),
+        case(
+            "limn.nn.UpsamplingBilinear2d(size=(7, 9))(x)",
+            "torch.nn.UpsamplingBilinear2d(size=(7, 9))(x)",
+            id="upsampling-bilinear-aligns-corners",
+            x=X,
+        ),
         case(
             "limn.nn.Upsample(size=(7, 9), mode='bilinear', align_corners=True)(x)",
             "torch.nn.Upsample(size=(7, 9), mode='bilinear', align_corners=True)(x)",

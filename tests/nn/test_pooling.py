@@ -143,6 +143,10 @@ LAYERS = Table(
         case("limn.nn.AdaptiveAvgPool2d((None, 2))(x)", "torch.nn.AdaptiveAvgPool2d((None, 2))(x)", x=X),
         case("limn.nn.AdaptiveAvgPool1d(4)(x)", "torch.nn.AdaptiveAvgPool1d(4)(x)", x=X1),
         case("limn.nn.AdaptiveMaxPool2d((3, 4))(x)", "torch.nn.AdaptiveMaxPool2d((3, 4))(x)", x=X),
+        case("limn.nn.AdaptiveMaxPool1d(4)(x)", "torch.nn.AdaptiveMaxPool1d(4)(x)", x=X1),
+        case("limn.nn.MaxPool3d(2, 1, 1)(x)", "torch.nn.MaxPool3d(2, 1, 1)(x)", x=X3),
+        case("limn.nn.AvgPool3d(2, 1, 1)(x)", "torch.nn.AvgPool3d(2, 1, 1)(x)", x=X3),
+        case("limn.nn.AdaptiveAvgPool3d((2, 3, 2))(x)", "torch.nn.AdaptiveAvgPool3d((2, 3, 2))(x)", x=X3),
     ]
 )
 

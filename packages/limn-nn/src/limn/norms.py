@@ -83,8 +83,9 @@ class _BatchNorm:
 
     def _track(self, mean: Tensor, var: Tensor, n: int) -> None:
         """running = (1 - momentum) running + momentum batch, with the unbiased batch variance, as torch;
-        momentum None is the cumulative average (1 / num_batches_tracked). The assigns compute at the next
-        realize that reads a buffer, or the next training call."""
+        momentum None is the cumulative average (1 / num_batches_tracked). The assigns compute when a buffer
+        is read, or at the next training call; pass running_mean and running_var to the optimizer's
+        step(loss, ...) to compute them in the step's run, from the forward pass it computes anyway."""
         # the last call's assigns land first: a value built on a pending assign would hold it, and realizing
         # that value beside this call's assign would write the buffer twice in one run (Tensor.assign's trap)
         realize(self.num_batches_tracked, self.running_mean, self.running_var)

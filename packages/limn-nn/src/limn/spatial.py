@@ -56,6 +56,12 @@ class MaxPool2d(_MaxPoolNd):
     dims = 2
 
 
+class MaxPool3d(_MaxPoolNd):
+    """torch.nn.MaxPool3d: limn.pooling.max_pool3d with these arguments."""
+
+    dims = 3
+
+
 class _AvgPoolNd:
     dims = 0
 
@@ -99,6 +105,12 @@ class AvgPool2d(_AvgPoolNd):
     dims = 2
 
 
+class AvgPool3d(_AvgPoolNd):
+    """torch.nn.AvgPool3d: limn.pooling.avg_pool3d with these arguments."""
+
+    dims = 3
+
+
 class AdaptiveAvgPool1d:
     """torch.nn.AdaptiveAvgPool1d: limn.pooling.adaptive_avg_pool1d to output_size."""
 
@@ -123,14 +135,36 @@ class AdaptiveAvgPool2d:
         return pooling.adaptive_avg_pool(x, 2, self.output_size)
 
 
-class AdaptiveMaxPool2d:
-    """torch.nn.AdaptiveMaxPool2d: limn.pooling.adaptive_max_pool2d to output_size."""
+class AdaptiveAvgPool3d:
+    """torch.nn.AdaptiveAvgPool3d: limn.pooling.adaptive_avg_pool3d to output_size."""
+
+    def __init__(self, output_size: OutputSize):
+        self.output_size = output_size
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return pooling.adaptive_avg_pool(x, 3, self.output_size)
+
+
+class _AdaptiveMaxPoolNd:
+    dims = 0
 
     def __init__(self, output_size: OutputSize, return_indices: bool = False):
         self.output_size, self.return_indices = output_size, return_indices
 
     def __call__(self, x: Tensor) -> Tensor | tuple[Tensor, Tensor]:
-        return pooling.adaptive_max_pool(x, 2, self.output_size, self.return_indices)
+        return pooling.adaptive_max_pool(x, self.dims, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """torch.nn.AdaptiveMaxPool1d: limn.pooling.adaptive_max_pool1d to output_size."""
+
+    dims = 1
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    """torch.nn.AdaptiveMaxPool2d: limn.pooling.adaptive_max_pool2d to output_size."""
+
+    dims = 2
 
 
 class Upsample:
@@ -155,3 +189,17 @@ class Upsample:
         return resample.interpolate(
             x, self.size, self.scale_factor, self.mode, self.align_corners, self.recompute_scale_factor
         )
+
+
+class UpsamplingNearest2d(Upsample):
+    """torch.nn.UpsamplingNearest2d: Upsample with mode "nearest"."""
+
+    def __init__(self, size: OutputSize = None, scale_factor: float | tuple[float, ...] | None = None):
+        super().__init__(size, scale_factor, "nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """torch.nn.UpsamplingBilinear2d: Upsample with mode "bilinear" and align_corners=True, as torch's."""
+
+    def __init__(self, size: OutputSize = None, scale_factor: float | tuple[float, ...] | None = None):
+        super().__init__(size, scale_factor, "bilinear", align_corners=True)
