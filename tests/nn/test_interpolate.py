@@ -106,9 +106,11 @@ def test_a_linear_mode_of_the_wrong_rank_raises():
         nn.interpolate(limn.Tensor(X), size=3, mode="cubic")
 
 
-def test_bicubic_is_not_implemented():
+def test_bicubic_and_antialias_are_not_implemented():
     with pytest.raises(NotImplementedError, match="bicubic"):
         nn.interpolate(limn.Tensor(X), size=3, mode="bicubic")
+    with pytest.raises(NotImplementedError, match="antialias"):
+        nn.interpolate(limn.Tensor(X), size=3, mode="bilinear", antialias=True)
 
 
 def test_int_inputs_raise_as_in_torch():

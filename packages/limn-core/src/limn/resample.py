@@ -29,6 +29,7 @@ def interpolate(
     mode: str = "nearest",
     align_corners: bool | None = None,
     recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
 ) -> Tensor:
     """torch.nn.functional.interpolate for (N, C, *in) with 1 to 3 spatial dims: give `size` (the output's
     spatial shape) or `scale_factor` (out = floor(in * scale)), not both.
@@ -44,6 +45,8 @@ def interpolate(
     ([[[1.0, 1.0, 2.0, 2.0]]], [[[1.0, 1.5, 2.0]]])
     """
     n = input.ndim - 2
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not in limn yet; resize without it")
     if mode == "bicubic":
         raise NotImplementedError("interpolate: mode 'bicubic' is not in limn yet; use 'bilinear' or 'nearest'")
     if mode not in MODES:
