@@ -45,6 +45,7 @@ TABLE = Table(
         _interp("size=(5, 3, 4), mode='trilinear', align_corners=True", "trilinear", x=X3),
         _interp("size=(2, 5, 3)", "nearest-3d", x=X3),
         _interp("size=(7, 9), mode='bilinear'", "bilinear-float64", x=X.astype(np.float64)),
+        _interp("size=(7, 9), mode='bilinear'", "bilinear-empty-batch", x=np.zeros((0, 3, 5, 4), np.float32)),
         case(
             "x.interpolate((7, 9))", f"{F}.interpolate(x, (7, 9), mode='bilinear')", id="method-linear-is-bilinear", x=X
         ),
