@@ -69,6 +69,11 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     "tanh": ("{0}.tanh()", "{0}.tanh()"),
     "gelu": ("{0}.gelu()", "torch.nn.functional.gelu({0})"),
     "abs": ("{0}.abs()", "{0}.abs()"),
+    "softplus": ("{0}.softplus()", "torch.nn.functional.softplus({0})"),
+    "mish": ("{0}.mish()", "torch.nn.functional.mish({0})"),
+    "logsigmoid": ("{0}.logsigmoid()", "torch.nn.functional.logsigmoid({0})"),
+    "elu": ("{0}.elu()", "torch.nn.functional.elu({0})"),
+    "leaky_relu": ("{0}.leaky_relu(0.1)", "torch.nn.functional.leaky_relu({0}, 0.1)"),
     "add": ("{0} + {1}", "{0} + {1}"),
     "sub": ("{0} - {1}", "{0} - {1}"),
     "mul": ("{0} * {1}", "{0} * {1}"),
@@ -97,6 +102,12 @@ SPELLINGS: dict[str, tuple[str, str]] = {
         "torch.logsumexp({0}, dim={dim}, keepdim={keepdim})",
     ),
     "softmax": ("{0}.softmax({axis})", "{0}.softmax({axis})"),
+    "cumsum": ("{0}.cumsum({axis})", "{0}.cumsum({axis})"),
+    "cumprod": ("{0}.cumprod({axis})", "{0}.cumprod({axis})"),
+    "logcumsumexp": ("{0}.logcumsumexp({axis})", "{0}.logcumsumexp({axis})"),
+    "flip": ("{0}.flip({dims})", "{0}.flip({dims})"),
+    "roll": ("{0}.roll({shifts}, {dims})", "{0}.roll({shifts}, {dims})"),
+    "tril": ("{0}.tril({k})", "{0}.tril({k})"),
     "log_softmax": ("{0}.log_softmax({axis})", "{0}.log_softmax({axis})"),
     # matmul and the indexed ops
     "matmul": ("{0} @ {1}", "{0} @ {1}"),
@@ -498,17 +509,23 @@ def propose_split(g: Generator) -> int | None:
 
 UNARY_PRECONDITIONS = {
     "exp": lambda v: finite(v).max(initial=0.0) < 3,
+    "elu": lambda v: np.abs(finite(v)).min(initial=1.0) > MARGIN,
+    "leaky_relu": lambda v: np.abs(finite(v)).min(initial=1.0) > MARGIN,
     "log": lambda v: finite(v).min(initial=1.0) > 0.1,
     "sqrt": lambda v: finite(v).min(initial=1.0) > 0.1,
     "relu": lambda v: np.abs(finite(v)).min(initial=1.0) > MARGIN,
     "abs": lambda v: np.abs(finite(v)).min(initial=1.0) > MARGIN,
 }
 # a leaf's -0.0 or 0.0 is exact in both frameworks, so relu and abs may meet it there (not a computed 0)
-EXACT_ZEROS_OK = ("relu", "abs")
+EXACT_ZEROS_OK = ("relu", "abs", "leaky_relu")
+
+
+UNARIES = ["neg", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "abs", "contiguous"]
+UNARIES += ["softplus", "mish", "logsigmoid", "elu", "leaky_relu"]  # limn.activations
 
 
 def propose_unary(g: Generator) -> int | None:
-    op = str(g.rng.choice(["neg", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "abs", "contiguous"]))
+    op = str(g.rng.choice(UNARIES))
     ok = UNARY_PRECONDITIONS.get(op, lambda v: True)
 
     def fits(i: int) -> bool:
@@ -602,6 +619,34 @@ def propose_reduce(g: Generator) -> int | None:
     return g.emit(op, x, **args)
 
 
+def propose_scan(g: Generator) -> int | None:
+    """cumsum, cumprod (of values near 1, so products stay bounded) or logcumsumexp along one dim."""
+    op = str(g.rng.choice(["cumsum", "cumprod", "logcumsumexp"]))
+    need = {"cumprod": lambda v: np.abs(finite(v)).max(initial=0.0) < 1.5, "logcumsumexp": lambda v: True}
+    x = g.pick(min_ndim=1, where=lambda i: need.get(op, lambda v: True)(g.value(i)))
+    if x is None:
+        return None
+    ndim = len(g.shape(x))
+    d = int(g.rng.integers(0, ndim))
+    return g.emit(op, x, axis=d - ndim if g.rng.random() < 0.5 else d)
+
+
+def propose_rearrange(g: Generator) -> int | None:
+    """flip or roll some dims, or tril of a matrix batch (limn.rearrange, limn.triangles)."""
+    x = g.pick(min_ndim=1)
+    if x is None:
+        return None
+    ndim = len(g.shape(x))
+    dims = _ints(sorted(g.rng.choice(ndim, int(g.rng.integers(1, min(ndim, 2) + 1)), replace=False)))
+    r = g.rng.random()
+    if r < 0.4:
+        return g.emit("flip", x, dims=dims)
+    if r < 0.8 or ndim < 2:
+        shifts = _ints(g.rng.integers(-3, 4, len(dims)))
+        return g.emit("roll", x, shifts=shifts, dims=dims)
+    return g.emit("tril", x, k=int(g.rng.integers(-1, 2)))
+
+
 def propose_matmul(g: Generator) -> int | None:
     """x @ w or w @ x with a new leaf w: vectors, matrices, and batches that broadcast."""
     x = g.pick(min_ndim=1, max_ndim=3)
@@ -660,6 +705,8 @@ PROPOSERS = [
     (propose_reduce, 3),
     (propose_matmul, 1.5),
     (propose_indexed, 1),
+    (propose_scan, 0.7),
+    (propose_rearrange, 0.7),
 ]
 
 

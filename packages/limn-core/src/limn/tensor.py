@@ -29,6 +29,16 @@ from limn import (
     shaping,
     sorting,
     triangles,
+    conv_transpose,
+    convolution,
+    creation,
+    elementwise,
+    lookups,
+    pooling,
+    power,
+    reductions,
+    resample,
+    shaping,
 )
 from limn.creation import manual_seed
 from limn.engine import observers, realize
@@ -289,6 +299,13 @@ Tensor.randint_like = sampling.randint_like
 Tensor.bernoulli = sampling.bernoulli
 Tensor.dropout = sampling.dropout
 Tensor.multinomial = sampling.multinomial
+
+# ---- nn layers as methods, as tinygrad's (limn.convolution, limn.pooling, limn.resample) ----
+Tensor.conv2d = convolution.conv2d
+Tensor.conv_transpose2d = conv_transpose.conv_transpose2d
+Tensor.max_pool2d = pooling.max_pool2d
+Tensor.avg_pool2d = pooling.avg_pool2d
+Tensor.interpolate = resample.interpolate_method
 
 
 # ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----

@@ -10,22 +10,59 @@ Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -
 
 from __future__ import annotations
 
-import itertools
 import math
 import sys
 from collections.abc import Sequence
 
 import numpy as np
 
+# the layers of their own modules (containers, conv_transpose, convolution, dropout, norms, padding, pooling,
+# resample, spatial) are re-exported here, as torch.nn and torch.nn.functional hold them
 from limn import activations, dtypes, lookups, losses
+from limn.containers import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
+from limn.conv_transpose import conv_transpose, conv_transpose1d, conv_transpose2d
+from limn.convolution import as_tuple, conv, conv1d, conv2d, padding_pairs
+from limn.dropout import Dropout, Dropout1d, Dropout2d, dropout, dropout1d, dropout2d
 from limn.dtypes import DType
+from limn.norms import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d, InstanceNorm2d, RMSNorm
+from limn.padding import pad
+from limn.pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+)
+from limn.resample import interpolate
+from limn.spatial import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    AvgPool3d,
+    MaxPool1d,
+    MaxPool2d,
+    MaxPool3d,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+)
 from limn.tensor import Tensor
 
 # isort: split
 # the train family's names: the parameter walk, Module, limn.nn.init and limn.nn.utils (gradient clipping)
 from limn import nn_init as init
 from limn import nn_utils as utils
-from limn.module import Dropout, Module
+from limn.module import Module
 from limn.nn_utils import clip_grad_norm_, clip_grad_value_
 from limn.walk import load_state_dict, named_parameters, parameters, state_dict
 
@@ -80,6 +117,60 @@ __all__ = [
     "tanh",
     "tanhshrink",
     "threshold",
+]
+# the layers family's names (layers and their functions from limn.convolution, limn.pooling, limn.norms, ...)
+__all__ += [
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AvgPool3d",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+    "Flatten",
+    "GroupNorm",
+    "Identity",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "MaxPool1d",
+    "MaxPool2d",
+    "MaxPool3d",
+    "ModuleDict",
+    "ModuleList",
+    "RMSNorm",
+    "Sequential",
+    "Unflatten",
+    "Upsample",
+    "UpsamplingBilinear2d",
+    "UpsamplingNearest2d",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "avg_pool3d",
+    "conv1d",
+    "conv2d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "dropout",
+    "dropout1d",
+    "dropout2d",
+    "interpolate",
+    "max_pool1d",
+    "max_pool2d",
+    "max_pool3d",
+    "pad",
 ]
 
 IntOrPair = int | Sequence[int]
@@ -168,15 +259,8 @@ class Embedding:
         return self.weight.embedding(idx)
 
 
-def _tuple(value: IntOrPair, n: int, what: str) -> tuple[int, ...]:
-    out = (value,) * n if isinstance(value, int) else tuple(value)
-    if len(out) != n or not all(isinstance(v, int) for v in out):
-        raise ValueError(f"{what} must be an int or {n} ints, got {value!r}")
-    return out
-
-
 class _ConvNd:
-    """Conv1d and Conv2d share this: torch's layouts and init, and the computation in _conv."""
+    """Conv1d and Conv2d share this: torch's layouts, init and padding modes; limn.convolution computes."""
 
     dims = 0  # spatial dims: 1 or 2
 
@@ -186,10 +270,11 @@ class _ConvNd:
         out_channels: int,
         kernel_size: IntOrPair,
         stride: IntOrPair = 1,
-        padding: IntOrPair = 0,
+        padding: IntOrPair | str = 0,
         dilation: IntOrPair = 1,
         groups: int = 1,
         bias: bool = True,
+        padding_mode: str = "zeros",
         dtype: DType = dtypes.float32,
     ):
         name = type(self).__name__
@@ -198,20 +283,34 @@ class _ConvNd:
                 f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must both divide "
                 f"by groups ({groups})"
             )
+        if padding_mode not in PADDING_MODES:
+            raise ValueError(f"{name}: padding_mode must be one of {', '.join(PADDING_MODES)}, not {padding_mode!r}")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size = _tuple(kernel_size, self.dims, f"{name} kernel_size")
-        self.stride = _tuple(stride, self.dims, f"{name} stride")
-        self.padding = _tuple(padding, self.dims, f"{name} padding")
-        self.dilation = _tuple(dilation, self.dims, f"{name} dilation")
-        if min(self.kernel_size + self.stride + self.dilation) < 1 or min(self.padding) < 0:
-            raise ValueError(f"{name}: kernel_size, stride and dilation must be >= 1 and padding >= 0")
+        self.kernel_size = as_tuple(kernel_size, self.dims, f"{name} kernel_size")
+        self.stride = as_tuple(stride, self.dims, f"{name} stride")
+        self.dilation = as_tuple(dilation, self.dims, f"{name} dilation")
+        if min(self.kernel_size + self.stride + self.dilation) < 1:
+            raise ValueError(f"{name}: kernel_size, stride and dilation must be >= 1")
+        self.padding = padding if isinstance(padding, str) else as_tuple(padding, self.dims, f"{name} padding")
+        self.padding_mode = padding_mode
+        # checked now, as torch does: "same" with a stride, a negative padding
+        self._pads = padding_pairs(self.padding, self.kernel_size, self.stride, self.dilation, name)
         fan_in = in_channels // groups * math.prod(self.kernel_size)
         bound = 1 / math.sqrt(fan_in)
         self.weight = _uniform((out_channels, in_channels // groups, *self.kernel_size), bound, dtype)
         self.bias = _uniform((out_channels,), bound, dtype) if bias else None
 
     def __call__(self, x: Tensor) -> Tensor:
-        return conv(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        if self.padding_mode == "zeros":
+            return conv(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        # the other modes pad first, as torch: F.pad(x, pads, mode), then a conv without padding
+        lead = [(0, 0)] * (x.ndim - self.dims)
+        x = pad(x, lead + list(self._pads), PADDING_MODES[self.padding_mode])
+        return conv(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+
+
+# torch's padding_mode names -> limn.padding's (and F.pad's) mode names
+PADDING_MODES = {"zeros": "constant", "reflect": "reflect", "replicate": "replicate", "circular": "circular"}
 
 
 class Conv1d(_ConvNd):
@@ -233,179 +332,68 @@ class Conv2d(_ConvNd):
     dims = 2
 
 
-def conv(
-    x: Tensor,
-    weight: Tensor,
-    bias: Tensor | None,
-    stride: Sequence[int],
-    padding: Sequence[int],
-    dilation: Sequence[int],
-    groups: int,
-) -> Tensor:
-    """N-d convolution as torch computes it: (B, C, *in) and weight (O, C / groups, *k) -> (B, O, *out).
+class _ConvTransposeNd:
+    """ConvTranspose1d and 2d share this: torch's weight layout (C_in, C_out / groups, *k) and init (its
+    fan_in is weight.shape[1] * prod(k), as torch computes it from that layout); limn.conv_transpose computes."""
 
-    Each kernel tap's cells are a shifted (and for a stride, strided) view of the padded input; one copy
-    lays them out as the rows of an im2col matrix (B, G, Cg k, P), whose columns are contiguous, and one
-    matmul with the weight makes the output (B, G, Og, P) directly, which the c device runs as a
-    register-tiled nest: a conv forward is that copy, the matmul and the bias add. Kernels of more than
-    MAX_CAT_TAPS taps cut their windows with _windows instead.
-    """
-    n = weight.ndim - 2
-    if x.ndim != n + 2 or x.shape[1] != weight.shape[1] * groups:
-        raise ValueError(
-            f"conv: input {x.shape} does not fit weight {weight.shape} with groups={groups}: expected "
-            f"(batch, {weight.shape[1] * groups}, {n} spatial dims)"
+    dims = 0
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: IntOrPair,
+        stride: IntOrPair = 1,
+        padding: IntOrPair = 0,
+        output_padding: IntOrPair = 0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation: IntOrPair = 1,
+        padding_mode: str = "zeros",
+        dtype: DType = dtypes.float32,
+    ):
+        name = type(self).__name__
+        if groups < 1 or in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must both divide "
+                f"by groups ({groups})"
+            )
+        if padding_mode != "zeros":
+            raise ValueError(f"{name}: only padding_mode='zeros' is supported, as torch's, not {padding_mode!r}")
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = as_tuple(kernel_size, self.dims, f"{name} kernel_size")
+        self.stride = as_tuple(stride, self.dims, f"{name} stride")
+        self.padding = as_tuple(padding, self.dims, f"{name} padding")
+        self.output_padding = as_tuple(output_padding, self.dims, f"{name} output_padding")
+        self.dilation = as_tuple(dilation, self.dims, f"{name} dilation")
+        self.padding_mode = padding_mode
+        fan_in = out_channels // groups * math.prod(self.kernel_size)
+        bound = 1 / math.sqrt(fan_in)
+        self.weight = _uniform((in_channels, out_channels // groups, *self.kernel_size), bound, dtype)
+        self.bias = _uniform((out_channels,), bound, dtype) if bias else None
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return conv_transpose(
+            x, self.weight, self.bias, self.stride, self.padding, self.output_padding, self.groups, self.dilation
         )
-    kernel = weight.shape[2:]
-    padded = tuple(i + 2 * p for i, p in zip(x.shape[2:], padding))
-    outs = tuple((i - d * (k - 1) - 1) // s + 1 for i, k, s, d in zip(padded, kernel, stride, dilation))
-    if min(outs) < 1:
-        raise ValueError(
-            f"conv: input {padded} (padded) is smaller than the dilated kernel {kernel} "
-            f"(dilation {tuple(dilation)}); the output would be empty"
-        )
-    b, c, o, g = x.shape[0], x.shape[1], weight.shape[0], groups
-    cg, og = c // g, o // g
-    taps, cells = cg * math.prod(kernel), math.prod(outs)
-    if math.prod(kernel) <= MAX_CAT_TAPS:
-        cols = _tap_rows(x, kernel, stride, padding, dilation, outs)  # (B, C, k1 ... kn, P): one copy
-        cols = cols.reshape(b, g, taps, cells)  # (B, G, Cg k, P)
-        y = weight.reshape(g, og, taps) @ cols  # (G, Og, Cg k) @ (B, G, Cg k, P) -> (B, G, Og, P)
-    else:
-        x = x.pad(((0, 0), (0, 0), *((p, p) for p in padding)))
-        win = _windows(x, kernel, stride, dilation, outs)  # (B, C, k1, o1, ..., kn, on)
-        win = win.reshape((b, g, cg) + win.shape[2:])  # (B, G, Cg, k1, o1, ..., kn, on)
-        k_axes = tuple(3 + 2 * d for d in range(n))
-        o_axes = tuple(4 + 2 * d for d in range(n))
-        # im2col: every window as one row, so the product is a plain matmul, which the c device tiles
-        cols = win.permute((0, 1) + o_axes + (2,) + k_axes).reshape(b, g, cells, taps)  # (B, G, P, Cg k): a copy
-        y = weight.reshape(g, og, taps) @ cols.transpose(-1, -2)  # (G, Og, Cg k) @ (B, G, Cg k, P)
-    y = y.reshape((b, o) + outs)  # (B, O, *out): a view, no copy
-    if bias is not None:
-        y = y + bias.reshape((o,) + (1,) * n)
-    return y
 
 
-# Up to this many taps (3 x 3 x 3) the im2col rows are one cat of shifted views, which the c device copies in
-# one vectorized pass; the cat's kernel holds a load per tap per piece, so its source grows as taps**2, and
-# larger kernels (7 x 7 and up) cut their windows with _windows instead.
-MAX_CAT_TAPS = 27
+class ConvTranspose1d(_ConvTransposeNd):
+    """torch.nn.ConvTranspose1d: (B, C_in, L) -> (B, C_out, L_out), weight (C_in, C_out / groups, k),
+    L_out = (L - 1) stride - 2 padding + dilation (k - 1) + output_padding + 1."""
+
+    dims = 1
 
 
-def _tap_rows(
-    x: Tensor,
-    kernel: Sequence[int],
-    stride: Sequence[int],
-    padding: Sequence[int],
-    dilation: Sequence[int],
-    outs: Sequence[int],
-) -> Tensor:
-    """(B, C, *i) -> (B, C, T, P), T = prod(kernel) taps in row-major order, P = prod(outs):
-    [b, c, t, p] holds the cell of the padded x that tap t reads for output cell p. Each tap is a view
-    of x (see _tap_cells), and the cat of them is the one copy."""
-    b, c, n = x.shape[0], x.shape[1], len(kernel)
-    taps = list(itertools.product(*(range(k) for k in kernel)))
-    x = x.unsqueeze(2)  # (B, C, 1, *i): the taps' axis, which each tap's pad stretches to T
-    cols = None
-    for t, tap in enumerate(taps):
-        # one pad per tap does the conv's padding and places the tap at row t of the T taps (what a cat of
-        # the taps along axis 2 would pad them with), so the taps add up to the im2col rows
-        view, widths = x, [(0, 0), (0, 0), (t, len(taps) - 1 - t)]
-        for ax in range(n):
-            first = tap[ax] * dilation[ax] - padding[ax]  # where the tap's first output cell reads in x
-            view, width = _tap_cells(view, 3 + ax, first, stride[ax], outs[ax])  # (.., o - padding, ..)
-            widths.append(width)
-        # padded last: a reshape of a padded view would be a copy, and each strided dim reshapes
-        row = view.pad(tuple(widths))  # (B, C, T, *o), zero off row t
-        cols = row if cols is None else cols + row
-    if len(taps) == 1:  # a 1 x 1 kernel: the matmul reads x through the view, no copy
-        return cols.reshape(b, c, 1, math.prod(outs))
-    # stored, so the reshape to P cells is a view of the copy, not a reshape of each shifted view
-    return cols.contiguous().reshape(b, c, len(taps), math.prod(outs))  # (B, C, T, P)
+class ConvTranspose2d(_ConvTransposeNd):
+    """torch.nn.ConvTranspose2d: (B, C_in, H, W) -> (B, C_out, H_out, W_out), weight (C_in, C_out / groups,
+    kH, kW), each dim sized as in ConvTranspose1d.
 
-
-def _tap_cells(x: Tensor, axis: int, first: int, step: int, count: int) -> tuple[Tensor, tuple[int, int]]:
-    """Of cells first, first + step, ... (count of them) of x along axis, those inside x, and how many fall
-    before and after it (the conv's padding: the caller pads them). The cells inside are a shrink of x, and
-    for step > 1 one column of a reshape into rows of `step` cells, the column chosen so every row lies
-    inside x: a view of x, where x is one."""
-    size = x.shape[axis]
-    lo = min(count, max(0, -(first // step)))  # the first output cell that reads inside x
-    hi = max(lo, min(count, -((first - size) // step)))  # one past the last
-    start, cells = first + lo * step, hi - lo
-    box = [(0, d) for d in x.shape]
-    if cells == 0:  # the tap reads only padding
-        box[axis] = (0, 0)
-        x = x.shrink(tuple(box))
-    elif step == 1:
-        box[axis] = (start, start + cells)
-        x = x.shrink(tuple(box))  # (.., cells, ..)
-    else:
-        column = max(0, start + cells * step - size)  # the last row must end inside x
-        if column > start:  # it cannot start inside x too: pad x's end (the reshape below then copies)
-            widths = [(0, 0)] * x.ndim
-            widths[axis] = (0, column - start)
-            x, column = x.pad(tuple(widths)), start
-        box[axis] = (start - column, start - column + cells * step)
-        x = _split(x.shrink(tuple(box)), axis, (cells, step))  # (.., cells, step, ..)
-        box = [(0, d) for d in x.shape]
-        box[axis + 1] = (column, column + 1)
-        x = _split(x.shrink(tuple(box)), axis + 1, ())  # (.., cells, ..): each row's cell `column`
-    return x, (lo, count - hi)
-
-
-def _windows(
-    x: Tensor, kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int], outs: Sequence[int]
-) -> Tensor:
-    """(B, C, *i) -> (B, C, k1, o1, ..., kn, on): [b, c, .., kk, oo, ..] holds x[b, c, .., oo s + kk d, ..].
-
-    A dim whose windows do not overlap (k d <= s) is cut as rows of length s: (o, s) keeps its first k d
-    cells as (k, d), and each tap is column 0 of its d. Overlapping windows cannot be strides of x, so the
-    input is repeated e times along that dim (one copy, made by a reshape no View can say) and read as k
-    rows of length r = i + d: consecutive rows start d apart, and row kk read from oo s is x[oo s + kk d].
+    >>> ConvTranspose2d(4, 2, kernel_size=2, stride=2)(Tensor.ones((1, 4, 3, 3))).shape
+    (1, 2, 6, 6)
     """
-    n = len(kernel)
-    dilation = [1 if k == 1 else d for k, d in zip(kernel, dilation)]  # one tap: its spacing is moot
-    overlap = [k * d > s for k, s, d in zip(kernel, stride, dilation)]
-    # rows of length r = i + d, so each row starts d later in x; they hold the o s cells a tap walks, since
-    # o s <= i - d (k - 1) - 1 + s, which is at most i + d when windows overlap (s < k d)
-    rows = [i + d for i, d in zip(x.shape[2:], dilation)]
-    # the non-overlapping dims need o s cells to cut rows from; the extra ones are never read
-    extra = [0 if ov else max(0, o * s - i) for ov, o, s, i in zip(overlap, outs, stride, x.shape[2:])]
-    if any(extra):
-        x = x.pad(((0, 0), (0, 0), *((0, e) for e in extra)))
-    if any(overlap):
-        lead, spatial = x.shape[:2], x.shape[2:]
-        reps = [math.ceil(k * r / i) if ov else 1 for k, r, i, ov in zip(kernel, rows, spatial, overlap)]
-        x = x.reshape(lead + _interleave([1] * n, spatial))  # (B, C, 1, i1, 1, i2, ...)
-        x = x.expand(lead + _interleave(reps, spatial))  # (B, C, e1, i1, e2, i2, ...)
-        x = x.reshape(lead + tuple(e * i for e, i in zip(reps, spatial)))  # (B, C, e1 i1, ...): the copy
-    for ax in reversed(range(n)):  # from the last dim, so the dims before `ax` keep their positions
-        p, k, s, d, o = 2 + ax, kernel[ax], stride[ax], dilation[ax], outs[ax]
-        if overlap[ax]:
-            x = _split(_take(x, p, k * rows[ax]), p, (k, rows[ax]))  # (.., k, r, ..)
-            x = _split(_take(x, p + 1, o * s), p + 1, (o, s))  # (.., k, o, s, ..)
-            x = _split(_take(x, p + 2, 1), p + 2, ())  # (.., k, o, ..): the cell at oo s
-        else:
-            x = _split(_take(x, p, o * s), p, (o, s))  # (.., o, s, ..)
-            x = _split(_take(x, p + 1, k * d), p + 1, (k, d))  # (.., o, k, d, ..)
-            x = _split(_take(x, p + 2, 1), p + 2, ())  # (.., o, k, ..): the cell at oo s + kk d
-            x = x.transpose(p, p + 1)  # (.., k, o, ..)
-    return x
 
-
-def _interleave(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
-    return tuple(v for pair in zip(a, b) for v in pair)
-
-
-def _take(x: Tensor, axis: int, length: int) -> Tensor:
-    """The first `length` cells of `axis`."""
-    return x.shrink(tuple((0, length) if d == axis else (0, s) for d, s in enumerate(x.shape)))
-
-
-def _split(x: Tensor, axis: int, sizes: tuple[int, ...]) -> Tensor:
-    """Reshapes dim `axis` into `sizes` (their product is its size; () drops a size-1 dim)."""
-    return x.reshape(x.shape[:axis] + sizes + x.shape[axis + 1 :])
+    dims = 2
 
 
 # ---- activations and losses, as functions: torch.nn.functional's names, signatures and defaults ----
@@ -574,4 +562,4 @@ cosine_similarity = losses.cosine_similarity
 
 # ---- the train family's names (defined in limn.walk, limn.module, limn.nn_init, limn.nn_utils) ----
 
-__all__ += ["Dropout", "Module", "clip_grad_norm_", "clip_grad_value_", "init", "utils"]
+__all__ += ["Module", "clip_grad_norm_", "clip_grad_value_", "init", "utils"]

@@ -1,0 +1,121 @@
+"""limn.resample.interpolate (limn.nn.interpolate, Tensor.interpolate) and limn.nn.Upsample against torch's
+F.interpolate and nn.Upsample: values and input gradients, on numpy and c.
+
+Trap the nearest rows hold: with scale_factor given (and recompute_scale_factor not set) torch reads cell
+floor(o / scale_factor), which can pick other cells than floor(o in / out); limn follows torch.
+"""
+
+import numpy as np
+import pytest
+import torch
+from oracle import Table, case
+
+import limn
+import limn.nn as nn
+
+F = "torch.nn.functional"
+rng = np.random.default_rng(0)
+X = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
+X1 = X[:, :, 0]  # (N, C, L)
+X3 = rng.standard_normal((1, 2, 3, 4, 2)).astype(np.float32)
+EDGE = np.array([[[[1.0, np.nan, -np.inf], [-0.0, 2.0, np.inf]]]], np.float32)
+
+
+def _interp(args, id, x=X, **kw):
+    return case(f"limn.nn.interpolate(x, {args})", f"{F}.interpolate(x, {args})", id=id, x=x, **kw)
+
+
+TABLE = Table(
+    [
+        _interp("scale_factor=2", "nearest-x2"),
+        _interp("size=(7, 3)", "nearest-size-up-and-down"),
+        _interp("scale_factor=1.7", "nearest-scale-factor-picks-by-the-factor"),
+        _interp("scale_factor=1.7, recompute_scale_factor=True", "nearest-recomputed-scale"),
+        _interp("scale_factor=(0.5, 2.3)", "nearest-per-dim-factors"),
+        _interp("size=(7, 9), mode='nearest-exact'", "nearest-exact"),
+        _interp("size=(7, 9), mode='bilinear'", "bilinear-up"),
+        _interp("size=(3, 2), mode='bilinear'", "bilinear-down"),
+        _interp("size=(7, 9), mode='bilinear', align_corners=True", "bilinear-align-corners"),
+        _interp("size=(1, 1), mode='bilinear', align_corners=True", "bilinear-align-corners-to-one-cell"),
+        _interp("scale_factor=1.5, mode='bilinear'", "bilinear-scale-factor"),
+        _interp("scale_factor=2, mode='nearest'", "nearest-edge-values", x=EDGE, signed_zeros=True),
+        _interp("size=(3, 3), mode='area'", "area-is-adaptive-avg-pool"),
+        _interp("size=9, mode='linear'", "linear-1d", x=X1),
+        _interp("scale_factor=3, mode='nearest'", "nearest-1d", x=X1),
+        _interp("size=(5, 3, 4), mode='trilinear', align_corners=True", "trilinear", x=X3),
+        _interp("size=(2, 5, 3)", "nearest-3d", x=X3),
+        _interp("size=(7, 9), mode='bilinear'", "bilinear-float64", x=X.astype(np.float64)),
+        _interp("size=(7, 9), mode='bilinear'", "bilinear-empty-batch", x=np.zeros((0, 3, 5, 4), np.float32)),
+        case(
+            "x.interpolate((7, 9))", f"{F}.interpolate(x, (7, 9), mode='bilinear')", id="method-linear-is-bilinear", x=X
+        ),
+        case(
+            "x.interpolate((7, 9), mode='nearest')",
+            f"{F}.interpolate(x, (7, 9), mode='nearest')",
+            id="method-nearest",
+            x=X,
+        ),
+        case("limn.nn.Upsample(scale_factor=2)(x)", "torch.nn.Upsample(scale_factor=2)(x)", x=X),
+        case("limn.nn.UpsamplingNearest2d(size=(7, 3))(x)", "torch.nn.UpsamplingNearest2d(size=(7, 3))(x)", x=X),
+        case(
+            "limn.nn.UpsamplingBilinear2d(size=(7, 9))(x)",
+            "torch.nn.UpsamplingBilinear2d(size=(7, 9))(x)",
+            id="upsampling-bilinear-aligns-corners",
+            x=X,
+        ),
+        case(
+            "limn.nn.Upsample(size=(7, 9), mode='bilinear', align_corners=True)(x)",
+            "torch.nn.Upsample(size=(7, 9), mode='bilinear', align_corners=True)(x)",
+            x=X,
+        ),
+    ]
+)
+
+
+@pytest.mark.parametrize("name", TABLE.ids)
+def test_interpolate_matches_torch(device, name):
+    TABLE.assert_agrees(device, name)
+
+
+def test_nearest_upsampling_by_a_factor_repeats_cells():
+    x = limn.Tensor([[[[1.0, 2.0], [3.0, 4.0]]]])
+    assert nn.interpolate(x, scale_factor=2).tolist() == [
+        [[[1.0, 1.0, 2.0, 2.0], [1.0, 1.0, 2.0, 2.0], [3.0, 3.0, 4.0, 4.0], [3.0, 3.0, 4.0, 4.0]]]
+    ]
+
+
+# ---- errors, where torch raises ----
+
+
+def test_size_and_scale_factor_together_or_neither_raise():
+    x = limn.Tensor(X)
+    with pytest.raises(ValueError, match="exactly one"):
+        nn.interpolate(x, size=4, scale_factor=2)
+    with pytest.raises(ValueError, match="exactly one"):
+        nn.interpolate(x)
+
+
+def test_align_corners_with_nearest_raises():
+    with pytest.raises(ValueError, match="align_corners"):
+        nn.interpolate(limn.Tensor(X), scale_factor=2, align_corners=True)
+
+
+def test_a_linear_mode_of_the_wrong_rank_raises():
+    with pytest.raises(ValueError, match="4-d input"):
+        nn.interpolate(limn.Tensor(X1), size=3, mode="bilinear")
+    with pytest.raises(ValueError, match="mode must be one of"):
+        nn.interpolate(limn.Tensor(X), size=3, mode="cubic")
+
+
+def test_bicubic_and_antialias_are_not_implemented():
+    with pytest.raises(NotImplementedError, match="bicubic"):
+        nn.interpolate(limn.Tensor(X), size=3, mode="bicubic")
+    with pytest.raises(NotImplementedError, match="antialias"):
+        nn.interpolate(limn.Tensor(X), size=3, mode="bilinear", antialias=True)
+
+
+def test_int_inputs_raise_as_in_torch():
+    with pytest.raises(TypeError, match="int32"):
+        nn.interpolate(limn.Tensor(np.ones((1, 1, 2, 2), np.int32)), scale_factor=2)
+    with pytest.raises(RuntimeError):
+        torch.nn.functional.interpolate(torch.ones((1, 1, 2, 2), dtype=torch.int32), scale_factor=2)
