@@ -15,7 +15,7 @@ from limn import Tensor
 from limn.c_prelude import HALF_WIDTHS
 from limn.c_source import CRenderer
 from limn.codegen import ir
-from limn.cstyle import MATH_FUNCS, TYPES, CStyle, CType
+from limn.cstyle import C_BOOL_OPS, C_INT_OPS, C_OPS, MATH_FUNCS, TYPES, CStyle, CType
 from limn.ir import KernelIR
 from limn.ops import Op
 
@@ -93,14 +93,17 @@ def test_a_half_width_is_one_row_and_its_helpers_appear_only_where_it_is_loaded_
 
 
 def test_the_c_renderer_overrides_only_what_is_cs_own():
-    # C's own: the half widths' and float32 exp/log helpers of its prelude, and a body with its rewrites
+    # C's own: the half widths' and float32 exp/log helpers of its prelude, WHERE as a blend of bits (the
+    # pick helpers, c_prelude.SELECTS), and a body with its rewrites
     overrides = {name for name in vars(CRenderer) if name in vars(CStyle) and not name.startswith("__")}
-    assert overrides == {"type_map", "math_funcs", "body"}
+    assert overrides == {"type_map", "math_funcs", "body", "float_ops", "int_ops", "bool_ops"}
     assert CRenderer.type_map == {**TYPES, **HALF_WIDTHS}
+    for table, base in [(CRenderer.float_ops, C_OPS), (CRenderer.int_ops, C_INT_OPS), (CRenderer.bool_ops, C_BOOL_OPS)]:
+        assert {op for op in base if table[op] != base[op]} == {Op.WHERE}, "only WHERE differs from the base"
     changed_funcs = {
         (ctype, name)
         for ctype, names in CRenderer.math_funcs.items()
         for name, spelling in names.items()
-        if MATH_FUNCS[ctype][name] != spelling
+        if MATH_FUNCS[ctype].get(name) != spelling
     }
-    assert changed_funcs == {("float", "exp"), ("float", "log")}
+    assert changed_funcs == {("float", "exp"), ("float", "log"), ("float", "pick"), ("double", "pick")}
