@@ -9,7 +9,7 @@ Pipeline: **tensor** -> graph -> schedule -> IR -> renderer -> device.
 
 from __future__ import annotations
 
-from limn import creation, elementwise, lookups, power, reductions, shaping
+from limn import creation, elementwise, logexp, lookups, power, reductions, rounding, shaping, trig
 from limn.creation import manual_seed
 from limn.engine import observers, realize
 from limn.primitives import Scalar, Tensor, TensorLike
@@ -95,6 +95,46 @@ Tensor.embedding = lookups.embedding
 Tensor.one_hot = lookups.one_hot
 Tensor.cross_entropy = lookups.cross_entropy
 
+
+# ---- elementwise math (limn.trig, limn.logexp, limn.rounding) ----
+Tensor.sin = trig.sin
+Tensor.cos = trig.cos
+Tensor.tan = trig.tan
+Tensor.asin = trig.asin
+Tensor.acos = trig.acos
+Tensor.atan = trig.atan
+Tensor.arcsin = trig.asin
+Tensor.arccos = trig.acos
+Tensor.arctan = trig.atan
+Tensor.atan2 = trig.atan2
+Tensor.arctan2 = trig.atan2
+Tensor.sinh = trig.sinh
+Tensor.cosh = trig.cosh
+Tensor.asinh = trig.asinh
+Tensor.acosh = trig.acosh
+Tensor.atanh = trig.atanh
+Tensor.arcsinh = trig.asinh
+Tensor.arccosh = trig.acosh
+Tensor.arctanh = trig.atanh
+Tensor.exp2 = logexp.exp2
+Tensor.log2 = logexp.log2
+Tensor.log10 = logexp.log10
+Tensor.log1p = logexp.log1p
+Tensor.expm1 = logexp.expm1
+Tensor.logaddexp = logexp.logaddexp
+Tensor.logaddexp2 = logexp.logaddexp2
+Tensor.hypot = logexp.hypot
+Tensor.copysign = logexp.copysign
+Tensor.lerp = logexp.lerp
+Tensor.isclose = logexp.isclose
+Tensor.allclose = logexp.allclose
+Tensor.floor = rounding.floor
+Tensor.ceil = rounding.ceil
+Tensor.round = rounding.round
+Tensor.trunc = rounding.trunc
+Tensor.fix = rounding.trunc
+Tensor.frac = rounding.frac
+Tensor.signbit = rounding.signbit
 
 # ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----
 
