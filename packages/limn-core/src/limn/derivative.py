@@ -9,6 +9,7 @@ Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> de
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from limn import autograd, dtypes
@@ -24,7 +25,9 @@ def carry(value: Tensor, x: Tensor, derivative: Callable[[], Tensor]) -> Tensor:
       steep   x finite, d inf or NaN    sqrt(z) * (+-1, or 0 for NaN): 0, gradient 1 / (2 sqrt 0) = inf (times 0: NaN)
       along   x infinite, value = x d   x * d: value's own infinity (sinh(inf) = inf, d = inf)
       blank   x inf or NaN, value NaN   z * d: NaN as value already is, gradient d
-    and 0 elsewhere (x infinite with a finite value: torch's formula is 0 there, as atan'(inf)).
+      poison  x infinite, d NaN         where(True, 0, x * NaN): 0, and the untaken branch's gradient 0 * NaN
+    and 0 elsewhere (x infinite, value not NaN: torch's formula gives 0 there, as atan'(inf) = 0).
+    Trap: a finite nonzero or infinite d at an infinite x with a value it cannot reach comes out 0.
     Trap: the derivative is taken from detached inputs, so a second derivative through it is 0.
 
     >>> x = Tensor([0.5], requires_grad=True)
@@ -34,18 +37,22 @@ def carry(value: Tensor, x: Tensor, derivative: Callable[[], Tensor]) -> Tensor:
     """
     if not (autograd.is_grad_enabled() and x.requires_grad):
         return value
-    d, xd, value = derivative().detach(), x.detach(), value.detach()
+    d, xd, v = derivative().detach(), x.detach(), value.detach()
     finite_x, finite_d = xd.isfinite(), d.isfinite()
     linear = finite_x.logical_and(finite_d)
     steep = finite_x.logical_and(finite_d.logical_not())
-    along = xd.isinf().logical_and(value.isinf()).logical_and((xd * d).eq(value))
-    blank = finite_x.logical_not().logical_and(value.isnan())
+    along = xd.isinf().logical_and(v.isinf()).logical_and((xd * d).eq(v))
+    blank = finite_x.logical_not().logical_and(v.isnan())
+    poisoned = xd.isinf().logical_and(v.isnan().logical_not()).logical_and(d.isnan())
     z = x - xd
     by_linear = z * linear.where(d, 0.0)
     by_steep = steep.where(z, 1.0).sqrt() * d.isnan().where(0.0, d.gt(0).where(1.0, -1.0))
     by_along = x * along.where(d, 1.0)
     by_blank = z * blank.where(d, 1.0)
-    carrier = linear.where(by_linear, steep.where(by_steep, along.where(by_along, blank.where(by_blank, 0.0))))
+    # a where's untaken branch x * NaN: value 0, gradient 0 * NaN = NaN, and only where asked
+    by_poison = poisoned.where(0.0, x * poisoned.where(math.nan, 0.0))
+    otherwise = blank.where(by_blank, poisoned.where(by_poison, 0.0))
+    carrier = linear.where(by_linear, steep.where(by_steep, along.where(by_along, otherwise)))
     return value - (0 - carrier)  # 0 - (+-0) is +0, so value keeps the sign of its zeros
 
 
@@ -56,8 +63,14 @@ def unary(x: Tensor, value: Callable[[Tensor], Tensor], derivative: Callable[[Te
     wide = x.cast(dtypes.float64)
     xd = wide.detach()
     out = value(xd)
-    out = carry(out, wide, lambda: derivative(xd, out))
+    out = carry(out, wide, lambda: derivative(xd, _as_torch_sees_it(out, x.dtype)))
     return out.cast(x.dtype)
+
+
+def _as_torch_sees_it(out: Tensor, dtype: dtypes.DType) -> Tensor:
+    """The float64 value rounded to the result's dtype (and widened back): torch's formulas that use the
+    result (exp2's 2**x ln 2, tan's 1 + tan**2) see it so, inf where it overflows."""
+    return out if dtype == dtypes.float64 else out.cast(dtype).cast(dtypes.float64)
 
 
 def binary(
@@ -65,8 +78,8 @@ def binary(
     other: TensorLike,
     what: str,
     value: Callable[[Tensor, Tensor], Tensor],
-    dx: Callable[[Tensor, Tensor, Tensor], Tensor],
-    dy: Callable[[Tensor, Tensor, Tensor], Tensor],
+    dx: Callable[[Tensor, Tensor, Tensor, dtypes.DType], Tensor],
+    dy: Callable[[Tensor, Tensor, Tensor, dtypes.DType], Tensor],
     reverse: bool = False,
 ) -> Tensor:
     """f(x, other) for a float function of two inputs, promoted and broadcast as in + (ints and bools give
@@ -76,6 +89,7 @@ def binary(
     wa, wb = a.cast(dtypes.float64), b.cast(dtypes.float64)
     ad, bd = wa.detach(), wb.detach()
     out = value(ad, bd)
-    out = carry(out, wa, lambda: dx(ad, bd, out))
-    out = carry(out, wb, lambda: dy(ad, bd, out))
+    seen = _as_torch_sees_it(out, a.dtype)
+    out = carry(out, wa, lambda: dx(ad, bd, seen, a.dtype))
+    out = carry(out, wb, lambda: dy(ad, bd, seen, a.dtype))
     return out.cast(a.dtype)

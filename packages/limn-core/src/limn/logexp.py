@@ -91,8 +91,8 @@ def logaddexp(x: Tensor, other: TensorLike) -> Tensor:
         other,
         "logaddexp",
         lambda a, b: _logaddexp64(a, b, 1.0),
-        lambda a, b, out: (1.0 + (b - a).exp()).reciprocal(),
-        lambda a, b, out: (1.0 + (a - b).exp()).reciprocal(),
+        lambda a, b, out, dtype: (1.0 + (b - a).exp()).reciprocal(),
+        lambda a, b, out, dtype: (1.0 + (a - b).exp()).reciprocal(),
     )
 
 
@@ -103,8 +103,8 @@ def logaddexp2(x: Tensor, other: TensorLike) -> Tensor:
         other,
         "logaddexp2",
         lambda a, b: _logaddexp64(a, b, _LN2),
-        lambda a, b, out: (1.0 + ((b - a) * _LN2).exp()).reciprocal(),
-        lambda a, b, out: (1.0 + ((a - b) * _LN2).exp()).reciprocal(),
+        lambda a, b, out, dtype: (1.0 + ((b - a) * _LN2).exp()).reciprocal(),
+        lambda a, b, out, dtype: (1.0 + ((a - b) * _LN2).exp()).reciprocal(),
     )
 
 
@@ -122,7 +122,9 @@ def _hypot64(a: Tensor, b: Tensor) -> Tensor:
 def hypot(x: Tensor, other: TensorLike) -> Tensor:
     """sqrt(x**2 + other**2) without overflow or underflow. Gradients x / hypot and other / hypot: NaN at the
     origin, as torch's."""
-    return derivative.binary(x, other, "hypot", _hypot64, lambda a, b, out: a / out, lambda a, b, out: b / out)
+    return derivative.binary(
+        x, other, "hypot", _hypot64, lambda a, b, out, dtype: a / out, lambda a, b, out, dtype: b / out
+    )
 
 
 def copysign(x: Tensor, other: TensorLike) -> Tensor:
@@ -134,8 +136,8 @@ def copysign(x: Tensor, other: TensorLike) -> Tensor:
         other,
         "copysign",
         lambda a, b: signbit(b).where(-a.abs(), a.abs()),
-        lambda a, b, out: a.eq(0.0).where(0.0, out / a),
-        lambda a, b, out: b * 0.0,
+        lambda a, b, out, dtype: a.eq(0.0).where(0.0, out / a),
+        lambda a, b, out, dtype: Tensor.full(b.shape, 0.0, dtype=b.dtype, device=b.device),
     )
 
 

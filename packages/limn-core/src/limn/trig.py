@@ -266,7 +266,7 @@ def _atan2_64(y: Tensor, x: Tensor) -> Tensor:
 def atan2(y: Tensor, other: TensorLike) -> Tensor:
     """The angle of the point (other, y) from the x axis, in [-pi, pi], as torch.atan2(y, other): atan2(0, -1)
     is pi, atan2(-0.0, -1) is -pi, atan2(inf, inf) pi/4. Gradients x / (x**2 + y**2) to y and -y / (x**2 + y**2)
-    to other, so NaN at the origin, as torch's.
+    to other, 0 where x**2 + y**2 is 0 in the result's dtype, as torch's.
 
     >>> round(Tensor([1.0]).atan2(Tensor([-1.0])).item(), 4)
     2.3562
@@ -276,9 +276,16 @@ def atan2(y: Tensor, other: TensorLike) -> Tensor:
         other,
         "atan2",
         _atan2_64,
-        lambda y, x, out: x * (x * x + y * y).reciprocal(),
-        lambda y, x, out: -y * (x * x + y * y).reciprocal(),
+        lambda y, x, out, dtype: x * _atan2_scale(y, x, dtype),
+        lambda y, x, out, dtype: -y * _atan2_scale(y, x, dtype),
     )
+
+
+def _atan2_scale(y: Tensor, x: Tensor, dtype: dtypes.DType) -> Tensor:
+    """1 / (x**2 + y**2) as torch's atan2 gradient takes it: 0 where the sum is 0 in the result's dtype."""
+    total = x * x + y * y
+    zero = total.cast(dtype).eq(0)
+    return zero.where(0.0, zero.where(1.0, total).reciprocal())
 
 
 # ---- hyperbolic functions ----
