@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from limn import dtypes
+from limn import dtypes, rounding
 from limn.primitives import Tensor, TensorLike
 
 # ---- arithmetic ----
@@ -23,9 +23,12 @@ def sub(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
     return a + b.neg()  # a - b = a + (-b)
 
 
-def div(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
+def div(x: Tensor, other: TensorLike, rounding_mode: str | None = None, reverse: bool = False) -> Tensor:
     """x / other (other / x with reverse=True), true division: int and bool operands give float32, as in
-    torch. Trap: it is x * (1 / other), which can differ from a correctly rounded x / other in the last bit."""
+    torch. Trap: it is x * (1 / other), which can differ from a correctly rounded x / other in the last bit.
+    rounding_mode "trunc" or "floor" rounds the quotient as torch.div does (limn.rounding.divide_rounded)."""
+    if rounding_mode is not None:
+        return rounding.divide_rounded(x, other, rounding_mode, reverse)
     a, b = x._float()._operands(other, "div", reverse)
     a, b = a._float(), b._float()
     return a * b.reciprocal()  # a / b = a * (1/b)

@@ -135,6 +135,9 @@ Tensor.trunc = rounding.trunc
 Tensor.fix = rounding.trunc
 Tensor.frac = rounding.frac
 Tensor.signbit = rounding.signbit
+Tensor.fmod = rounding.fmod
+Tensor.remainder = rounding.remainder
+Tensor.floor_divide = rounding.floor_divide
 
 # ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----
 
@@ -155,6 +158,14 @@ def _rtruediv(x: Tensor, other: TensorLike) -> Tensor:
     return x.div(other, reverse=True)
 
 
+def _rfloordiv(x: Tensor, other: TensorLike) -> Tensor:
+    return rounding.floor_divide(x, other, reverse=True)
+
+
+def _rmod(x: Tensor, other: TensorLike) -> Tensor:
+    return rounding.remainder(x, other, reverse=True)
+
+
 def _rmatmul(x: Tensor, other: TensorLike) -> Tensor:
     return Tensor(other).matmul(x)
 
@@ -167,6 +178,10 @@ Tensor.__mul__ = Tensor.mul
 Tensor.__rmul__ = _rmul
 Tensor.__truediv__ = elementwise.div
 Tensor.__rtruediv__ = _rtruediv
+Tensor.__floordiv__ = rounding.floor_divide
+Tensor.__rfloordiv__ = _rfloordiv
+Tensor.__mod__ = rounding.remainder
+Tensor.__rmod__ = _rmod
 Tensor.__pow__ = power.pow
 Tensor.__rpow__ = power.rpow
 Tensor.__matmul__ = reductions.matmul
