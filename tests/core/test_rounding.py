@@ -116,16 +116,16 @@ def test_rounding_matches_torch(device: str, name: str) -> None:
 def test_int_division_by_zero_raises_zero_division_error_as_torch(expr: str) -> None:
     x, y = Tensor(i32(1, 2)), Tensor(i32(1, 0))
     with pytest.raises(ZeroDivisionError, match="integer division by zero"):
-        eval(expr)
+        eval(expr, {"x": x, "y": y})
     with pytest.raises(ZeroDivisionError, match="integer division by zero"):
-        eval(expr.replace("y", "0"))
+        eval(expr, {"x": x, "y": 0})
 
 
 @pytest.mark.parametrize("expr", ["x // x", "x % x", "x.floor()", "x.round()"])
 def test_bool_rounding_raises_as_torch(expr: str) -> None:
     x = Tensor(np.array([True, False]))
     with pytest.raises(TypeError, match="bool"):
-        eval(expr)
+        eval(expr, {"x": x})
 
 
 def test_frac_and_round_decimals_of_ints_raise_as_torch() -> None:
