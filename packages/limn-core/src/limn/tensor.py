@@ -9,7 +9,7 @@ Pipeline: **tensor** -> graph -> schedule -> IR -> renderer -> device.
 
 from __future__ import annotations
 
-from limn import creation, elementwise, logexp, lookups, power, reductions, rounding, shaping, trig
+from limn import bitwise, creation, elementwise, logexp, lookups, power, reductions, rounding, shaping, trig
 from limn.creation import manual_seed
 from limn.engine import observers, realize
 from limn.primitives import Scalar, Tensor, TensorLike
@@ -138,6 +138,12 @@ Tensor.signbit = rounding.signbit
 Tensor.fmod = rounding.fmod
 Tensor.remainder = rounding.remainder
 Tensor.floor_divide = rounding.floor_divide
+Tensor.bitwise_and = bitwise.bitwise_and
+Tensor.bitwise_or = bitwise.bitwise_or
+Tensor.bitwise_xor = bitwise.bitwise_xor
+Tensor.bitwise_not = bitwise.bitwise_not
+Tensor.bitwise_left_shift = bitwise.left_shift
+Tensor.bitwise_right_shift = bitwise.right_shift
 
 # ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----
 
@@ -166,6 +172,26 @@ def _rmod(x: Tensor, other: TensorLike) -> Tensor:
     return rounding.remainder(x, other, reverse=True)
 
 
+def _rand(x: Tensor, other: TensorLike) -> Tensor:
+    return bitwise.bitwise_and(x, other, reverse=True)
+
+
+def _ror(x: Tensor, other: TensorLike) -> Tensor:
+    return bitwise.bitwise_or(x, other, reverse=True)
+
+
+def _rxor(x: Tensor, other: TensorLike) -> Tensor:
+    return bitwise.bitwise_xor(x, other, reverse=True)
+
+
+def _rlshift(x: Tensor, other: TensorLike) -> Tensor:
+    return bitwise.left_shift(x, other, reverse=True)
+
+
+def _rrshift(x: Tensor, other: TensorLike) -> Tensor:
+    return bitwise.right_shift(x, other, reverse=True)
+
+
 def _rmatmul(x: Tensor, other: TensorLike) -> Tensor:
     return Tensor(other).matmul(x)
 
@@ -182,6 +208,17 @@ Tensor.__floordiv__ = rounding.floor_divide
 Tensor.__rfloordiv__ = _rfloordiv
 Tensor.__mod__ = rounding.remainder
 Tensor.__rmod__ = _rmod
+Tensor.__and__ = bitwise.bitwise_and
+Tensor.__rand__ = _rand
+Tensor.__or__ = bitwise.bitwise_or
+Tensor.__ror__ = _ror
+Tensor.__xor__ = bitwise.bitwise_xor
+Tensor.__rxor__ = _rxor
+Tensor.__invert__ = bitwise.bitwise_not
+Tensor.__lshift__ = bitwise.left_shift
+Tensor.__rlshift__ = _rlshift
+Tensor.__rshift__ = bitwise.right_shift
+Tensor.__rrshift__ = _rrshift
 Tensor.__pow__ = power.pow
 Tensor.__rpow__ = power.rpow
 Tensor.__matmul__ = reductions.matmul
