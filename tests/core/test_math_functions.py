@@ -226,6 +226,47 @@ CASES += [
     ),
 ]
 
+# ---- signs, NaN tests, clamp, nan_to_num and torch's aliases ----
+SIGNS = f32(-2.0, -0.0, 0.0, 3.0, inf, -inf, nan, 1e-45)
+CASES += [
+    case("x.sign()", x=SIGNS, id="sign"),
+    case("x.sgn()", x=SIGNS, id="sgn"),
+    case("x.sign()", x=np.array([-5, 0, 7], np.int32), id="sign_int32"),
+    case("x.signbit()", x=f32(-2.0, -0.0, 0.0, 3.0, inf, -inf, 1e-45, -1e-45), id="signbit"),
+    case("x.signbit()", x=np.array([-5, 0, 7], np.int32), id="signbit_int32"),
+    case("x.isnan()", x=SIGNS, id="isnan"),
+    case("x.isinf()", x=SIGNS, id="isinf"),
+    case("x.isfinite()", x=SIGNS, id="isfinite"),
+    case("x.isnan()", x=np.array([1, 2], np.int8), id="isnan_int8"),
+    case("x.reciprocal()", x=f32(-2.0, -0.0, 0.0, 4.0, inf), signed_zeros=True, id="reciprocal"),
+    case("x.rsqrt()", x=f32(0.0, -0.0, 4.0, inf, -1.0), id="rsqrt"),
+    case("x.nan_to_num()", "torch.nan_to_num(x)", x=SIGNS, id="nan_to_num_defaults"),
+    case("x.nan_to_num(nan=1.0, posinf=2.0, neginf=-3.0)", "torch.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-3.0)",
+         x=SIGNS, id="nan_to_num_values"),
+    case("x.nan_to_num()", "torch.nan_to_num(x)", x=SIGNS.astype(np.float64), id="nan_to_num_float64"),
+    case("x.nan_to_num(nan=3.0)", "torch.nan_to_num(x, nan=3.0)", x=np.array([1, 2], np.int32), id="nan_to_num_int"),
+    case("x.clamp(lo, hi)", "torch.clamp(x, lo, hi)", x=f32(1.0, nan, 3.0, 0.2, -1.0),
+         lo=f32(2.0, 0.0, nan, 0.0, 0.0), hi=f32(0.5, 1.0, 4.0, 1.0, 1.0), grad=False, id="clamp_tensor_bounds_nan"),
+    case("x.clamp(min=lo)", "torch.clamp(x, min=lo)", x=f32(1.0, 3.0, 0.2, -1.0), lo=f32(2.0, 0.0, 0.5, -1.5),
+         id="clamp_tensor_min"),
+    case("x.clamp(max=hi)", "torch.clamp(x, max=hi)", x=f32(1.0, 3.0, 0.2, -1.0), hi=f32(2.0, 0.0, 0.5, -1.5),
+         id="clamp_tensor_max"),
+    case("x.clamp(min=0.0, max=1.0)", "torch.clamp(x, min=0.0, max=1.0)", x=f32(0.0, 1.0, 0.5, 2.0, nan, -3.0),
+         id="clamp_scalar_bounds_gradient_0_at_bounds"),
+    case("x.clamp_min(0.5)", "torch.clamp_min(x, 0.5)", x=X, id="clamp_min"),
+    case("x.clamp_max(0.5)", "torch.clamp_max(x, 0.5)", x=X, id="clamp_max"),
+    case("x.add(y, alpha=2.5)", "torch.add(x, y, alpha=2.5)", x=X, y=Y, id="add_alpha"),
+    case("x.sub(y, alpha=-2)", "torch.sub(x, y, alpha=-2)", x=X, y=Y, id="sub_alpha"),
+    case("x.add(y, alpha=3)", "torch.add(x, y, alpha=3)", x=np.array([1, 2], np.int32), y=np.array([5, -7], np.int32),
+         id="add_alpha_int"),
+    case("x.subtract(y)", "torch.subtract(x, y)", x=X, y=Y, id="subtract"),
+    case("x.multiply(y)", "torch.multiply(x, y)", x=X, y=Y, id="multiply"),
+    case("x.true_divide(y)", "torch.true_divide(x, y)", x=X, y=Y, id="true_divide"),
+    case("x.divide(y)", "torch.divide(x, y)", x=X, y=Y, id="divide"),
+    case("x.negative()", "torch.negative(x)", x=X, id="negative"),
+    case("x.absolute()", "torch.absolute(x)", x=SIGNS, signed_zeros=True, id="absolute"),
+]  # fmt: skip
+
 TABLE = Table(CASES)
 
 
@@ -244,6 +285,11 @@ def test_allclose_is_a_python_bool(device: str) -> None:
 def test_isclose_of_two_dtypes_raises_as_torch() -> None:
     with pytest.raises(TypeError, match="isclose: x is float32 and other float64"):
         Tensor(f32(1.0)).isclose(Tensor(np.array([1.0])))
+
+
+def test_add_with_a_float_alpha_on_ints_raises_as_torch() -> None:
+    with pytest.raises(TypeError, match="add: alpha=2.5 is a float and the operands are ints"):
+        Tensor([1, 2]).add(Tensor([1, 2]), alpha=2.5)
 
 
 def test_lerp_of_int_start_raises_as_torch() -> None:

@@ -11,15 +11,38 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from limn import dtypes, rounding
-from limn.primitives import Tensor, TensorLike
+from limn.ops import Op
+from limn.primitives import Scalar, Tensor, TensorLike
 
 # ---- arithmetic ----
 
 
-def sub(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
-    """x - other (other - x with reverse=True), promoted and broadcast as in +. Ints wrap."""
-    a, b = x._operands(other, "sub", reverse)
+def _times_alpha(x: Tensor, other: TensorLike, alpha: Scalar, what: str) -> TensorLike:
+    """other * alpha for torch's add/sub(..., alpha=): a float alpha with int operands raises, as in torch."""
+    if alpha == 1 and not isinstance(alpha, float):
+        return other
+    other_is_int = not isinstance(other, Tensor) or not other.dtype.is_float
+    if isinstance(alpha, float) and not x.dtype.is_float and other_is_int and not isinstance(other, float):
+        raise TypeError(f"{what}: alpha={alpha!r} is a float and the operands are ints (torch raises too); use an int")
+    return other * alpha
+
+
+def add(x: Tensor, other: TensorLike, reverse: bool = False, alpha: Scalar = 1) -> Tensor:
+    """x + alpha * other, as torch.add, promoted and broadcast (the ADD primitive when alpha is 1). A python
+    scalar takes x's dtype, so an int8 tensor + 200 stays int8 and wraps; bools add as logical or.
+
+    >>> Tensor([1.0, 2.0]).add(Tensor([10.0, 20.0]), alpha=0.5).tolist()
+    [6.0, 12.0]
+    """
+    return x._binary(Op.ADD, _times_alpha(x, other, alpha, "add"), reverse)
+
+
+def sub(x: Tensor, other: TensorLike, reverse: bool = False, alpha: Scalar = 1) -> Tensor:
+    """x - alpha * other (other - x with reverse=True), promoted and broadcast as in +, as torch.sub. Ints wrap."""
+    a, b = x._operands(_times_alpha(x, other, alpha, "sub"), "sub", reverse)
     return a + b.neg()  # a - b = a + (-b)
 
 
@@ -182,7 +205,8 @@ def silu(x: Tensor) -> Tensor:
 
 def sign(x: Tensor) -> Tensor:
     """-1, 0 or 1 in x's dtype: 0 at 0 and at NaN, as torch."""
-    return x.gt(0).cast(x.dtype) - x.lt(0).cast(x.dtype)  # (x > 0) - (x < 0): 0 at 0 and NaN, as torch
+    value = x.gt(0).cast(x.dtype) - x.lt(0).cast(x.dtype)  # (x > 0) - (x < 0): 0 at 0 and NaN, as torch
+    return rounding._no_gradient(x, value) if x.dtype.is_float else value  # linked to x, gradient 0 as torch
 
 
 def abs(x: Tensor) -> Tensor:
@@ -237,6 +261,37 @@ def _tie_or_nan(a: Tensor, b: Tensor) -> Tensor:
     finite_tie = difference.lt(math.inf)  # difference is 0 or NaN here, and only 0 is below inf
     infinite_or_nan = total.isnan().where(total, total * 0.5)
     return finite_tie.where(a - (difference * 0.5 + 0.0), infinite_or_nan)
+
+
+def clamp(x: Tensor, min: TensorLike | None = None, max: TensorLike | None = None) -> Tensor:
+    """torch's spelling of clip: x.clamp(min=0.0), x.clamp(lo_tensor, hi_tensor). See clip."""
+    return clip(x, min, max)
+
+
+def clamp_min(x: Tensor, min: TensorLike) -> Tensor:
+    """clip(x, min, None), as torch.clamp_min."""
+    return clip(x, min, None)
+
+
+def clamp_max(x: Tensor, max: TensorLike) -> Tensor:
+    """clip(x, None, max), as torch.clamp_max."""
+    return clip(x, None, max)
+
+
+def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    """x with NaN, inf and -inf replaced (by 0 and the dtype's largest and lowest finite values unless given),
+    as torch.nan_to_num; ints and bools come back as they are. The gradient flows where x is finite.
+
+    >>> Tensor([float("nan"), float("-inf"), 2.0]).nan_to_num(posinf=9.0).tolist()[::2]
+    [0.0, 2.0]
+    """
+    if not x.dtype.is_float:
+        return x
+    info = np.finfo(x.dtype.np)
+    high = float(info.max) if posinf is None else posinf
+    low = float(info.min) if neginf is None else neginf
+    # nan_to_num(x) = nan if x is NaN, high if inf, low if -inf, else x
+    return x.isnan().where(nan, x.eq(math.inf).where(high, x.eq(-math.inf).where(low, x)))
 
 
 def clip(x: Tensor, lo: TensorLike | None = None, hi: TensorLike | None = None) -> Tensor:
