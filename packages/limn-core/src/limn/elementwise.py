@@ -294,19 +294,43 @@ def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None, neginf:
     return x.isnan().where(nan, x.eq(math.inf).where(high, x.eq(-math.inf).where(low, x)))
 
 
+def _clip_both(x: Tensor, lo: TensorLike, hi: TensorLike) -> Tensor:
+    """min(max(x, lo), hi) with torch's gradients for two bounds, one of them a tensor: the value comes from
+    whichever side it equals (hi where lo > hi, or where max(x, lo) passes hi; lo where x is below it), a tie
+    splits it in half between x and that bound, and where a NaN is anywhere the whole gradient goes to x
+    (a NaN bound makes the value NaN there, as torch)."""
+    x, lo = x._operands(lo, "clamp")
+    x, hi = x._operands(hi, "clamp")
+    lo, hi = lo.broadcast_to(x.shape), hi.broadcast_to(x.shape)
+    xd, lod, hid = x.detach(), lo.detach(), hi.detach()
+    raised = lod.gt(xd).where(lod, xd)  # max(x, lo), NaN-free comparisons below
+    to_hi = lod.gt(hid).logical_or(raised.gt(hid))
+    to_lo = xd.lt(lod)
+    tie_lo, tie_hi = xd.eq(lod), raised.eq(hid)
+    nan_bound = (lod + hid).isnan()
+    inside = nan_bound.where(x + math.nan, x)
+    if x.dtype.is_float:
+        tie_lo_value, tie_hi_value = _tie_or_nan(x, lo), _tie_or_nan(x, hi)
+    else:
+        tie_lo_value, tie_hi_value = x, x
+    on_tie = tie_lo.where(tie_lo_value, tie_hi.where(tie_hi_value, inside))
+    return to_hi.where(hi, to_lo.where(lo, on_tie))
+
+
 def clip(x: Tensor, lo: TensorLike | None = None, hi: TensorLike | None = None) -> Tensor:
     """Clamps into [lo, hi], as torch.clamp: min(max(x, lo), hi), so NaN stays NaN and lo > hi gives hi.
 
     With number bounds the gradient flows only strictly inside (lo < x < hi), so it is 0 at the bounds
-    and at NaN, as torch's. Tensor bounds are maximum(x, lo) then minimum(., hi), whose ties split the
-    gradient between x and the bound, which is torch's rule for one tensor bound.
+    and at NaN, as torch's. One tensor bound is maximum(x, lo) (or minimum(x, hi)), whose ties split the
+    gradient between x and the bound, torch's rule; two (see _clip_both) follow torch's two-bound rule.
 
     >>> Tensor([-2.0, 0.5, 3.0]).clip(-1.0, 1.0).tolist()
     [-1.0, 0.5, 1.0]
     """
     if isinstance(lo, Tensor) or isinstance(hi, Tensor):
-        out = x if lo is None else x.maximum(lo)
-        return out if hi is None else out.minimum(hi)
+        if lo is not None and hi is not None:
+            return _clip_both(x, lo, hi)
+        return x.maximum(lo) if hi is None else x.minimum(hi)
     value, inside = x.detach(), None
     if lo is not None:
         value = value.lt(lo).where(lo, value)  # max(x, lo)
