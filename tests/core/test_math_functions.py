@@ -307,6 +307,18 @@ def test_lerp_of_int_start_raises_as_torch() -> None:
         Tensor([1, 2]).lerp(Tensor([3, 4]), 0.5)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_widths_round_once_from_float64_on_numpy(dtype: str) -> None:
+    # the c device declines half widths; on numpy they compute in float64 and round once, as torch's float32
+    x = np.array([-3.0, -0.5, 0.0, 0.7, 2.0, 100.0], np.float32)
+    for fn in ["sin", "atan", "expm1", "log1p", "asinh"]:
+        got = getattr(Tensor(x).cast(dtype), fn)()
+        narrow = torch.tensor(x).to(getattr(torch, dtype)).double()  # the same half-width input
+        want = getattr(torch, fn)(narrow).to(getattr(torch, dtype)).float().numpy()
+        assert got.dtype.name == dtype
+        np.testing.assert_array_equal(got.cast("float32").numpy(), want, err_msg=f"{fn} {dtype}")
+
+
 def test_two_over_pi_bits_match_fdlibm_table() -> None:
     from limn.trig import two_over_pi_bits
 
@@ -343,16 +355,27 @@ def _relative_error(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     return err
 
 
+SWEEP_BINARY = ["atan2", "hypot", "logaddexp", "logaddexp2"]
+
+
 def test_accuracy_sweep_over_the_whole_float_range(device: str) -> None:
     x32, x64 = _sweep_inputs()
-    a32, a64 = Tensor(x32), Tensor(x64)
+    y32, y64 = np.random.default_rng(9).permutation(x32), np.random.default_rng(9).permutation(x64)
+    a32, a64, b32, b64 = Tensor(x32), Tensor(x64), Tensor(y32), Tensor(y64)
     outs = {fn: (getattr(a32, fn)(), getattr(a64, fn)()) for fn in SWEEP_FUNCTIONS}
+    outs |= {fn: (getattr(a32, fn)(b32), getattr(a64, fn)(b64)) for fn in SWEEP_BINARY}
     limn.realize(*[t for pair in outs.values() for t in pair])
     worst = {}
     for fn, (o32, o64) in outs.items():
+        torch_fn = getattr(torch, fn)
         with np.errstate(all="ignore"):
-            want32 = getattr(torch, fn)(torch.tensor(x32.astype(np.float64))).numpy().astype(np.float32)
-            want64 = getattr(torch, fn)(torch.tensor(x64)).numpy()
+            if fn in SWEEP_BINARY:
+                want32 = torch_fn(torch.tensor(x32, dtype=torch.float64), torch.tensor(y32, dtype=torch.float64))
+                want32, want64 = want32.numpy().astype(np.float32), torch_fn(torch.tensor(x64), torch.tensor(y64))
+                want64 = want64.numpy()
+            else:
+                want32 = torch_fn(torch.tensor(x32.astype(np.float64))).numpy().astype(np.float32)
+                want64 = torch_fn(torch.tensor(x64)).numpy()
         e32, e64 = _relative_error(o32.numpy(), want32), _relative_error(o64.numpy(), want64)
         worst[fn] = (float(e32.max()), float(e64.max()))
         assert e32.max() <= 1e-5, f"{fn} float32: {e32.max():.3g} at x = {x32[e32.argmax()]!r}"
