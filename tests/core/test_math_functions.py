@@ -85,6 +85,12 @@ CASES += [
     case("x.atanh()", x=f32(1.0, -1.0, 1.0000001, -2.0), id="atanh_is_inf_at_plus_minus_1"),
     case("x.log1p()", x=f32(-1.0, -1.5, 1e-30, -1e-30, 3e38), id="log1p_is_minus_inf_at_minus_1_and_keeps_tiny_x"),
     case("x.expm1()", x=f32(1e-30, -1e-30, 1e-10, 100.0, -100.0), id="expm1_keeps_tiny_x_and_saturates"),
+    case(
+        "x.expm1()",
+        x=np.array([709.5, 709.78, -745.0, 0.999, -0.999], np.float64),
+        tol=1e-12,
+        id="expm1_float64_near_overflow",
+    ),
     case("x.exp2()", x=f32(128.0, 127.5, -149.0, -150.0, -0.0, 0.5), id="exp2_at_the_float32_limits"),
     case("x.log2()", x=f32(0.0, -0.0, -1.0, 1e-45, 8.0, 1024.0), id="log2_of_zero_is_minus_inf"),
     case("x.log10()", x=f32(0.0, -1.0, 1e-45, 1000.0), id="log10_of_zero_is_minus_inf"),

@@ -30,14 +30,14 @@ def _log1p64(x: Tensor) -> Tensor:
 
 
 def _expm1_64(x: Tensor) -> Tensor:
-    """e**x - 1 for float64 x, accurate for tiny x: (u - 1) x / log(u) with u = e**x (Kahan), x itself where
-    u is 1 (so -0.0 stays), -1 where u - 1 is -1, inf at the overflow."""
+    """e**x - 1 for float64 x, accurate for tiny x: (u - 1) x / log(u) with u = e**x (Kahan) below |x| = 1 (above,
+    (u - 1) x would overflow first near 709), x itself where u is 1 (so -0.0 stays), -1 where u - 1 is -1."""
     u = x.exp()
     exact = u.eq(1.0)
     saturated = (u - 1.0).eq(-1.0).logical_or(u.eq(math.inf))
     log_u = exact.logical_or(saturated).where(1.0, u.log())
-    out = exact.where(x, saturated.where(u - 1.0, (u - 1.0) * x / log_u))
-    return out
+    corrected = x.abs().lt(1.0).where((u - 1.0) * x / log_u, u - 1.0)  # past 1, u - 1 loses nothing
+    return exact.where(x, saturated.where(u - 1.0, corrected))
 
 
 def exp2(x: Tensor) -> Tensor:
