@@ -63,36 +63,39 @@ B_SPECIAL = f32(0.0, 0.0, 0.0, 2.0, 2.0, inf, inf, 1.0, nan, 3.0, 7.0, 1e-45, 3e
 # (torch's int32 kernels trap on -2**31 / -1 in the CPU's divide: test_int_min_over_minus_one_wraps holds it)
 IA = i32(7, -7, 7, -7, 0, -(2**31), -(2**31), 2**31 - 1, 5)
 IB = i32(3, 3, -3, -3, 5, 2, 7, -2, 1)
-for expr, theirs in [
-    ("x.fmod(y)", "torch.fmod(x, y)"),
-    ("x.remainder(y)", "torch.remainder(x, y)"),
-    ("x % y", "x % y"),
+A_ALL, B_ALL = np.concatenate([A, A_SPECIAL]), np.concatenate([B, B_SPECIAL])
+for expr, theirs, name in [
+    ("x.fmod(y)", "torch.fmod(x, y)", "fmod"),
+    ("x.remainder(y)", "torch.remainder(x, y)", "remainder"),
 ]:
-    name = expr.replace("x.", "").split("(")[0].replace("x % y", "mod_operator")
     CASES += [
-        case(expr, theirs, x=A, y=B, id=name),
-        case(expr, theirs, x=A, y=B, signed_zeros=True, grad=False, id=f"{name}_signed_zeros"),
-        case(expr, theirs, x=A_SPECIAL, y=B_SPECIAL, signed_zeros=True, grad=False, id=f"{name}_inf_nan_zero"),
-        case(expr, theirs, x=A_SPECIAL, y=B_SPECIAL, id=f"{name}_gradient_at_inf_nan_zero"),
+        case(expr, theirs, x=A_ALL, y=B_ALL, id=name),  # with inf, NaN and 0 (gradients included)
+        case(expr, theirs, x=A_ALL, y=B_ALL, signed_zeros=True, grad=False, id=f"{name}_signed_zeros_inf_nan"),
         case(expr, theirs, x=IA, y=IB, id=f"{name}_int32_limits"),
         case(expr, theirs, x=A.astype(np.float64), y=B.astype(np.float64), tol=0, id=f"{name}_float64"),
-        case(expr, theirs, x=A.reshape(3, 4), y=f32(3.0, -2.0, 0.5, 7.0), id=f"{name}_broadcasts"),
     ]
-for expr, theirs in [
-    ("x // y", "x // y"),
-    ("x.floor_divide(y)", "torch.floor_divide(x, y)"),
-    ("x.div(y, rounding_mode='floor')", "torch.div(x, y, rounding_mode='floor')"),
-    ("x.div(y, rounding_mode='trunc')", "torch.div(x, y, rounding_mode='trunc')"),
+CASES += [
+    case("x % y", "x % y", x=A_ALL, y=B_ALL, signed_zeros=True, grad=False, id="mod_operator"),
+    case("x % y", "x % y", x=IA, y=IB, id="mod_operator_int32"),
+    case("x % y", "x % y", x=A.reshape(3, 4), y=f32(3.0, -2.0, 0.5, 7.0), id="mod_operator_broadcasts"),
+]
+for expr, theirs, name in [
+    ("x // y", "x // y", "floordiv_operator"),
+    ("x.floor_divide(y)", "torch.floor_divide(x, y)", "floor_divide"),
+    ("x.div(y, rounding_mode='floor')", "torch.div(x, y, rounding_mode='floor')", "div_floor"),
+    ("x.div(y, rounding_mode='trunc')", "torch.div(x, y, rounding_mode='trunc')", "div_trunc"),
 ]:
-    name = {"x // y": "floordiv_operator"}.get(expr, expr.replace("x.", "").split("(")[0])
-    name += "_trunc" if "trunc" in expr else ("_floor" if "div(" in expr else "")
     grad = "div(" in expr  # torch has no derivative for floor_divide; div's rounding modes have 0
     CASES += [
-        case(expr, theirs, x=A, y=B, signed_zeros=True, grad=grad, id=name),
-        case(expr, theirs, x=A_SPECIAL, y=B_SPECIAL, signed_zeros=True, grad=grad, id=f"{name}_inf_nan_zero"),
+        case(expr, theirs, x=A_ALL, y=B_ALL, signed_zeros=True, grad=grad, id=name),
         case(expr, theirs, x=IA, y=IB, id=f"{name}_int32_limits"),
-        case(expr, theirs, x=A.astype(np.float64), y=B.astype(np.float64), tol=0, grad=grad, id=f"{name}_float64"),
     ]
+CASES += [
+    case("x.div(y, rounding_mode='floor')", "torch.div(x, y, rounding_mode='floor')", x=A.astype(np.float64),
+         y=B.astype(np.float64), tol=0, id="div_floor_float64"),
+    case("x.div(y, rounding_mode='trunc')", "torch.div(x, y, rounding_mode='trunc')", x=A.astype(np.float64),
+         y=B.astype(np.float64), tol=0, id="div_trunc_float64"),
+]  # fmt: skip
 CASES += [
     case("x // 2", "x // 2", x=i32(7, -7, 0, -1), id="floordiv_int_by_python_int"),
     case("x // 2.5", "x // 2.5", x=i32(5, -5), id="floordiv_int_by_python_float_is_float32"),

@@ -20,14 +20,13 @@ def carry(value: Tensor, x: Tensor, derivative: Callable[[], Tensor]) -> Tensor:
     """`value` itself (-0.0, inf and NaN included) whose gradient w.r.t. x is derivative() (a tensor of x's
     shape and dtype, called only when a gradient flows), including the inf and NaN torch's formula gives.
 
-    The carrier added to value is +-0 (or value's own NaN or infinity) and has the gradient wanted:
-      linear  x finite, d finite        z * d, z = x - x.detach(): exactly 0, gradient 1
-      steep   x finite, d inf or NaN    sqrt(z) * (+-1, or 0 for NaN): 0, gradient 1 / (2 sqrt 0) = inf (times 0: NaN)
-      along   x infinite, value = x d   x * d: value's own infinity (sinh(inf) = inf, d = inf)
-      blank   x inf or NaN, value NaN   z * d: NaN as value already is, gradient d
-      poison  x infinite, d NaN         where(True, 0, x * NaN): 0, and the untaken branch's gradient 0 * NaN
-    and 0 elsewhere (x infinite, value not NaN: torch's formula gives 0 there, as atan'(inf) = 0).
-    Trap: a finite nonzero or infinite d at an infinite x with a value it cannot reach comes out 0.
+    The carrier added to value is a sum of terms, each +-0 but where it serves (there, the gradient wanted):
+      linear  x finite, d finite      z * d, z = x - x.detach() taken where x is finite: 0, gradient 1
+      steep   x finite, d = +-inf     sqrt(z) * +-1: 0, gradient 1 / (2 sqrt 0) = inf
+      poison  d NaN                   where(True, 0, x * NaN): 0, and the untaken branch's gradient 0 * NaN
+      along   x infinite, value = x d x * d: value's own infinity (sinh(inf) = inf, d = inf)
+      blank   x inf or NaN, value NaN (x - x.detach()) * d: NaN, as value is already, gradient d
+    and no term elsewhere, gradient 0 (x infinite and value finite: torch's formula gives 0, as atan'(inf)).
     Trap: the derivative is taken from detached inputs, so a second derivative through it is 0.
 
     >>> x = Tensor([0.5], requires_grad=True)
@@ -38,22 +37,17 @@ def carry(value: Tensor, x: Tensor, derivative: Callable[[], Tensor]) -> Tensor:
     if not (autograd.is_grad_enabled() and x.requires_grad):
         return value
     d, xd, v = derivative().detach(), x.detach(), value.detach()
-    finite_x, finite_d = xd.isfinite(), d.isfinite()
-    linear = finite_x.logical_and(finite_d)
-    steep = finite_x.logical_and(finite_d.logical_not())
-    along = xd.isinf().logical_and(v.isinf()).logical_and((xd * d).eq(v))
+    finite_x, finite_d, nan_d = xd.isfinite(), d.isfinite(), d.isnan()
+    z = finite_x.where(x, 0.0) - finite_x.where(xd, 0.0)  # 0 everywhere, gradient 1 where x is finite
+    linear = z * finite_d.where(d, 0.0)
+    steep = finite_x.logical_and(finite_d.logical_or(nan_d).logical_not())
+    steep = steep.where(steep.where(z, 1.0).sqrt() * d.gt(0).where(1.0, -1.0), 0.0)
+    poison = nan_d.where(nan_d.where(0.0, x * nan_d.where(math.nan, 0.0)), 0.0)
+    along = finite_x.logical_not().logical_and((xd * d).eq(v))
+    along = along.where(x * along.where(d, 1.0), 0.0)
     blank = finite_x.logical_not().logical_and(v.isnan())
-    poisoned = xd.isinf().logical_and(v.isnan().logical_not()).logical_and(d.isnan())
-    z = x - xd
-    by_linear = z * linear.where(d, 0.0)
-    by_steep = steep.where(z, 1.0).sqrt() * d.isnan().where(0.0, d.gt(0).where(1.0, -1.0))
-    by_along = x * along.where(d, 1.0)
-    by_blank = z * blank.where(d, 1.0)
-    # a where's untaken branch x * NaN: value 0, gradient 0 * NaN = NaN, and only where asked
-    by_poison = poisoned.where(0.0, x * poisoned.where(math.nan, 0.0))
-    otherwise = blank.where(by_blank, poisoned.where(by_poison, 0.0))
-    carrier = linear.where(by_linear, steep.where(by_steep, along.where(by_along, otherwise)))
-    return value - (0 - carrier)  # 0 - (+-0) is +0, so value keeps the sign of its zeros
+    blank = blank.where((x - xd) * blank.where(d, 1.0), 0.0)
+    return value - (0 - (linear + steep + poison + along + blank))  # 0 - (+-0) is +0: value keeps its zeros' signs
 
 
 def unary(x: Tensor, value: Callable[[Tensor], Tensor], derivative: Callable[[Tensor, Tensor], Tensor]) -> Tensor:

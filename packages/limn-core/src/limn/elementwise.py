@@ -206,7 +206,7 @@ def silu(x: Tensor) -> Tensor:
 def sign(x: Tensor) -> Tensor:
     """-1, 0 or 1 in x's dtype: 0 at 0 and at NaN, as torch."""
     value = x.gt(0).cast(x.dtype) - x.lt(0).cast(x.dtype)  # (x > 0) - (x < 0): 0 at 0 and NaN, as torch
-    return rounding._no_gradient(x, value) if x.dtype.is_float else value  # linked to x, gradient 0 as torch
+    return rounding.zero_gradient(x, value) if x.dtype.is_float else value  # linked to x, gradient 0 as torch
 
 
 def abs(x: Tensor) -> Tensor:

@@ -52,8 +52,8 @@ def fmod(a: Tensor, b: Tensor) -> Tensor:
     -0.0); NaN for b = 0, an infinite a or a NaN; a itself for an infinite b.
 
     Long division, FMOD_STEPS times: q is r / b rounded to 26 bits (an integer), and r - q b is exact with
-    q b = q hi + q lo (Dekker). The remainder ends in (-b, b) and moves into [0, b). Trap: a float64 quotient
-    |a / b| above 2**300 is not reduced that far, and gives NaN rather than a wrong number."""
+    q b = q hi + q lo (Dekker). The remainder ends within 1.5 b of 0 and moves into [0, b). Trap: a float64
+    quotient |a / b| above 2**300 is not reduced that far, and gives NaN rather than a wrong number."""
     ax, bx = a.abs(), b.abs()
     usable = ax.isfinite().logical_and(bx.isfinite()).logical_and(bx.ne(0))
     r, d = usable.where(ax, 0.0), usable.where(bx, 1.0)
@@ -62,11 +62,15 @@ def fmod(a: Tensor, b: Tensor) -> Tensor:
     scale = large.where(_f64(d, 2.0**-200), small.where(_f64(d, 2.0**200), 1.0))
     r, d = r * scale, d * scale
     dh, dl = split(d)
+    inverse = d.reciprocal()
     for _ in range(FMOD_STEPS):
-        q = divide(r, d)
-        q = q.abs().lt(2.0**26).where(_nearest_small(q), split(q)[0])  # an integer of at most 26 bits
+        q = r * inverse  # within an ulp of r / d: the next step, or the end, takes up the slack
+        whole = q.lt(2.0**26).logical_and(q.gt(-(2.0**26)))
+        q = whole.where(_nearest_small(q), split(q)[0])  # an integer of at most 26 bits
         r = (r - q * dh) - q * dl
-    unreduced = r.abs().ge(d).logical_or(r.isnan())  # a float64 quotient past 2**300
+    unreduced = r.abs().ge(2.0 * d).logical_or(r.isnan())  # a float64 quotient past 2**300
+    r = r.lt(0).where(r + d, r)  # into [0, d): exact, r is a multiple of d's last bit and below 2 d
+    r = r.ge(d).where(r - d, r)
     r = r.lt(0).where(r + d, r)
     r = unreduced.where(math.nan, r * large.where(_f64(d, 2.0**200), small.where(_f64(d, 2.0**-200), 1.0)))
     out = a.lt(0).logical_or(a.reciprocal().lt(0)).where(-r, r)  # a's sign, -0.0 included

@@ -27,7 +27,7 @@ def signbit(x: Tensor) -> Tensor:
     return x.lt(0).logical_or(x.reciprocal().lt(0))
 
 
-def _no_gradient(x: Tensor, value: Tensor) -> Tensor:
+def zero_gradient(x: Tensor, value: Tensor) -> Tensor:
     """value, linked to x with gradient 0, as torch gives floor, ceil, round and trunc (a where that always
     takes value: where sends x a zero)."""
     if not x.requires_grad:
@@ -75,7 +75,7 @@ def _rounded(x: Tensor, how, what: str) -> Tensor:
     if not x.dtype.is_float:
         return x  # integers are their own floor, ceil, round and trunc
     value = how(x.detach().cast(x.dtype.compute)).cast(x.dtype)
-    return _no_gradient(x, value)
+    return zero_gradient(x, value)
 
 
 def floor(x: Tensor) -> Tensor:
@@ -159,13 +159,18 @@ def _int_quotient(a: Tensor, b: Tensor, mode: str) -> Tensor:
     return q
 
 
-def _float_floor_quotient(a: Tensor, b: Tensor) -> Tensor:
+def _float_floor_quotient(a: Tensor, b: Tensor, remainder: Tensor | None = None) -> Tensor:
     """torch's floor division of floats (div_floor_floating) in float64: a / b where b is 0 (inf or NaN), else
     (a - fmod(a, b)) / b less one where the remainder's sign differs from b's, snapped to the nearest integer,
-    and a zero with the sign of a / b."""
-    mod = exact.fmod(a, b)
-    div = exact.divide(a - mod, b)
-    div = mod.ne(0).logical_and(b.lt(0).ne(mod.lt(0))).where(div - 1.0, div)
+    and a zero with the sign of a / b. Given Python's remainder of a and b, (a - remainder) / b is that."""
+    if remainder is None:
+        mod = exact.fmod(a, b)
+        div = exact.divide(a - mod, b)
+        div = mod.ne(0).logical_and(b.lt(0).ne(mod.lt(0))).where(div - 1.0, div)
+    else:
+        div = exact.divide(a - remainder, b)
+        past = a.ne(0).logical_and(a.lt(0).ne(b.lt(0)))  # an infinite b: fmod is a, and the quotient 0 or -1
+        div = b.isinf().logical_and(a.isfinite()).where(past.where(-1.0, 0.0), div)
     down = _floor(div)
     snapped = (div - down).gt(0.5).where(down + 1.0, down)
     zero = signbit(a).ne(signbit(b)).where(-0.0, 0.0)
@@ -220,7 +225,7 @@ def remainder(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
         "remainder",
         value,
         lambda a, b, out, dtype: _ones(a),
-        lambda a, b, out, dtype: -_float_floor_quotient(a, b).cast(dtype).cast(dtypes.float64),
+        lambda a, b, out, dtype: -_float_floor_quotient(a, b, out).cast(dtype).cast(dtypes.float64),
     )
 
 
@@ -243,8 +248,8 @@ def divide_rounded(x: Tensor, other: TensorLike, rounding_mode: str, reverse: bo
         value = _trunc(exact.divide(wide_a, wide_b).cast(a.dtype.compute).cast(dtypes.float64))
     else:
         value = _float_floor_quotient(wide_a, wide_b)
-    value = _no_gradient(a, value.cast(a.dtype))
-    return _no_gradient(b, value)
+    value = zero_gradient(a, value.cast(a.dtype))
+    return zero_gradient(b, value)
 
 
 def floor_divide(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:

@@ -16,7 +16,7 @@ import numpy as np
 
 from limn import derivative, dtypes, logexp
 from limn.primitives import Tensor, TensorLike
-from limn.rounding import _floor, _nearest, signbit
+from limn.rounding import signbit
 
 HALF_PI = math.pi / 2
 TINY = 2.0**-27  # below it sin x, tan x, asin x, atan x (and the hyperbolic ones) round to x itself in float64
@@ -69,6 +69,17 @@ TABLE = _table()  # (G_HIGHEST - G_LOWEST + 1, CHUNKS)
 SCALES = np.array([math.ldexp(1.0, 52 - e) for e in range(-2, 1025)], np.float64)  # 2**(52 - e), row e + 2
 
 
+def _nearest_positive(v: Tensor) -> Tensor:
+    """v rounded to an integer (ties to even) for float64 0 <= v < 2**52: the add rounds at the units."""
+    return (v + 2.0**52) - 2.0**52
+
+
+def _floor_positive(v: Tensor) -> Tensor:
+    """floor(v) for float64 0 <= v < 2**52: the nearest integer, less one where it rounded up."""
+    t = _nearest_positive(v)
+    return t.gt(v).where(t - 1.0, t)
+
+
 def _column(t: Tensor, j: int) -> Tensor:
     return t[:, j]  # (N, CHUNKS) -> (N,)
 
@@ -84,9 +95,9 @@ def _quadrant(ax: Tensor) -> tuple[Tensor, Tensor]:
     up, down = mantissa.ge(2.0**53), mantissa.lt(2.0**52)
     mantissa = up.where(mantissa * 0.5, down.where(mantissa * 2.0, mantissa))  # now an integer in [2**52, 2**53)
     e = e0 + up.cast(dtypes.int32) - down.cast(dtypes.int32)
-    high = _floor(mantissa * 2.0**-29)  # M = high 2**29 + middle 2**5 + low
+    high = _floor_positive(mantissa * 2.0**-29)  # M = high 2**29 + middle 2**5 + low
     rest = mantissa - high * 2.0**29
-    middle = _floor(rest * 2.0**-5)
+    middle = _floor_positive(rest * 2.0**-5)
     low = rest - middle * 2.0**5
     table = Tensor(TABLE, device=ax.device)
     total = None
@@ -95,9 +106,9 @@ def _quadrant(ax: Tensor) -> tuple[Tensor, Tensor]:
         products = piece.reshape(n, 1) * table.gather(rows, axis=0)  # m * D_j 2**(-22 - 24 j), exact
         total = products if total is None else total + products  # exact: each column stays within 53 bits
     whole = _column(total, 0)
-    whole = whole - 4.0 * _floor(whole * 0.25) + _column(total, 1)  # mod 4, plus the next chunk: exact
-    whole = whole - 4.0 * _floor(whole * 0.25)  # x 2/pi mod 4, to 2**-46
-    q = _nearest(whole)
+    whole = whole - 4.0 * _floor_positive(whole * 0.25) + _column(total, 1)  # mod 4, plus the next chunk: exact
+    whole = whole - 4.0 * _floor_positive(whole * 0.25)  # x 2/pi mod 4, to 2**-46
+    q = _nearest_positive(whole)
     fraction = whole - q  # exact, in [-1/2, 1/2]
     fraction = ((fraction + _column(total, 2)) + _column(total, 3)) + (_column(total, 4) + _column(total, 5))
     return q, fraction * HALF_PI
@@ -120,7 +131,7 @@ def _horner(z: Tensor, coefficients: tuple[float, ...]) -> Tensor:
 
 def _sin_cos(x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """(sin |x|, cos |x|, sign) for a float64 tensor: the reduction and the kernels. Non-finite x gives NaN."""
-    shape, ax = x.shape, x.abs()
+    shape, ax = x.shape, x.lt(0).where(-x, x)  # |x| (-0.0 stays, and goes the small way)
     finite = ax.lt(math.inf)
     large = finite.logical_and(ax.ge(math.pi / 4))
     flat = large.where(ax, 1.0).reshape(-1)  # (...) -> (N,): the reduction reads one row per element
@@ -156,9 +167,16 @@ def _cos64(x: Tensor) -> Tensor:
     return _sin_cos(x)[1]
 
 
-def _tan64(x: Tensor) -> Tensor:
-    s, c, sign = _sin_cos(x)
-    return _odd(x, sign * s / c)
+def _with_shared_reduction(x: Tensor, value, derivative_of) -> Tensor:
+    """derivative.unary for sin, cos and tan, whose value and derivative read one reduction: value(s, c, sign,
+    x64) and derivative_of(s, c, sign, x64, out) share it, so the graph holds it once."""
+    parts = []
+
+    def forward(x64: Tensor) -> Tensor:
+        parts.append(_sin_cos(x64))
+        return value(*parts[0], x64)
+
+    return derivative.unary(x, forward, lambda x64, out: derivative_of(*parts[0], x64, out))
 
 
 def sin(x: Tensor) -> Tensor:
@@ -168,17 +186,19 @@ def sin(x: Tensor) -> Tensor:
     >>> round(Tensor([1e10]).sin().item(), 5)
     -0.48717
     """
-    return derivative.unary(x, _sin64, lambda x, out: _cos64(x))
+    return _with_shared_reduction(x, lambda s, c, sign, x: _odd(x, sign * s), lambda s, c, sign, x, out: c)
 
 
 def cos(x: Tensor) -> Tensor:
     """The cosine (exact reduction, as sin); cos(inf) is NaN. The gradient is -sin x."""
-    return derivative.unary(x, _cos64, lambda x, out: -_sin64(x))
+    return _with_shared_reduction(x, lambda s, c, sign, x: c, lambda s, c, sign, x, out: -_odd(x, sign * s))
 
 
 def tan(x: Tensor) -> Tensor:
     """The tangent, sin x / cos x after the exact reduction; tan(-0.0) is -0.0. The gradient is 1 + tan**2."""
-    return derivative.unary(x, _tan64, lambda x, out: 1.0 + out * out)
+    return _with_shared_reduction(
+        x, lambda s, c, sign, x: _odd(x, sign * s / c), lambda s, c, sign, x, out: 1.0 + out * out
+    )
 
 
 # ---- inverse trigonometric functions ----
