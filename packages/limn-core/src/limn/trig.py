@@ -184,7 +184,7 @@ def sin(x: Tensor) -> Tensor:
     sin(-0.0) is -0.0, sin(inf) NaN. The gradient is cos x.
 
     >>> round(Tensor([1e10]).sin().item(), 5)
-    -0.48717
+    -0.48751
     """
     return _with_shared_reduction(x, lambda s, c, sign, x: _odd(x, sign * s), lambda s, c, sign, x, out: c)
 
