@@ -171,9 +171,22 @@ def sigmoid(x: Tensor) -> Tensor:
     return nonneg.where(1.0, e) / (1 + e)
 
 
+# tanh's Taylor series x (1 + z (c3 + z (c5 + ...))), z = x**2, to x**15: within 4e-15 of tanh below 0.2
+_TANH_SERIES = (-1 / 3, 2 / 15, -17 / 315, 62 / 2835, -1382 / 155925, 21844 / 6081075, -929569 / 638512875)
+
+
 def tanh(x: Tensor) -> Tensor:
-    """The hyperbolic tangent, as 2 sigmoid(2x) - 1."""
-    return 2 * (2 * x._float()).sigmoid() - 1  # tanh(x) = 2 sigmoid(2x) - 1
+    """The hyperbolic tangent: 2 sigmoid(2x) - 1, and below |x| = 0.2 its Taylor series, where that
+    difference would cancel (tanh(1e-8) is 1e-8, not 0; tanh(-0.0) is -0.0). Differentiable to any order."""
+    x = x._float()
+    small = x.abs().lt(0.2)
+    xs = small.where(x, 0.0)  # the series sees 0 where it is not used, so its gradient stays finite there
+    z = xs * xs
+    acc = z * _TANH_SERIES[-1] + _TANH_SERIES[-2]
+    for c in reversed(_TANH_SERIES[:-2]):
+        acc = acc * z + c
+    series = xs * (1 + z * acc)  # x (1 + ...) keeps the sign of -0.0
+    return small.where(series, 2 * (2 * x).sigmoid() - 1)  # tanh(x) = 2 sigmoid(2x) - 1
 
 
 def erf(x: Tensor) -> Tensor:
