@@ -96,7 +96,7 @@ Tensor.one_hot = lookups.one_hot
 Tensor.cross_entropy = lookups.cross_entropy
 
 
-# ---- elementwise math (limn.trig, limn.logexp, limn.rounding) ----
+# ---- elementwise math (limn.trig, limn.logexp, limn.rounding, limn.bitwise), with their operators ----
 Tensor.sin = trig.sin
 Tensor.cos = trig.cos
 Tensor.tan = trig.tan
@@ -138,8 +138,7 @@ Tensor.signbit = rounding.signbit
 Tensor.fmod = rounding.fmod
 Tensor.remainder = rounding.remainder
 Tensor.floor_divide = rounding.floor_divide
-Tensor.add = elementwise.add
-Tensor.sub = elementwise.sub
+Tensor.add = elementwise.add  # with alpha=, as torch; __add__ below takes it
 Tensor.subtract = elementwise.sub
 Tensor.multiply = Tensor.mul
 Tensor.true_divide = elementwise.div
@@ -157,24 +156,6 @@ Tensor.bitwise_xor = bitwise.bitwise_xor
 Tensor.bitwise_not = bitwise.bitwise_not
 Tensor.bitwise_left_shift = bitwise.left_shift
 Tensor.bitwise_right_shift = bitwise.right_shift
-
-# ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----
-
-
-def _radd(x: Tensor, other: TensorLike) -> Tensor:
-    return x.add(other, reverse=True)
-
-
-def _rmul(x: Tensor, other: TensorLike) -> Tensor:
-    return x.mul(other, reverse=True)
-
-
-def _rsub(x: Tensor, other: TensorLike) -> Tensor:
-    return x.sub(other, reverse=True)
-
-
-def _rtruediv(x: Tensor, other: TensorLike) -> Tensor:
-    return x.div(other, reverse=True)
 
 
 def _rfloordiv(x: Tensor, other: TensorLike) -> Tensor:
@@ -205,18 +186,6 @@ def _rrshift(x: Tensor, other: TensorLike) -> Tensor:
     return bitwise.right_shift(x, other, reverse=True)
 
 
-def _rmatmul(x: Tensor, other: TensorLike) -> Tensor:
-    return Tensor(other).matmul(x)
-
-
-Tensor.__add__ = Tensor.add
-Tensor.__radd__ = _radd
-Tensor.__sub__ = elementwise.sub
-Tensor.__rsub__ = _rsub
-Tensor.__mul__ = Tensor.mul
-Tensor.__rmul__ = _rmul
-Tensor.__truediv__ = elementwise.div
-Tensor.__rtruediv__ = _rtruediv
 Tensor.__floordiv__ = rounding.floor_divide
 Tensor.__rfloordiv__ = _rfloordiv
 Tensor.__mod__ = rounding.remainder
@@ -232,6 +201,39 @@ Tensor.__lshift__ = bitwise.left_shift
 Tensor.__rlshift__ = _rlshift
 Tensor.__rshift__ = bitwise.right_shift
 Tensor.__rrshift__ = _rrshift
+
+
+# ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----
+
+
+def _radd(x: Tensor, other: TensorLike) -> Tensor:
+    return x.add(other, reverse=True)
+
+
+def _rmul(x: Tensor, other: TensorLike) -> Tensor:
+    return x.mul(other, reverse=True)
+
+
+def _rsub(x: Tensor, other: TensorLike) -> Tensor:
+    return x.sub(other, reverse=True)
+
+
+def _rtruediv(x: Tensor, other: TensorLike) -> Tensor:
+    return x.div(other, reverse=True)
+
+
+def _rmatmul(x: Tensor, other: TensorLike) -> Tensor:
+    return Tensor(other).matmul(x)
+
+
+Tensor.__add__ = Tensor.add
+Tensor.__radd__ = _radd
+Tensor.__sub__ = elementwise.sub
+Tensor.__rsub__ = _rsub
+Tensor.__mul__ = Tensor.mul
+Tensor.__rmul__ = _rmul
+Tensor.__truediv__ = elementwise.div
+Tensor.__rtruediv__ = _rtruediv
 Tensor.__pow__ = power.pow
 Tensor.__rpow__ = power.rpow
 Tensor.__matmul__ = reductions.matmul
