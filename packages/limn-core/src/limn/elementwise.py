@@ -11,21 +11,47 @@ from __future__ import annotations
 
 import math
 
-from limn import dtypes
-from limn.primitives import Tensor, TensorLike
+import numpy as np
+
+from limn import dtypes, rounding
+from limn.ops import Op
+from limn.primitives import Scalar, Tensor, TensorLike
 
 # ---- arithmetic ----
 
 
-def sub(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
-    """x - other (other - x with reverse=True), promoted and broadcast as in +. Ints wrap."""
-    a, b = x._operands(other, "sub", reverse)
+def _times_alpha(x: Tensor, other: TensorLike, alpha: Scalar, what: str) -> TensorLike:
+    """other * alpha for torch's add/sub(..., alpha=): a float alpha with int operands raises, as in torch."""
+    if alpha == 1 and not isinstance(alpha, float):
+        return other
+    other_is_int = not isinstance(other, Tensor) or not other.dtype.is_float
+    if isinstance(alpha, float) and not x.dtype.is_float and other_is_int and not isinstance(other, float):
+        raise TypeError(f"{what}: alpha={alpha!r} is a float and the operands are ints (torch raises too); use an int")
+    return other * alpha
+
+
+def add(x: Tensor, other: TensorLike, reverse: bool = False, alpha: Scalar = 1) -> Tensor:
+    """x + alpha * other, as torch.add, promoted and broadcast (the ADD primitive when alpha is 1). A python
+    scalar takes x's dtype, so an int8 tensor + 200 stays int8 and wraps; bools add as logical or.
+
+    >>> Tensor([1.0, 2.0]).add(Tensor([10.0, 20.0]), alpha=0.5).tolist()
+    [6.0, 12.0]
+    """
+    return x._binary(Op.ADD, _times_alpha(x, other, alpha, "add"), reverse)
+
+
+def sub(x: Tensor, other: TensorLike, reverse: bool = False, alpha: Scalar = 1) -> Tensor:
+    """x - alpha * other (other - x with reverse=True), promoted and broadcast as in +, as torch.sub. Ints wrap."""
+    a, b = x._operands(_times_alpha(x, other, alpha, "sub"), "sub", reverse)
     return a + b.neg()  # a - b = a + (-b)
 
 
-def div(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
+def div(x: Tensor, other: TensorLike, rounding_mode: str | None = None, reverse: bool = False) -> Tensor:
     """x / other (other / x with reverse=True), true division: int and bool operands give float32, as in
-    torch. Trap: it is x * (1 / other), which can differ from a correctly rounded x / other in the last bit."""
+    torch. Trap: it is x * (1 / other), which can differ from a correctly rounded x / other in the last bit.
+    rounding_mode "trunc" or "floor" rounds the quotient as torch.div does (limn.rounding.divide_rounded)."""
+    if rounding_mode is not None:
+        return rounding.divide_rounded(x, other, rounding_mode, reverse)
     a, b = x._float()._operands(other, "div", reverse)
     a, b = a._float(), b._float()
     return a * b.reciprocal()  # a / b = a * (1/b)
@@ -145,9 +171,22 @@ def sigmoid(x: Tensor) -> Tensor:
     return nonneg.where(1.0, e) / (1 + e)
 
 
+# tanh's Taylor series x (1 + z (c3 + z (c5 + ...))), z = x**2, to x**15: within 4e-15 of tanh below 0.2
+_TANH_SERIES = (-1 / 3, 2 / 15, -17 / 315, 62 / 2835, -1382 / 155925, 21844 / 6081075, -929569 / 638512875)
+
+
 def tanh(x: Tensor) -> Tensor:
-    """The hyperbolic tangent, as 2 sigmoid(2x) - 1."""
-    return 2 * (2 * x._float()).sigmoid() - 1  # tanh(x) = 2 sigmoid(2x) - 1
+    """The hyperbolic tangent: 2 sigmoid(2x) - 1, and below |x| = 0.2 its Taylor series, where that
+    difference would cancel (tanh(1e-8) is 1e-8, not 0; tanh(-0.0) is -0.0). Differentiable to any order."""
+    x = x._float()
+    small = x.abs().lt(0.2)
+    xs = small.where(x, 0.0)  # the series sees 0 where it is not used, so its gradient stays finite there
+    z = xs * xs
+    acc = z * _TANH_SERIES[-1] + _TANH_SERIES[-2]
+    for c in reversed(_TANH_SERIES[:-2]):
+        acc = acc * z + c
+    series = xs * (1 + z * acc)  # x (1 + ...) keeps the sign of -0.0
+    return small.where(series, 2 * (2 * x).sigmoid() - 1)  # tanh(x) = 2 sigmoid(2x) - 1
 
 
 def erf(x: Tensor) -> Tensor:
@@ -179,7 +218,8 @@ def silu(x: Tensor) -> Tensor:
 
 def sign(x: Tensor) -> Tensor:
     """-1, 0 or 1 in x's dtype: 0 at 0 and at NaN, as torch."""
-    return x.gt(0).cast(x.dtype) - x.lt(0).cast(x.dtype)  # (x > 0) - (x < 0): 0 at 0 and NaN, as torch
+    value = x.gt(0).cast(x.dtype) - x.lt(0).cast(x.dtype)  # (x > 0) - (x < 0): 0 at 0 and NaN, as torch
+    return rounding.zero_gradient(x, value) if x.dtype.is_float else value  # linked to x, gradient 0 as torch
 
 
 def abs(x: Tensor) -> Tensor:
@@ -236,19 +276,74 @@ def _tie_or_nan(a: Tensor, b: Tensor) -> Tensor:
     return finite_tie.where(a - (difference * 0.5 + 0.0), infinite_or_nan)
 
 
+def clamp(x: Tensor, min: TensorLike | None = None, max: TensorLike | None = None) -> Tensor:
+    """torch's spelling of clip: x.clamp(min=0.0), x.clamp(lo_tensor, hi_tensor). See clip."""
+    return clip(x, min, max)
+
+
+def clamp_min(x: Tensor, min: TensorLike) -> Tensor:
+    """clip(x, min, None), as torch.clamp_min."""
+    return clip(x, min, None)
+
+
+def clamp_max(x: Tensor, max: TensorLike) -> Tensor:
+    """clip(x, None, max), as torch.clamp_max."""
+    return clip(x, None, max)
+
+
+def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    """x with NaN, inf and -inf replaced (by 0 and the dtype's largest and lowest finite values unless given),
+    as torch.nan_to_num; ints and bools come back as they are. The gradient flows where x is finite.
+
+    >>> Tensor([float("nan"), float("-inf"), 2.0]).nan_to_num(posinf=9.0).tolist()[::2]
+    [0.0, 2.0]
+    """
+    if not x.dtype.is_float:
+        return x
+    info = np.finfo(x.dtype.np)
+    high = float(info.max) if posinf is None else posinf
+    low = float(info.min) if neginf is None else neginf
+    # nan_to_num(x) = nan if x is NaN, high if inf, low if -inf, else x
+    return x.isnan().where(nan, x.eq(math.inf).where(high, x.eq(-math.inf).where(low, x)))
+
+
+def _clip_both(x: Tensor, lo: TensorLike, hi: TensorLike) -> Tensor:
+    """min(max(x, lo), hi) with torch's gradients for two bounds, one of them a tensor: the value comes from
+    whichever side it equals (hi where lo > hi, or where max(x, lo) passes hi; lo where x is below it), a tie
+    splits it in half between x and that bound, and where a NaN is anywhere the whole gradient goes to x
+    (a NaN bound makes the value NaN there, as torch)."""
+    x, lo = x._operands(lo, "clamp")
+    x, hi = x._operands(hi, "clamp")
+    lo, hi = lo.broadcast_to(x.shape), hi.broadcast_to(x.shape)
+    xd, lod, hid = x.detach(), lo.detach(), hi.detach()
+    raised = lod.gt(xd).where(lod, xd)  # max(x, lo), NaN-free comparisons below
+    to_hi = lod.gt(hid).logical_or(raised.gt(hid))
+    to_lo = xd.lt(lod)
+    tie_lo, tie_hi = xd.eq(lod), raised.eq(hid)
+    nan_bound = (lod + hid).isnan()
+    inside = nan_bound.where(x + math.nan, x)
+    if x.dtype.is_float:
+        tie_lo_value, tie_hi_value = _tie_or_nan(x, lo), _tie_or_nan(x, hi)
+    else:
+        tie_lo_value, tie_hi_value = x, x
+    on_tie = tie_lo.where(tie_lo_value, tie_hi.where(tie_hi_value, inside))
+    return to_hi.where(hi, to_lo.where(lo, on_tie))
+
+
 def clip(x: Tensor, lo: TensorLike | None = None, hi: TensorLike | None = None) -> Tensor:
     """Clamps into [lo, hi], as torch.clamp: min(max(x, lo), hi), so NaN stays NaN and lo > hi gives hi.
 
     With number bounds the gradient flows only strictly inside (lo < x < hi), so it is 0 at the bounds
-    and at NaN, as torch's. Tensor bounds are maximum(x, lo) then minimum(., hi), whose ties split the
-    gradient between x and the bound, which is torch's rule for one tensor bound.
+    and at NaN, as torch's. One tensor bound is maximum(x, lo) (or minimum(x, hi)), whose ties split the
+    gradient between x and the bound, torch's rule; two (see _clip_both) follow torch's two-bound rule.
 
     >>> Tensor([-2.0, 0.5, 3.0]).clip(-1.0, 1.0).tolist()
     [-1.0, 0.5, 1.0]
     """
     if isinstance(lo, Tensor) or isinstance(hi, Tensor):
-        out = x if lo is None else x.maximum(lo)
-        return out if hi is None else out.minimum(hi)
+        if lo is not None and hi is not None:
+            return _clip_both(x, lo, hi)
+        return x.maximum(lo) if hi is None else x.minimum(hi)
     value, inside = x.detach(), None
     if lo is not None:
         value = value.lt(lo).where(lo, value)  # max(x, lo)

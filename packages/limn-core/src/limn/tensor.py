@@ -40,6 +40,7 @@ from limn import (
     resample,
     shaping,
 )
+from limn import bitwise, creation, elementwise, logexp, lookups, power, reductions, rounding, shaping, trig
 from limn.creation import manual_seed
 from limn.engine import observers, realize
 from limn.primitives import Scalar, Tensor, TensorLike
@@ -306,6 +307,113 @@ Tensor.conv_transpose2d = conv_transpose.conv_transpose2d
 Tensor.max_pool2d = pooling.max_pool2d
 Tensor.avg_pool2d = pooling.avg_pool2d
 Tensor.interpolate = resample.interpolate_method
+
+
+# ---- elementwise math (limn.trig, limn.logexp, limn.rounding, limn.bitwise), with their operators ----
+Tensor.sin = trig.sin
+Tensor.cos = trig.cos
+Tensor.tan = trig.tan
+Tensor.asin = trig.asin
+Tensor.acos = trig.acos
+Tensor.atan = trig.atan
+Tensor.arcsin = trig.asin
+Tensor.arccos = trig.acos
+Tensor.arctan = trig.atan
+Tensor.atan2 = trig.atan2
+Tensor.arctan2 = trig.atan2
+Tensor.sinh = trig.sinh
+Tensor.cosh = trig.cosh
+Tensor.asinh = trig.asinh
+Tensor.acosh = trig.acosh
+Tensor.atanh = trig.atanh
+Tensor.arcsinh = trig.asinh
+Tensor.arccosh = trig.acosh
+Tensor.arctanh = trig.atanh
+Tensor.exp2 = logexp.exp2
+Tensor.log2 = logexp.log2
+Tensor.log10 = logexp.log10
+Tensor.log1p = logexp.log1p
+Tensor.expm1 = logexp.expm1
+Tensor.logaddexp = logexp.logaddexp
+Tensor.logaddexp2 = logexp.logaddexp2
+Tensor.hypot = logexp.hypot
+Tensor.copysign = logexp.copysign
+Tensor.lerp = logexp.lerp
+Tensor.isclose = logexp.isclose
+Tensor.allclose = logexp.allclose
+Tensor.floor = rounding.floor
+Tensor.ceil = rounding.ceil
+Tensor.round = rounding.round
+Tensor.trunc = rounding.trunc
+Tensor.fix = rounding.trunc
+Tensor.frac = rounding.frac
+Tensor.signbit = rounding.signbit
+Tensor.fmod = rounding.fmod
+Tensor.remainder = rounding.remainder
+Tensor.floor_divide = rounding.floor_divide
+Tensor.add = elementwise.add  # with alpha=, as torch; __add__ below takes it
+Tensor.subtract = elementwise.sub
+Tensor.multiply = Tensor.mul
+Tensor.true_divide = elementwise.div
+Tensor.divide = elementwise.div
+Tensor.negative = Tensor.neg
+Tensor.absolute = elementwise.abs
+Tensor.sgn = elementwise.sign
+Tensor.clamp = elementwise.clamp
+Tensor.clamp_min = elementwise.clamp_min
+Tensor.clamp_max = elementwise.clamp_max
+Tensor.nan_to_num = elementwise.nan_to_num
+Tensor.bitwise_and = bitwise.bitwise_and
+Tensor.bitwise_or = bitwise.bitwise_or
+Tensor.bitwise_xor = bitwise.bitwise_xor
+Tensor.bitwise_not = bitwise.bitwise_not
+Tensor.bitwise_left_shift = bitwise.left_shift
+Tensor.bitwise_right_shift = bitwise.right_shift
+
+
+def _rfloordiv(x: Tensor, other: TensorLike) -> Tensor:
+    return rounding.floor_divide(x, other, reverse=True)
+
+
+def _rmod(x: Tensor, other: TensorLike) -> Tensor:
+    return rounding.remainder(x, other, reverse=True)
+
+
+def _rand(x: Tensor, other: TensorLike) -> Tensor:
+    return bitwise.bitwise_and(x, other, reverse=True)
+
+
+def _ror(x: Tensor, other: TensorLike) -> Tensor:
+    return bitwise.bitwise_or(x, other, reverse=True)
+
+
+def _rxor(x: Tensor, other: TensorLike) -> Tensor:
+    return bitwise.bitwise_xor(x, other, reverse=True)
+
+
+def _rlshift(x: Tensor, other: TensorLike) -> Tensor:
+    return bitwise.left_shift(x, other, reverse=True)
+
+
+def _rrshift(x: Tensor, other: TensorLike) -> Tensor:
+    return bitwise.right_shift(x, other, reverse=True)
+
+
+Tensor.__floordiv__ = rounding.floor_divide
+Tensor.__rfloordiv__ = _rfloordiv
+Tensor.__mod__ = rounding.remainder
+Tensor.__rmod__ = _rmod
+Tensor.__and__ = bitwise.bitwise_and
+Tensor.__rand__ = _rand
+Tensor.__or__ = bitwise.bitwise_or
+Tensor.__ror__ = _ror
+Tensor.__xor__ = bitwise.bitwise_xor
+Tensor.__rxor__ = _rxor
+Tensor.__invert__ = bitwise.bitwise_not
+Tensor.__lshift__ = bitwise.left_shift
+Tensor.__rlshift__ = _rlshift
+Tensor.__rshift__ = bitwise.right_shift
+Tensor.__rrshift__ = _rrshift
 
 
 # ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----
