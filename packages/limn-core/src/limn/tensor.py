@@ -11,36 +11,33 @@ from __future__ import annotations
 
 from limn import (
     activations,
+    bitwise,
+    conv_transpose,
     conversions,
+    convolution,
     creation,
     dtypes,
     einsum,
     elementwise,
     indexing,
+    logexp,
     lookups,
     losses,
     padding,
+    pooling,
     power,
     rearrange,
     reductions,
+    resample,
+    rounding,
     sampling,
     scans,
     scatter,
     shaping,
     sorting,
     triangles,
-    conv_transpose,
-    convolution,
-    creation,
-    elementwise,
-    lookups,
-    pooling,
-    power,
-    reductions,
-    resample,
-    shaping,
+    trig,
 )
-from limn import bitwise, creation, elementwise, logexp, lookups, power, reductions, rounding, shaping, trig
 from limn.creation import manual_seed
 from limn.engine import observers, realize
 from limn.primitives import Scalar, Tensor, TensorLike
@@ -97,7 +94,6 @@ Tensor.rsqrt = elementwise.rsqrt
 Tensor.maximum = elementwise.maximum
 Tensor.minimum = elementwise.minimum
 Tensor.clip = elementwise.clip
-Tensor.clamp = elementwise.clip
 
 # ---- powers (limn.power) ----
 Tensor.pow = power.pow
@@ -111,8 +107,6 @@ Tensor.mean = reductions.mean
 Tensor.var = reductions.var
 Tensor.std = reductions.std
 Tensor.logsumexp = reductions.logsumexp
-Tensor.softmax = reductions.softmax
-Tensor.log_softmax = reductions.log_softmax
 Tensor.argmax = reductions.argmax
 Tensor.argmin = reductions.argmin
 Tensor.any = reductions.any
