@@ -31,10 +31,10 @@ from limn import Tensor, autograd
 from limn.ops import Movement, Op, toposort
 
 CASES = 300
-# Cases from seed COMPOSED_FROM on also draw the compositions of limn.activations, limn.scans, limn.rearrange
-# and limn.triangles, over finite leaves only: their NaN and inf rules are the tables' named rows
-# (tests/core/test_activations.py, test_scans.py, test_movement.py), and a second set keeps the first 300
-# cases exactly as they were, so a new op changes no old case.
+# Cases from seed COMPOSED_FROM on also draw the compositions of limn.activations, limn.trig, limn.logexp,
+# limn.scans, limn.rearrange and limn.triangles, over finite leaves only: their NaN and inf rules are the
+# tables' named rows (tests/core/test_activations.py, test_math_functions.py, test_scans.py, ...), and a second
+# set keeps the first 300 cases exactly as they were, so a new op changes no old case.
 COMPOSED_FROM, COMPOSED_CASES = 1000, 100
 SEEDS = [*range(CASES), *range(COMPOSED_FROM, COMPOSED_FROM + COMPOSED_CASES)]
 TOLERANCE = 1e-4  # relative and absolute, for every value and every gradient
@@ -76,6 +76,12 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     "tanh": ("{0}.tanh()", "{0}.tanh()"),
     "gelu": ("{0}.gelu()", "torch.nn.functional.gelu({0})"),
     "abs": ("{0}.abs()", "{0}.abs()"),
+    "sin": ("{0}.sin()", "{0}.sin()"),
+    "cos": ("{0}.cos()", "{0}.cos()"),
+    "atan": ("{0}.atan()", "{0}.atan()"),
+    "asinh": ("{0}.asinh()", "{0}.asinh()"),
+    "expm1": ("{0}.expm1()", "{0}.expm1()"),
+    "log1p": ("{0}.log1p()", "{0}.log1p()"),
     "softplus": ("{0}.softplus()", "torch.nn.functional.softplus({0})"),
     "mish": ("{0}.mish()", "torch.nn.functional.mish({0})"),
     "logsigmoid": ("{0}.logsigmoid()", "torch.nn.functional.logsigmoid({0})"),
@@ -519,6 +525,8 @@ def propose_split(g: Generator) -> int | None:
 UNARY_PRECONDITIONS = {
     "exp": lambda v: finite(v).max(initial=0.0) < 3,
     "elu": lambda v: np.abs(finite(v)).min(initial=1.0) > MARGIN,
+    "expm1": lambda v: finite(v).max(initial=0.0) < 3,
+    "log1p": lambda v: finite(v).min(initial=1.0) > -0.9,
     "leaky_relu": lambda v: np.abs(finite(v)).min(initial=1.0) > MARGIN,
     "log": lambda v: finite(v).min(initial=1.0) > 0.1,
     "sqrt": lambda v: finite(v).min(initial=1.0) > 0.1,
@@ -531,6 +539,7 @@ EXACT_ZEROS_OK = ("relu", "abs", "leaky_relu")
 
 UNARIES = ["neg", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "abs", "contiguous"]
 COMPOSED_UNARIES = ["softplus", "mish", "logsigmoid", "elu", "leaky_relu"]  # limn.activations
+COMPOSED_UNARIES += ["sin", "cos", "atan", "asinh", "expm1", "log1p"]  # limn.trig, limn.logexp (CARRIED)
 
 
 def propose_unary(g: Generator) -> int | None:
@@ -814,7 +823,7 @@ def test_the_cases_reach_every_primitive_and_every_gradient_rule() -> None:
     gradient), and every row of autograd.GRADIENTS must run, except the ops in UNREACHED."""
     nodes: set[Op] = set()
     rules: set[Op | Movement] = set()
-    for seed in range(CASES):
+    for seed in SEEDS:
         case = generate(seed)
         ns = run(case, "limn")
         values = [ns[f"a{i}"] for i in case.values]

@@ -69,6 +69,26 @@ ELEMENTWISE = {
     "product_of_two": (lambda x, y: (x * y * y).sum(), None, [(3, 4), (4,)], False),
     "quotient": (lambda x, y: (x / y).sum(), None, [(3, 4), (3, 1)], True),
     "composed": (lambda x: (x.exp() * x.tanh() + (x * x + 1).log()).sum(), None, [(2, 3)], False),
+    # values computed off the graph with a derivative formula carried (limn.derivative): the formula is built
+    # from the live input, so it differentiates again
+    "sin": (lambda x: x.sin().sum(), None, [(3, 4)], False),
+    "cos_of_sin": (lambda x: (x.sin() * 3).cos().sum(), None, [(3, 4)], False),
+    "tan": (lambda x: (x * 0.5).tan().sum(), None, [(3, 4)], False),
+    "atan_asinh_sinh": (lambda x: (x.atan() + x.asinh() + x.sinh()).sum(), None, [(3, 4)], False),
+    "log1p_log2_expm1": (lambda x: (x.log1p() + x.log2() + x.expm1()).sum(), None, [(3, 4)], True),
+    "atan2": (lambda x, y: x.atan2(y).sum(), lambda x, y: torch.atan2(x, y).sum(), [(3, 4), (4,)], True),
+    "hypot_logaddexp": (
+        lambda x, y: (x.hypot(y) + x.logaddexp(y)).sum(),
+        lambda x, y: (torch.hypot(x, y) + torch.logaddexp(x, y)).sum(),
+        [(3, 4), (3, 1)],
+        False,
+    ),
+    "softplus_mish": (
+        lambda x: (x.softplus() + x.mish()).sum(),
+        lambda x: (F.softplus(x) + F.mish(x)).sum(),
+        [(3, 4)],
+        False,
+    ),
 }
 
 REDUCE = {

@@ -64,12 +64,25 @@ def is_grad_enabled() -> bool:
     return _mode.enabled
 
 
+class Carried:
+    """The rule of a value computed off the gradient graph (an argument reduction, a table, rounding tricks
+    whose own gradient means nothing) and linked to its inputs by a derivative formula (limn.derivative.carry).
+    Its context's arg gives the partials: arg(*parents, output) is one tensor (or None) per parent, built from
+    the live parents and output, so the gradient it makes differentiates again, to any order."""
+
+    def __repr__(self) -> str:
+        return "CARRIED"
+
+
+CARRIED = Carried()
+
+
 @dataclass(frozen=True, eq=False)
 class Context:
     """How a tensor was made: `rule` names a row of GRADIENTS (an Op, or for a VIEW the Movement that made
     it), `parents` are the input tensors."""
 
-    rule: Op | Movement
+    rule: Op | Movement | Carried
     parents: tuple[Tensor, ...]
     out: Node
     arg: Any = None
@@ -140,9 +153,17 @@ def _custom_grad(ctx: Context, g: Tensor) -> tuple:
     return tuple(op.backward(list(ctx.parents), ctx.arg.output, ctx.output(), g, dict(ctx.arg.params)))
 
 
+def _carried_grad(ctx: Context, g: Tensor) -> tuple:
+    # d/dparent = g * the formula's partial, as torch's backward computes it (inf * 0 is NaN there too)
+    partials = ctx.arg(*ctx.parents, ctx.output())
+    return tuple(None if d is None else g * d for d in partials)
+
+
 # No row for the sources (BUFFER and CONST are leaves: a gradient stops there) or ASSIGN (a write into a buffer,
-# which records no history); VIEW has one row per Movement instead (tests/core/test_op_table.py holds this).
-GRADIENTS: dict[Op | Movement, Callable[[Context, Any], tuple]] = {
+# which records no history); VIEW has one row per Movement instead, and CARRIED one for values that carry a
+# derivative formula (tests/core/test_op_table.py holds this).
+GRADIENTS: dict[Op | Movement | Carried, Callable[[Context, Any], tuple]] = {
+    CARRIED: _carried_grad,
     Op.NEG: lambda ctx, g: (-g,),
     Op.EXP: lambda ctx, g: (g * ctx.output(),),  # d e**x = e**x
     Op.LOG: lambda ctx, g: (g / ctx.parents[0],),  # d log x = 1/x

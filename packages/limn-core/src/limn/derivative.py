@@ -1,63 +1,48 @@
 """Values computed off the gradient graph, with torch's derivative formula attached: the math functions' glue.
 
 A function such as sin reduces its argument with tables and rounding tricks whose own gradient means nothing,
-so limn.trig and limn.logexp compute the value from detached inputs in float64 and `carry` it, linked to the
-inputs by carriers whose gradient is torch's formula (cos x for sin) and whose value leaves it unchanged.
+so limn.trig and limn.logexp compute the value from detached inputs in float64 and `carry` it: a context
+(autograd.CARRIED) links it to the inputs with torch's formula (cos x for sin) as its gradient rule.
 `unary` and `binary` are that pattern for a one- and a two-input function, dtypes as torch (ints give float32).
 Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> device.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from limn import autograd, dtypes
 from limn.primitives import Tensor, TensorLike
 
 
-def carry(value: Tensor, x: Tensor, derivative: Callable[[], Tensor]) -> Tensor:
-    """`value` itself (-0.0, inf and NaN included) whose gradient w.r.t. x is derivative() (a tensor of x's
-    shape and dtype, called only when a gradient flows), including the inf and NaN torch's formula gives.
-
-    The carrier added to value is a sum of terms, each +-0 but where it serves (there, the gradient wanted):
-      linear  x finite, d finite      z * d, z = x - x.detach() taken where x is finite: 0, gradient 1
-      steep   x finite, d = +-inf     sqrt(z) * +-1: 0, gradient 1 / (2 sqrt 0) = inf
-      poison  d NaN                   where(True, 0, x * NaN): 0, and the untaken branch's gradient 0 * NaN
-      along   x infinite, value = x d x * d: value's own infinity (sinh(inf) = inf, d = inf)
-      blank   x inf or NaN, value NaN (x - x.detach()) * d: NaN, as value is already, gradient d
-    and no term elsewhere, gradient 0 (x infinite and value finite: torch's formula gives 0, as atan'(inf)).
-    Trap: the derivative is taken from detached inputs, so a second derivative through it is 0.
+def carry(value: Tensor, inputs: tuple[Tensor, ...], partials: Callable[..., tuple[Tensor | None, ...]]) -> Tensor:
+    """`value` itself, every bit (-0.0, inf and NaN included), whose gradient w.r.t. inputs[i] is
+    g * partials(*inputs, out)[i]: torch's formula (cos x for sin), with the inf and NaN it gives. partials is
+    called only when a gradient flows, on the live inputs and output, so the gradient is itself differentiable
+    and a second derivative is the formula's own derivative (autograd.CARRIED).
 
     >>> x = Tensor([0.5], requires_grad=True)
-    >>> carry(Tensor([7.0]), x, lambda: Tensor([3.0])).sum().backward()
-    >>> x.grad.tolist()
-    [3.0]
+    >>> y = carry(x.detach() * x.detach(), (x,), lambda x, out: (2 * x,))  # x**2, computed off the graph
+    >>> y.sum().backward(create_graph=True)
+    >>> first, x.grad = x.grad, None
+    >>> first.sum().backward()
+    >>> first.tolist(), x.grad.tolist()
+    ([1.0], [2.0])
     """
-    if not (autograd.is_grad_enabled() and x.requires_grad):
+    if not (autograd.is_grad_enabled() and any(t.requires_grad for t in inputs)):
         return value
-    d, xd, v = derivative().detach(), x.detach(), value.detach()
-    finite_x, finite_d, nan_d = xd.isfinite(), d.isfinite(), d.isnan()
-    z = finite_x.where(x, 0.0) - finite_x.where(xd, 0.0)  # 0 everywhere, gradient 1 where x is finite
-    linear = z * finite_d.where(d, 0.0)
-    steep = finite_x.logical_and(finite_d.logical_or(nan_d).logical_not())
-    steep = steep.where(steep.where(z, 1.0).sqrt() * d.gt(0).where(1.0, -1.0), 0.0)
-    poison = nan_d.where(nan_d.where(0.0, x * nan_d.where(math.nan, 0.0)), 0.0)
-    along = finite_x.logical_not().logical_and((xd * d).eq(v))
-    along = along.where(x * along.where(d, 1.0), 0.0)
-    blank = finite_x.logical_not().logical_and(v.isnan())
-    blank = blank.where((x - xd) * blank.where(d, 1.0), 0.0)
-    return value - (0 - (linear + steep + poison + along + blank))  # 0 - (+-0) is +0: value keeps its zeros' signs
+    ctx = autograd.Context(autograd.CARRIED, tuple(inputs), value.node, partials)
+    return Tensor._from_node(value.node, value.device, ctx)
 
 
 def unary(x: Tensor, value: Callable[[Tensor], Tensor], derivative: Callable[[Tensor, Tensor], Tensor]) -> Tensor:
     """f(x) for a float function computed in float64: value(x64) from the detached input, and the gradient
-    derivative(x64, value) (both float64 tensors). An int or bool x gives float32, a float x its own dtype."""
+    derivative(x64, value) (both float64 tensors, live, so it differentiates again). An int or bool x gives
+    float32, a float x its own dtype."""
     x = x._float()
     wide = x.cast(dtypes.float64)
-    xd = wide.detach()
-    out = value(xd)
-    out = carry(out, wide, lambda: derivative(xd, _as_torch_sees_it(out, x.dtype)))
+    out = value(wide.detach())
+    out = carry(out, (wide,), lambda x64, y: (derivative(x64, _as_torch_sees_it(y, x.dtype)),))
     return out.cast(x.dtype)
 
 
@@ -81,9 +66,10 @@ def binary(
     a, b = x._operands(other, what, reverse)
     a, b = a._float(), b._float()
     wa, wb = a.cast(dtypes.float64), b.cast(dtypes.float64)
-    ad, bd = wa.detach(), wb.detach()
-    out = value(ad, bd)
-    seen = _as_torch_sees_it(out, a.dtype)
-    out = carry(out, wa, lambda: dx(ad, bd, seen, a.dtype))
-    out = carry(out, wb, lambda: dy(ad, bd, seen, a.dtype))
-    return out.cast(a.dtype)
+    out = value(wa.detach(), wb.detach())
+
+    def partials(x64: Tensor, y64: Tensor, out: Tensor) -> tuple[Tensor, Tensor]:
+        seen = _as_torch_sees_it(out, a.dtype)
+        return dx(x64, y64, seen, a.dtype), dy(x64, y64, seen, a.dtype)
+
+    return carry(out, (wa, wb), partials).cast(a.dtype)

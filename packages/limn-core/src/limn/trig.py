@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from limn import derivative, dtypes, logexp
+from limn import autograd, derivative, dtypes, logexp
 from limn.primitives import Tensor, TensorLike
 from limn.rounding import signbit
 
@@ -167,16 +167,22 @@ def _cos64(x: Tensor) -> Tensor:
     return _sin_cos(x)[1]
 
 
-def _with_shared_reduction(x: Tensor, value, derivative_of) -> Tensor:
+def _with_shared_reduction(x: Tensor, value, derivative_of, live) -> Tensor:
     """derivative.unary for sin, cos and tan, whose value and derivative read one reduction: value(s, c, sign,
-    x64) and derivative_of(s, c, sign, x64, out) share it, so the graph holds it once."""
+    x64) and derivative_of(s, c, sign, x64, out) share it, so the graph holds it once. Under create_graph the
+    derivative is live(x64, out) instead, built from the live input so that it differentiates again."""
     parts = []
 
     def forward(x64: Tensor) -> Tensor:
         parts.append(_sin_cos(x64))
         return value(*parts[0], x64)
 
-    return derivative.unary(x, forward, lambda x64, out: derivative_of(*parts[0], x64, out))
+    def gradient(x64: Tensor, out: Tensor) -> Tensor:
+        if autograd.is_grad_enabled():  # backward(create_graph=True): a second derivative will be taken
+            return live(x64, out)
+        return derivative_of(*parts[0], x64, out)
+
+    return derivative.unary(x, forward, gradient)
 
 
 def sin(x: Tensor) -> Tensor:
@@ -186,18 +192,25 @@ def sin(x: Tensor) -> Tensor:
     >>> round(Tensor([1e10]).sin().item(), 5)
     -0.48751
     """
-    return _with_shared_reduction(x, lambda s, c, sign, x: _odd(x, sign * s), lambda s, c, sign, x, out: c)
+    return _with_shared_reduction(
+        x, lambda s, c, sign, x: _odd(x, sign * s), lambda s, c, sign, x, out: c, lambda x, out: x.cos()
+    )
 
 
 def cos(x: Tensor) -> Tensor:
     """The cosine (exact reduction, as sin); cos(inf) is NaN. The gradient is -sin x."""
-    return _with_shared_reduction(x, lambda s, c, sign, x: c, lambda s, c, sign, x, out: -_odd(x, sign * s))
+    return _with_shared_reduction(
+        x, lambda s, c, sign, x: c, lambda s, c, sign, x, out: -_odd(x, sign * s), lambda x, out: -x.sin()
+    )
 
 
 def tan(x: Tensor) -> Tensor:
     """The tangent, sin x / cos x after the exact reduction; tan(-0.0) is -0.0. The gradient is 1 + tan**2."""
     return _with_shared_reduction(
-        x, lambda s, c, sign, x: _odd(x, sign * s / c), lambda s, c, sign, x, out: 1.0 + out * out
+        x,
+        lambda s, c, sign, x: _odd(x, sign * s / c),
+        lambda s, c, sign, x, out: 1.0 + out * out,
+        lambda x, out: 1.0 + out * out,
     )
 
 
