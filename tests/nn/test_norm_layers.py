@@ -186,9 +186,9 @@ def test_dropout_with_p_1_zeroes_everything_as_torch(device):
 
 
 def test_dropout_probability_out_of_range_raises():
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+    with pytest.raises(ValueError, match="between 0 and 1"):
         nn.Dropout(1.5)
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+    with pytest.raises(ValueError, match="between 0 and 1"):
         nn.dropout(limn.Tensor(X2), -0.1)
 
 

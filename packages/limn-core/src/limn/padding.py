@@ -73,7 +73,7 @@ def _pairs(x: Tensor, widths: Sequence) -> list[tuple[int, int]]:
         if len(widths) % 2 or len(widths) > 2 * x.ndim:
             raise ValueError(
                 f"pad: {len(widths)} widths {tuple(widths)} for a tensor of shape {x.shape}; torch's flat spelling "
-                "takes two per dim, from the last dim, at most two per dim"
+                f"takes an even number of ints, two per dim from the last dim, at most {2 * x.ndim}"
             )
         pairs = [(0, 0)] * x.ndim
         for k in range(len(widths) // 2):

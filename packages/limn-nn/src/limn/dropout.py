@@ -19,7 +19,7 @@ def keep_mask(shape: tuple[int, ...], keep: float, like: Tensor) -> Tensor:
 
 def _dropout(x: Tensor, p: float, training: bool, mask_shape: tuple[int, ...], what: str) -> Tensor:
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"{what}: the drop probability p must be in [0, 1], got {p}")
+        raise ValueError(f"{what}: dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return x
     if p == 1.0:
@@ -63,7 +63,7 @@ class Dropout:
 
     def __init__(self, p: float = 0.5, inplace: bool = False):
         if not 0.0 <= p <= 1.0:
-            raise ValueError(f"{type(self).__name__}: the drop probability p must be in [0, 1], got {p}")
+            raise ValueError(f"{type(self).__name__}: dropout probability has to be between 0 and 1, but got {p}")
         self.p, self.inplace = p, inplace
         self.training = True
 
