@@ -7,6 +7,8 @@
   wheels           every package built with `uv build --all-packages`, installed from dist/ as a user
                    would: limn-core with limn-c, then limn-core alone
   plugin           limn-core plus examples/third_party_device: limn finds a device it has never heard of
+  isa              the slow c tests (pytest -m isa): every ISA's kernels, sweeps, half of the corpus' rewrites
+  ops              the c device's half of the op tables against torch (pytest -m ops)
 
 Third-party versions (pytest, torch, ruff, ...) are pinned to uv.lock, so a session tests what
 `uv sync` gives. `uv run nox` runs the three CI sessions; `uv run nox -s 'tests(c)'` runs one backend's
@@ -100,6 +102,17 @@ def isa(session: nox.Session) -> None:
         "-c", locked_constraints(session), *(str(PACKAGES / name) for name in packages), *test_requirements()
     )
     session.run("pytest", "-m", "isa", "tests/c", "tests/compiler/test_epilogue_adversarial.py", *session.posargs)
+
+
+@nox.session
+def ops(session: nox.Session) -> None:
+    """The c device's half of the op tables: every family of Tensor ops against torch, forward and backward,
+    on c (pytest -m ops; the numpy half runs in the default suite)."""
+    packages = ["limn-core", "limn-compiler", "limn-c", "limn-nn"]
+    session.install(
+        "-c", locked_constraints(session), *(str(PACKAGES / name) for name in packages), *test_requirements()
+    )
+    session.run("pytest", "-m", "ops", "tests/core", "tests/nn", *session.posargs)
 
 
 @nox.session

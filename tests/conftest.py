@@ -13,9 +13,10 @@ def _numpy_device_between_tests():
     limn.set_device("numpy")
 
 
-@pytest.fixture(params=["numpy", "c"])
+@pytest.fixture(params=["numpy", pytest.param("c", marks=pytest.mark.ops)])
 def device(request: pytest.FixtureRequest) -> str:
-    """Each test once on the numpy device and once on c (skipped, naming why, where c cannot run)."""
+    """Each test once on the numpy device and once on c (skipped, naming why, where c cannot run). The c half
+    is marked `ops`: the op tables compile a library each on c, so it runs in `nox -s ops` (CI runs it)."""
     try:
         limn.set_device(request.param)
     except limn.DeviceError as e:
