@@ -561,3 +561,20 @@ def test_var_gradient_over_a_slice_holding_inf_is_nan_only_where_x_minus_mean_is
     x = np.array([[-0.0, -inf, -0.0], [1.0, inf, 2.0], [1.0, 2.0, 4.0], [nan, 1.0, 2.0]], np.float32)
     agree(device, "x.var(1) * w", x=x, w=np.array([1.0, -2.0, 0.5, 1.0], np.float32))
     agree(device, "x.var(1, correction=0) * w", x=x, w=np.array([1.0, -2.0, 0.5, 1.0], np.float32))
+
+
+# ---- clamp of an int tensor with bounds past its dtype's range, as torch ----
+
+
+@pytest.mark.parametrize(
+    ("dtype", "lo", "hi"), [("uint8", -5, 100), ("uint8", 2, 300), ("int8", -200, 50), ("int16", -70000, 70000)]
+)
+def test_an_int_clamp_bound_past_the_dtype_range_is_no_bound_as_torch(device: str, dtype: str, lo: int, hi: int):
+    x = np.array([0, 5, 100, 120], dtype)
+    agree(device, f"x.clamp({lo}, {hi})", grad=False, x=x)
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(300, 400), (-10, -5)])
+def test_an_int_clamp_bound_past_the_range_on_the_other_side_raises_as_torch(lo: int, hi: int):
+    with pytest.raises(ValueError, match="outside the range of uint8"):
+        Tensor(np.array([0, 5, 200], np.uint8)).clamp(lo, hi)

@@ -330,6 +330,25 @@ def _clip_both(x: Tensor, lo: TensorLike, hi: TensorLike) -> Tensor:
     return to_hi.where(hi, to_lo.where(lo, on_tie))
 
 
+def _int_bounds(x: Tensor, lo: TensorLike | None, hi: TensorLike | None) -> tuple:
+    """An int tensor's python int bounds as torch takes them: one past the dtype's range on its own side is no
+    bound (it would wrap when cast), and one past it on the other side (a min above the largest value, a max
+    below the smallest) is an error, as in torch."""
+    info = np.iinfo(x.dtype.np)
+    for name, bound in (("min", lo), ("max", hi)):
+        beyond = bound is not None and not isinstance(bound, bool) and isinstance(bound, (int, np.integer))
+        if beyond and ((name == "min" and bound > info.max) or (name == "max" and bound < info.min)):
+            raise ValueError(
+                f"clamp: {name} value {bound} is outside the range of {x.dtype.name} ({info.min} to {info.max}); "
+                f"cast x to a wider dtype first"
+            )
+    if isinstance(lo, (int, np.integer)) and not isinstance(lo, bool) and lo <= info.min:
+        lo = None  # below every value: no bound
+    if isinstance(hi, (int, np.integer)) and not isinstance(hi, bool) and hi >= info.max:
+        hi = None
+    return lo, hi
+
+
 def clip(x: Tensor, lo: TensorLike | None = None, hi: TensorLike | None = None) -> Tensor:
     """Clamps into [lo, hi], as torch.clamp: min(max(x, lo), hi), so NaN stays NaN and lo > hi gives hi.
 
@@ -344,6 +363,8 @@ def clip(x: Tensor, lo: TensorLike | None = None, hi: TensorLike | None = None) 
         if lo is not None and hi is not None:
             return _clip_both(x, lo, hi)
         return x.maximum(lo) if hi is None else x.minimum(hi)
+    if x.dtype.is_int:
+        lo, hi = _int_bounds(x, lo, hi)
     value, inside = x.detach(), None
     if lo is not None:
         value = value.lt(lo).where(lo, value)  # max(x, lo)
