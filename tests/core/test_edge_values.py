@@ -578,3 +578,10 @@ def test_an_int_clamp_bound_past_the_dtype_range_is_no_bound_as_torch(device: st
 def test_an_int_clamp_bound_past_the_range_on_the_other_side_raises_as_torch(lo: int, hi: int):
     with pytest.raises(ValueError, match="outside the range of uint8"):
         Tensor(np.array([0, 5, 200], np.uint8)).clamp(lo, hi)
+
+
+def test_full_of_a_python_int_past_int32_raises_instead_of_wrapping():
+    with pytest.raises(OverflowError, match="int64"):
+        Tensor.full((), 2**40)
+    assert Tensor.full((), 2**40, dtype="int64").item() == 2**40
+    assert Tensor.full((), 300, dtype="int8").item() == 44  # an explicit narrow dtype wraps, by the spec

@@ -208,6 +208,11 @@ class Tensor:
                 if isinstance(value, bool)
                 else (dtypes.int32 if isinstance(value, int) else dtypes.float32)
             )
+            if dtype == dtypes.int32 and not -(2**31) <= value < 2**31:  # it would wrap, unasked
+                raise OverflowError(
+                    f"full(): the python int {value} does not fit int32, limn's dtype for python ints; "
+                    "pass dtype=limn.int64"
+                )
         dtype = dtypes.as_dtype(dtype)
         _check_requires_grad(requires_grad, dtype, "full()")
         if device is None:
