@@ -585,3 +585,9 @@ def test_full_of_a_python_int_past_int32_raises_instead_of_wrapping():
         Tensor.full((), 2**40)
     assert Tensor.full((), 2**40, dtype="int64").item() == 2**40
     assert Tensor.full((), 300, dtype="int8").item() == 44  # an explicit narrow dtype wraps, by the spec
+
+
+def test_gelu_at_infinities_and_past_the_overflow_is_torchs(device: str) -> None:
+    """torch's erf gelu: NaN at +inf (value and gradient), inf past 1.7e38 where x * (1 + erf) overflows."""
+    x = np.array([inf, -inf, 3e38, -3e38, nan, 1.5, -0.0], np.float32)
+    agree(device, "x.gelu()", "torch.nn.functional.gelu(x)", signed_zeros=True, x=x)

@@ -208,7 +208,12 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
         return 0.5 * x * (1 + inner.tanh())
     if approximate != "none":
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
-    return 0.5 * x * (1 + (x * (1 / math.sqrt(2))).erf())  # x * (1 + erf(x / sqrt 2)) / 2
+    # x * (1 + erf(x / sqrt 2)) / 2, in torch's order (x * (1 + erf) overflows to inf past 1.7e38, as torch's);
+    # torch's gelu(+inf) is NaN (its erf kernel meets inf * 0), and so is its gradient there
+    value = x * (1 + (x * (1 / math.sqrt(2))).erf()) * 0.5
+    at_inf = x.eq(math.inf)
+    nan_there = at_inf.where(x, 1.0) * at_inf.where(math.nan, 1.0)  # NaN with gradient NaN at +inf, 1 elsewhere
+    return at_inf.where(nan_there, value)
 
 
 def silu(x: Tensor) -> Tensor:
