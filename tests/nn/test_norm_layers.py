@@ -272,3 +272,19 @@ def test_convnet_trains_3_sgd_steps_as_torch(device):
     for name, p in nn.named_parameters(ours):
         _close(p.numpy(), theirs.get_parameter(name), f"{name} after 3 steps")
     _buffers_match(ours.bn, theirs.bn)
+
+
+def test_batchnorm_state_dict_has_torchs_buffers_and_loads_strictly_both_ways():
+    """running_mean, running_var and num_batches_tracked are in state_dict under torch's names, so a torch
+    BatchNorm2d's state_dict loads strictly into limn's, and limn's into torch's."""
+    t = torch.nn.BatchNorm2d(3)
+    t.train()
+    t(torch.randn(4, 3, 5, 5))  # moves the running stats and the count away from their inits
+    ours = nn.BatchNorm2d(3)
+    nn.load_state_dict(ours, {k: v.numpy() for k, v in t.state_dict().items()}, strict=True)
+    assert sorted(nn.state_dict(ours)) == sorted(t.state_dict())
+    np.testing.assert_allclose(ours.running_var.numpy(), t.running_var.numpy(), rtol=1e-6)
+    assert ours.num_batches_tracked.item() == 1
+    back = torch.nn.BatchNorm2d(3)
+    back.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in nn.state_dict(ours).items()}, strict=True)
+    np.testing.assert_allclose(back.running_mean.numpy(), t.running_mean.numpy(), rtol=1e-6)

@@ -248,7 +248,7 @@ def max_pool2d(
 
     The gradient goes to one cell per window, the one torch's loop picks: the first maximum in row-major
     order, or the last NaN. return_indices also gives that cell's flat index in its (H, W) plane (int32:
-    limn has no int64). Ints pool too; bools raise, as in torch.
+    torch's are int64). Ints pool too; bools raise, as in torch.
 
     >>> Tensor([[[[1.0, 2.0], [4.0, 3.0]]]]).max_pool2d(kernel_size=2).tolist()
     [[[[4.0]]]]

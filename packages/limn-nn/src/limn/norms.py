@@ -56,7 +56,9 @@ class _BatchNorm:
         if track_running_stats:
             self.running_mean = Tensor(np.zeros(num_features), dtype=dtype)
             self.running_var = Tensor(np.ones(num_features), dtype=dtype)
-            self.num_batches_tracked = Tensor(np.zeros((), np.int32))  # int64 in torch: limn's widest int is 32
+            self.num_batches_tracked = Tensor(np.zeros((), np.int64))
+            # the walk puts these in state_dict and load_state_dict under torch's names (limn.walk)
+            self._buffer_names = frozenset({"running_mean", "running_var", "num_batches_tracked"})
         else:
             self.running_mean = self.running_var = self.num_batches_tracked = None
 
