@@ -591,3 +591,11 @@ def test_gelu_at_infinities_and_past_the_overflow_is_torchs(device: str) -> None
     """torch's erf gelu: NaN at +inf (value and gradient), inf past 1.7e38 where x * (1 + erf) overflows."""
     x = np.array([inf, -inf, 3e38, -3e38, nan, 1.5, -0.0], np.float32)
     agree(device, "x.gelu()", "torch.nn.functional.gelu(x)", signed_zeros=True, x=x)
+
+
+def test_logcumsumexp_gradient_at_nan_and_infinite_cells_is_torchs(device: str) -> None:
+    """torch's gradient sums g_i e**(x_j - out_i): NaN at a NaN cell (and after it) and at an infinite cell
+    equal to its running value, finite elsewhere."""
+    x = np.array([[-inf, 1.0, -inf, 2.0], [1.0, nan, 2.0, -inf], [inf, 0.5, -1.0, 3.0]], np.float32)
+    agree(device, "x.logcumsumexp(-1)", x=x)
+    agree(device, "x.logcumsumexp(0)", x=x)

@@ -177,8 +177,9 @@ def logcumsumexp(x: Tensor, dim: int | None = None, *, axis: int | None = None) 
     wide = _wide(y)  # in float64: near 1e4 a float32 running value's rounding moves the gradient by 1e-4
     (out,) = _scan((wide,), (-math.inf,), _logaddexp)
     # torch's gradient, sum over i >= j of g_i e**(x_j - out_i), is NaN where an infinite x_j equals out_j
-    # (inf - inf): a where that never takes its second branch, wide * (NaN there, 0 elsewhere), passes 0 * NaN
-    # to those cells' gradient and 0 to the rest
-    poison = wide.isinf().logical_and(wide.eq(out)).detach().where(math.nan, 0.0)
+    # (inf - inf) and where x_j is NaN: a where that never takes its second branch, wide * (NaN there, 0
+    # elsewhere), passes 0 * NaN to those cells' gradient and 0 to the rest
+    nan_grad = wide.isinf().logical_and(wide.eq(out)).logical_or(wide.isnan())
+    poison = nan_grad.detach().where(math.nan, 0.0)
     out = Tensor.full(out.shape, True, device=x.device).where(out, wide * poison)
     return _from_last(out.cast(x.dtype), x, axis)
