@@ -599,3 +599,4 @@ def test_logcumsumexp_gradient_at_nan_and_infinite_cells_is_torchs(device: str) 
     x = np.array([[-inf, 1.0, -inf, 2.0], [1.0, nan, 2.0, -inf], [inf, 0.5, -1.0, 3.0]], np.float32)
     agree(device, "x.logcumsumexp(-1)", x=x)
     agree(device, "x.logcumsumexp(0)", x=x)
+    agree(device, "x.logcumsumexp(-1)", x=x.reshape(12, 1))  # a length-1 axis: the value is x itself
