@@ -62,6 +62,20 @@ def test_a_python_scalar_takes_torchs_dtype_except_an_int_meeting_bool(dtype: li
     assert (t + scalar).dtype == got and (scalar * t).dtype == got
 
 
+@pytest.mark.parametrize(("a", "b"), PAIRS, ids=[f"{a.name}[2]+{b.name}[]" for a, b in PAIRS])
+def test_a_0d_tensor_beside_one_with_dims_promotes_as_torchs(a: limn.DType, b: limn.DType) -> None:
+    """torch's rule: a 0-d operand counts only when it is of a higher kind (bool < int < float) than the
+    tensor with dims, so float32 + a 0-d float64 stays float32 (the spec's int-meets-half rule still holds)."""
+    want = torch.result_type(torch.ones(2, dtype=TORCH[a]), torch.ones((), dtype=TORCH[b]))
+    dims, zero = Tensor(np.ones(2, a.np)), Tensor(np.ones((), b.np))
+    got = (dims + zero).dtype
+    assert (zero * dims).dtype == got and dims.where(dims, zero).dtype == got
+    if spec_differs_from_torch(a, b) and a.is_int:
+        assert got == limn.float32 and torch_name(want) == b.name, f"{a}[2] + {b}[]: {got}, torch {want}"
+    else:
+        assert got.name == torch_name(want), f"{a}[2] + {b}[]: limn {got}, torch {want}"
+
+
 # ---- values at the limits, numpy and c, exact ----
 
 INT64 = np.array([I64.max, I64.min, I64.max - 1, I64.min + 1, 0, -1, 7, 2**40], np.int64)

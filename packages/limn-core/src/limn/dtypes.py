@@ -169,6 +169,21 @@ def promote(a: DType, b: DType) -> DType:
     return PROMOTION[(a, b)]
 
 
+def _kind(d: DType) -> int:
+    return 0 if d == bool_ else (1 if d.is_int else 2)
+
+
+def promote_shaped(a: DType, a_is_0d: bool, b: DType, b_is_0d: bool) -> DType:
+    """The dtype of a binary op on two tensors, with torch's rule for a 0-d tensor beside one with dims: the
+    0-d one counts only when it is of a higher kind (bool < int < float), as a python scalar would, so
+    float32 x + a 0-d float64 stays float32 and int32 x + a 0-d float64 is float64 (limn.dtypes.promote
+    otherwise)."""
+    if a_is_0d == b_is_0d:
+        return promote(a, b)
+    dims, zero = (b, a) if a_is_0d else (a, b)
+    return promote(dims, zero) if _kind(zero) > _kind(dims) else dims
+
+
 def scalar_dtype(tensor_dtype: DType, value: bool | int | float) -> DType:
     """The dtype a python scalar takes beside a tensor: the tensor's own, unless the scalar is a float
     meeting an int or bool tensor (then float32), or an int meeting a bool tensor (then int32)."""

@@ -396,7 +396,7 @@ class Tensor:
         a = self
         if isinstance(other, Tensor):
             b = other
-            dtype = dtypes.promote(a.dtype, b.dtype)
+            dtype = dtypes.promote_shaped(a.dtype, a.ndim == 0, b.dtype, b.ndim == 0)
         elif isinstance(other, (bool, int, float, np.number, np.bool_)):
             value = other.item() if isinstance(other, np.generic) else other
             dtype = dtypes.scalar_dtype(a.dtype, value)
