@@ -3,8 +3,10 @@
 
 The casts run on the numpy device and on c, forward and backward (a cast between floats carries the gradient;
 a cast to an int or bool cuts it, as torch's); the spellings are answers about shape and dtype, checked for
-every dtype. limn's named differences: x.size is also the element count (numpy's x.size), and x.type() says
-'limn.FloatTensor' where torch says 'torch.FloatTensor'.
+every dtype. A float past an int's range (NaN, inf, 3e9 to int32) converts as torch's does on x86: to the
+lowest value of int64 or int32, the narrower ints wrapping from int32. limn's named differences: x.size is
+also the element count (numpy's x.size), and x.type() says 'limn.FloatTensor' where torch says
+'torch.FloatTensor'.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ CASTS = ("float", "double", "half", "bfloat16", "int", "long", "short", "char", 
 
 FLOATS = np.array([[-2.75, -0.5, 0.0, 0.5], [1.0, 3.25, 100.9, -126.5]], np.float32)
 SPECIALS = np.array([np.nan, np.inf, -np.inf, -0.0, 1e5, 3e38, 1e-40, -1.5], np.float32)
+# past every int range, at its edges, and the values that truncate into range just outside it
+OUT_OF_RANGE = [np.nan, np.inf, -np.inf, 3e9, -3e9, 1e20, -1e20, 300.0, -300.0, 255.9, 256.0, -0.9, 2147483520.0]
+OUT_OF_RANGE_64 = OUT_OF_RANGE + [-2147483648.75, 2147483647.9, 9.3e18, -(2.0**63), 2.0**63]
 INTS = np.array([[-(2**62), -1, 0, 255], [256, 2**31, 70000, 7]], np.int64)
 BYTES = np.array([0, 1, 127, 128, 255, 200], np.uint8)
 BOOLS = np.array([True, False, True])
@@ -36,6 +41,11 @@ def spelled(method: str) -> str:
 TABLE = Table(
     [case(spelled(m), x=FLOATS, id=f"float32 x.{m}()") for m in CASTS]
     + [case(spelled(m), x=SPECIALS, id=f"float32 specials x.{m}()") for m in ("double", "half", "bfloat16", "bool")]
+    + [
+        case(f"x.{m}()", x=np.array(values, dtype), grad=False, id=f"{np.dtype(dtype)} past the range x.{m}()")
+        for m in ("int", "long", "short", "char", "byte")
+        for dtype, values in ((np.float32, OUT_OF_RANGE), (np.float64, OUT_OF_RANGE_64))
+    ]
     + [case(spelled(m), x=INTS, grad=False, id=f"int64 x.{m}()") for m in CASTS]
     + [case(spelled(m), x=BYTES, grad=False, id=f"uint8 x.{m}()") for m in CASTS]
     + [case(spelled(m), x=BOOLS, grad=False, id=f"bool x.{m}()") for m in CASTS]

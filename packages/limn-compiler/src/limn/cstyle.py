@@ -212,15 +212,30 @@ class CStyle:
         return repr(v) if dtype == dtypes.float64 else f"{v!r}f"
 
     def cast(self, a: str, src: DType, dst: DType) -> str:
-        """Converts value a from src to dst: floats to ints truncate toward zero through int64 (then wrap,
-        as numpy's astype does), anything to bool is != 0, halves round once."""
+        """Converts value a from src to dst: floats to ints as float_to_int says, anything to bool is != 0,
+        halves round once."""
         if dst.kind == "b":
             return f"({a} != 0)"
         if dst.is_int and src.is_float:
-            return f"({self.storage(dst)})(int64_t)({a})"
+            return self.float_to_int(a, src, dst)
         if dst.is_int:
             return f"({self.storage(dst)})({a})"
         return self.round(f"({self.value_type(dst)})({a})", dst)
+
+    def float_to_int(self, a: str, src: DType, dst: DType) -> str:
+        """A float to an int as torch's on x86 (and the numpy device's): truncated toward zero into int64
+        (dst int64) or int32 (every narrower dst, which then wraps); NaN, inf and values past that range give
+        the range's lowest value. C leaves an out-of-range conversion undefined, so the value is replaced by
+        that lowest value before it converts (a float select, which vectorizes as a blend)."""
+        bits = 64 if dst == dtypes.int64 else 32
+        via = "int64_t" if bits == 64 else "int32_t"
+        suffix = "" if src == dtypes.float64 else "f"
+        low, high = f"-{2.0 ** (bits - 1)!r}{suffix}", f"{2.0 ** (bits - 1)!r}{suffix}"
+        # float64 holds values just below -2**31 that truncate into range; float32 and any wider bound do not
+        above = f"({a}) > -2147483649.0" if bits == 32 and src == dtypes.float64 else f"({a}) >= {low}"
+        guarded = f"(({above} && ({a}) < {high}) ? ({a}) : {low})"
+        value = f"({via}){guarded}"
+        return value if self.storage(dst) == via else f"({self.storage(dst)}){value}"
 
     def round(self, value: str, dtype: DType) -> str:
         """A half-width value is computed in float but must be a number its dtype can store: round it."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from limn import custom
 from limn.device import Buffer, DeviceError
-from limn.dtypes import DType
+from limn.dtypes import DType, int64
 from limn.ops import Node, Op, Shape, toposort
 from limn.view import View
 
@@ -54,11 +54,21 @@ def _widened(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
 
 def _cast(node: Node, x: np.ndarray) -> np.ndarray:
     if x.dtype.kind == "f" and node.dtype.is_int:
-        # C truncates toward zero; route through int64 so out-of-range values wrap as they would there
-        return np.trunc(x.astype(np.float64)).astype(np.int64).astype(node.dtype.np)
+        return _float_to_int(x, node.dtype)
     if node.dtype.is_int and x.dtype.kind in "iu":
         return x.astype(node.dtype.np)  # narrowing wraps modulo 2**bits
     return x.astype(node.dtype.np)
+
+
+def _float_to_int(x: np.ndarray, dtype: DType) -> np.ndarray:
+    """A float cast to an int dtype as torch's on x86: truncated toward zero into int64 (dtype int64) or
+    int32 (every narrower dtype, which then wraps); a NaN, an inf or a value past that range gives the
+    range's lowest value, the hardware's "indefinite" integer (the same rule as cstyle.float_to_int)."""
+    whole = np.trunc(x.astype(np.float64))
+    via = np.int64 if dtype == int64 else np.int32
+    low, high = float(np.iinfo(via).min), -float(np.iinfo(via).min)
+    valid = (whole >= low) & (whole < high)  # NaN and inf fail
+    return np.where(valid, whole, low).astype(via).astype(dtype.np)
 
 
 def _cmplt(node: Node, a: np.ndarray, b: np.ndarray) -> np.ndarray:
