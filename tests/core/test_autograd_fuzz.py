@@ -1,5 +1,5 @@
-"""The autograd fuzzer: 300 random DAGs (and 100 more with limn's composed ops) run forward and backward in limn
-and in torch, agreeing to 1e-4.
+"""The autograd fuzzer: 300 random DAGs (100 more with limn's composed ops, and 60 more with the ops that pick
+elements: sort, topk, advanced indexing, pools) run forward and backward in limn and in torch, agreeing to 1e-4.
 
 A case is a small program, a list of Steps generated from its seed. Each Step is one line of python spelled
 once for limn and once for torch (SPELLINGS, one row per op), and the test runs exactly those lines, so the
@@ -36,7 +36,16 @@ CASES = 300
 # tables' named rows (tests/core/test_activations.py, test_math_functions.py, test_scans.py, ...), and a second
 # set keeps the first 300 cases exactly as they were, so a new op changes no old case.
 COMPOSED_FROM, COMPOSED_CASES = 1000, 100
-SEEDS = [*range(CASES), *range(COMPOSED_FROM, COMPOSED_FROM + COMPOSED_CASES)]
+# Cases from seed SELECTING_FROM on draw, beside all of that, the ops that pick elements: sort and topk,
+# advanced indexing with an int tensor or a bool mask, and the 2-d pools (limn.sorting, limn.indexing,
+# limn.pooling). Their gradients go where the forward picked, so a tie would make the gradient a rounding's
+# choice: the generator keeps only values with no two within MARGIN where it matters.
+SELECTING_FROM, SELECTING_CASES = 2000, 60
+SEEDS = [
+    *range(CASES),
+    *range(COMPOSED_FROM, COMPOSED_FROM + COMPOSED_CASES),
+    *range(SELECTING_FROM, SELECTING_FROM + SELECTING_CASES),
+]
 TOLERANCE = 1e-4  # relative and absolute, for every value and every gradient
 MARGIN = 1e-2  # how far a value must sit from a kink or a tie; rounding differences are near 1e-6
 BOUND = 30.0  # steps whose values grow past this are dropped, keeping float32 error near 1e-6 of them
@@ -50,6 +59,7 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     "leaf": ("Tensor(x{out}, requires_grad=True)", "torch.tensor(x{out}, requires_grad=True)"),
     "data": ("Tensor(x{out})", "torch.tensor(x{out})"),
     "index": ("Tensor(x{out})", "torch.tensor(x{out}).long()"),
+    "mask": ("Tensor(x{out})", "torch.tensor(x{out})"),
     # movement
     "reshape": ("{0}.reshape({shape})", "{0}.reshape({shape})"),
     "permute": ("{0}.permute({order})", "{0}.permute({order})"),
@@ -126,10 +136,21 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     "matmul": ("{0} @ {1}", "{0} @ {1}"),
     "gather": ("{0}.gather({1}, {axis})", "{0}.gather({axis}, {1})"),
     "scatter_add": ("{0}.scatter_add({1}, {2}, {axis})", "{0}.scatter_add({axis}, {1}, {2})"),
+    # the ops that pick elements
+    "sort": ("{0}.sort({axis}, descending={descending})[0]", "{0}.sort({axis}, descending={descending})[0]"),
+    "topk": ("{0}.topk({k}, {axis}, largest={largest})[0]", "{0}.topk({k}, {axis}, largest={largest})[0]"),
+    "take": ("{0}[{1}]", "{0}[{1}]"),
+    "take_second": ("{0}[:, {1}]", "{0}[:, {1}]"),
+    "masked": ("{0}[{1}]", "{0}[{1}]"),
+    "avg_pool2d": (
+        "{0}.avg_pool2d({k}, {stride}, {padding}, ceil_mode={ceil}, count_include_pad={include})",
+        "torch.nn.functional.avg_pool2d({0}, {k}, {stride}, {padding}, ceil_mode={ceil}, count_include_pad={include})",
+    ),
+    "max_pool2d": ("{0}.max_pool2d(2)", "torch.nn.functional.max_pool2d({0}, 2)"),
     # the loss: each value nothing else reads, weighted and summed
     "weighted_sum": ("({0} * {1}).sum()", "({0} * {1}).sum()"),
 }
-SOURCES = ("leaf", "data", "index")
+SOURCES = ("leaf", "data", "index", "mask")
 PREFIX = {"limn": "a", "torch": "t"}
 
 
@@ -164,7 +185,7 @@ class Case:
     @property
     def values(self) -> list[int]:
         """The float values the program computes (every step but the data it reads)."""
-        return [s.out for s in self.steps if s.op not in ("data", "index")]
+        return [s.out for s in self.steps if s.op not in ("data", "index", "mask")]
 
     @property
     def leaves(self) -> list[int]:
@@ -233,6 +254,7 @@ class Generator:
     def __init__(self, seed: int) -> None:
         self.seed = seed
         self.composed = seed >= COMPOSED_FROM  # the second set: limn's compositions too, finite leaves
+        self.selecting = seed >= SELECTING_FROM  # the third set: the ops that pick elements too
         self.specials = 0.0 if self.composed else SPECIAL_LEAVES
         self.rng = np.random.default_rng(seed)
         self.dtype = np.float64 if self.rng.random() < 0.25 else np.float32
@@ -705,6 +727,68 @@ def propose_indexed(g: Generator) -> int | None:
     return g.emit("scatter_add", x, idx, upd, axis=axis)
 
 
+def _distinct_along(values: np.ndarray, axis: int) -> bool:
+    """No two values along axis within MARGIN of each other: the order a sort gives is not a rounding's."""
+    return bool((np.diff(np.sort(values, axis=axis), axis=axis) > MARGIN).all())
+
+
+def propose_sort(g: Generator) -> int | None:
+    """The values of sort (either order) or topk (largest or smallest) along one dim free of ties."""
+    x = g.pick(min_ndim=1)
+    if x is None:
+        return None
+    shape = g.shape(x)
+    ndim = len(shape)
+    d = int(g.rng.integers(0, ndim))
+    if shape[d] == 0 or not _distinct_along(g.value(x), d):
+        return None
+    axis = d - ndim if g.rng.random() < 0.5 else d
+    if g.rng.random() < 0.5:
+        return g.emit("sort", x, axis=axis, descending=bool(g.rng.random() < 0.5))
+    k = int(g.rng.integers(1, shape[d] + 1))
+    return g.emit("topk", x, k=k, axis=axis, largest=bool(g.rng.random() < 0.5))
+
+
+def propose_take(g: Generator) -> int | None:
+    """x[idx] or x[:, idx] with an int tensor (negative and repeated indices too: repeated ones add up their
+    gradients), or x[mask] with a bool mask of x's shape (a 1-d result of data-dependent length)."""
+    x = g.pick(min_ndim=1)
+    if x is None:
+        return None
+    shape = g.shape(x)
+    if g.rng.random() < 0.3:
+        return g.emit("masked", x, g.source("mask", g.rng.random(shape) < 0.5))
+    d = 0 if len(shape) == 1 or g.rng.random() < 0.6 else 1
+    if shape[d] == 0:
+        return None
+    idx = g.rng.integers(-shape[d], shape[d], int(g.rng.integers(1, 6))).astype(np.int32)
+    return g.emit("take" if d == 0 else "take_second", x, g.source("index", idx))
+
+
+def _one_winner_per_window(values: np.ndarray) -> bool:
+    """Every 2x2 window of the last two dims (as max_pool2d(2) cuts them) has one clear largest value."""
+    h, w = values.shape[-2] // 2 * 2, values.shape[-1] // 2 * 2
+    cut = values[..., :h, :w].reshape(*values.shape[:-2], h // 2, 2, w // 2, 2)
+    windows = np.sort(np.moveaxis(cut, -3, -2).reshape(*cut.shape[:-4], h // 2, w // 2, 4), axis=-1)
+    return bool((windows[..., -1] - windows[..., -2] > MARGIN).all())
+
+
+def propose_pool(g: Generator) -> int | None:
+    """avg_pool2d (kernel 2 or 3, stride 1 or 2, padding, ceil_mode, count_include_pad) or max_pool2d(2) over
+    the last two dims of a (C, H, W) or (N, C, H, W) value; max only where each window has one winner."""
+    x = g.pick(min_ndim=3, max_ndim=4, where=lambda i: min(g.shape(i)[-2:]) >= 2)
+    if x is None:  # few random values are images: start one
+        x = g.leaf(_ints(g.rng.integers([1, 2, 2], [4, 7, 7])))
+    if g.rng.random() < 0.4:
+        return g.emit("max_pool2d", x) if _one_winner_per_window(g.value(x)) else None
+    k = int(g.rng.integers(2, 4))
+    padding = int(g.rng.integers(0, k // 2 + 1))
+    if min(g.shape(x)[-2:]) + 2 * padding < k:
+        return None
+    args = {"k": k, "stride": int(g.rng.integers(1, 3)), "padding": padding}
+    return g.emit("avg_pool2d", x, **args, ceil=bool(g.rng.random() < 0.5), include=bool(g.rng.random() < 0.5))
+
+
 PROPOSERS = [
     (propose_reshape, 2),
     (propose_permute, 1),
@@ -726,12 +810,13 @@ PROPOSERS = [
     (propose_indexed, 1),
 ]
 COMPOSED_PROPOSERS = [(propose_scan, 0.7), (propose_rearrange, 0.7)]
+SELECTING_PROPOSERS = [(propose_sort, 2.5), (propose_take, 2.5), (propose_pool, 2.5)]
 
 
 @functools.cache
 def generate(seed: int) -> Case:
     g = Generator(seed)
-    proposers = PROPOSERS + (COMPOSED_PROPOSERS if g.composed else [])
+    proposers = PROPOSERS + (COMPOSED_PROPOSERS if g.composed else []) + (SELECTING_PROPOSERS if g.selecting else [])
     for _ in range(int(g.rng.integers(1, 3))):
         g.leaf(g.random_shape())
     target = int(g.rng.integers(5, 15))
