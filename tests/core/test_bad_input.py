@@ -293,3 +293,36 @@ def test_twenty_thousand_chained_nodes_realize_and_backprop_without_recursion_er
     np.testing.assert_array_equal(y.numpy(), [1.0, -2.0])
     y.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])
+
+
+# ---- the error type torch code catches ----
+
+# the same mistake made in both frameworks, spelled once with `m` for the module (torch or limn's Tensor)
+SHARED_MISTAKES = {
+    "broadcast": "m.ones(2, 3) + m.ones(4)",
+    "matmul inner sizes": "m.ones(2, 3) @ m.ones(2, 3)",
+    "reshape": "m.ones(2, 3).reshape(4, 2)",
+    "permute": "m.ones(2, 3).permute(0, 0)",
+    "flip the same dim twice": "m.ones(2, 3).flip((0, 0))",
+    "roll shifts and dims": "m.ones(2, 3).roll((1, 2), (0,))",
+    "diagonal of one dim": "m.ones(2, 3).diagonal(0, 0, 0)",
+    "einsum sizes": "m.einsum('ij,ij->i', m.ones(2, 3), m.ones(3, 2))",
+    "unfold past the size": "m.ones(8).unfold(0, 9, 3)",
+}
+
+
+@pytest.mark.parametrize("name", SHARED_MISTAKES)
+def test_an_argument_mistake_torch_raises_runtimeerror_for_is_a_runtimeerror_and_a_valueerror(name: str) -> None:
+    """limn.ArgumentError is both, so ported code catching torch's RuntimeError and limn's own tests catching
+    ValueError both hold."""
+    import torch
+
+    class LimnModule:
+        ones = staticmethod(lambda *shape: Tensor.ones(shape))
+        einsum = staticmethod(Tensor.einsum)
+
+    with pytest.raises(RuntimeError):
+        eval(SHARED_MISTAKES[name], {"m": torch})
+    with pytest.raises(RuntimeError) as excinfo:
+        eval(SHARED_MISTAKES[name], {"m": LimnModule})
+    assert isinstance(excinfo.value, ValueError) and isinstance(excinfo.value, limn.ArgumentError)

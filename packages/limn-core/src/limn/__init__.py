@@ -12,6 +12,7 @@ from limn.creation import manual_seed
 from limn.device import DeviceError, current_device, devices, get_device, register_device, set_device
 from limn.dtypes import DType, bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
 from limn.engine import realize
+from limn.errors import ArgumentError
 from limn.tensor import Tensor
 
 # torch's other names for the same dtypes (limn.long is limn.int64), so ported code reads unchanged
@@ -21,6 +22,7 @@ long, int, short, bool = int64, int32, int16, bool_
 __version__ = "0.1.1"
 
 __all__ = [
+    "ArgumentError",
     "DType",
     "DeviceError",
     "Tensor",

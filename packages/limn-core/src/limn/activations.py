@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from limn.dtypes import DType
+from limn.errors import ArgumentError
 from limn.primitives import Tensor, normalize_axis
 from limn.reductions import log_softmax as _log_softmax
 from limn.reductions import softmax as _softmax
@@ -55,7 +56,7 @@ def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
     [-1.0, 0.5, 1.0]
     """
     if min_val > max_val:
-        raise ValueError(f"hardtanh: min_val {min_val} is greater than max_val {max_val}; swap them")
+        raise ArgumentError(f"hardtanh: min_val {min_val} is greater than max_val {max_val}; swap them")
     if not x.dtype.is_float and float(min_val).is_integer() and float(max_val).is_integer():
         return x.clip(int(min_val), int(max_val))
     return x.clip(min_val, max_val)  # hardtanh: clamp(x, min, max), gradient where min < x < max
@@ -119,7 +120,7 @@ def softshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
     [-1.0, 0.0, 1.0]
     """
     if lambd < 0:
-        raise ValueError(f"softshrink: lambd must be >= 0 (torch raises too), got {lambd}")
+        raise ArgumentError(f"softshrink: lambd must be >= 0 (torch raises too), got {lambd}")
     x = _floats_only(x, "softshrink")
     outside = x.gt(lambd).logical_or(x.lt(-lambd))
     rest = x.detach() * 0.0 + 0.0  # +0.0 inside, NaN at NaN, both with gradient 0
@@ -149,7 +150,7 @@ def prelu(x: Tensor, weight: Tensor) -> Tensor:
     weight = weight if isinstance(weight, Tensor) else Tensor(weight, dtype=x.dtype)
     channels = x.shape[1] if x.ndim >= 2 else 1
     if weight.size not in (1, channels):
-        raise ValueError(
+        raise ArgumentError(
             f"prelu: weight has {weight.size} values, but the input {x.shape} has {channels} channels "
             "(dim 1; one for an input of fewer than 2 dims); pass 1 weight or one per channel"
         )
@@ -196,7 +197,7 @@ def celu(x: Tensor, alpha: float = 1.0) -> Tensor:
     -0.7869
     """
     if alpha == 0:
-        raise ValueError("celu: alpha cannot be 0 (it divides x; torch raises too)")
+        raise ArgumentError("celu: alpha cannot be 0 (it divides x; torch raises too)")
     return _elu(x, alpha, 1.0, 1.0 / alpha, "celu")
 
 
@@ -296,11 +297,11 @@ def glu(x: Tensor, dim: int = -1) -> Tensor:
     """
     x = _floats_only(x, "glu")
     if x.ndim == 0:
-        raise ValueError("glu: a 0-d tensor has no dim to halve (torch raises too); reshape it to (2,) or more")
+        raise ArgumentError("glu: a 0-d tensor has no dim to halve (torch raises too); reshape it to (2,) or more")
     axis = normalize_axis(dim, x.ndim, "glu")
     n = x.shape[axis]
     if n % 2:
-        raise ValueError(f"glu: dim {dim} of shape {x.shape} has odd size {n}, and glu halves it; it must be even")
+        raise ArgumentError(f"glu: dim {dim} of shape {x.shape} has odd size {n}, and glu halves it; it must be even")
     box = [(0, s) for s in x.shape]
     first, second = list(box), list(box)
     first[axis], second[axis] = (0, n // 2), (n // 2, n)
@@ -313,7 +314,7 @@ def glu(x: Tensor, dim: int = -1) -> Tensor:
 def _softmax_args(x: Tensor, dim: int | None, axis: int | None, dtype: DType | str | None) -> tuple[Tensor, int]:
     """x cast to dtype (torch casts before the op) and the one dim asked for, by torch's name or limn's."""
     if dim is not None and axis is not None and dim != axis:
-        raise ValueError(f"softmax: dim={dim} and axis={axis} name different dims; pass one of them")
+        raise ArgumentError(f"softmax: dim={dim} and axis={axis} name different dims; pass one of them")
     x = x if dtype is None else x.cast(dtype)
     if not x.dtype.is_float:
         raise TypeError(f"softmax of a {x.dtype.name} tensor: torch has none; pass dtype='float32' or cast first")

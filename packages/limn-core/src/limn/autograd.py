@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from limn.errors import ArgumentError
 from limn.ops import Movement, Node, Op, postorder
 
 if TYPE_CHECKING:
@@ -213,7 +214,7 @@ def backward(root: Tensor, gradient: Tensor | None, create_graph: bool) -> None:
     elif not isinstance(gradient, Tensor):
         gradient = Tensor(gradient, dtype=root.dtype)
     if gradient.shape != root.shape:
-        raise ValueError(f"backward(): gradient has shape {gradient.shape}, the output has {root.shape}")
+        raise ArgumentError(f"backward(): gradient has shape {gradient.shape}, the output has {root.shape}")
 
     guard = enable_grad() if create_graph else no_grad()
     with guard:

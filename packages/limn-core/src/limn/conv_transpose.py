@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from limn.convolution import IntOrSeq, as_tuple, conv
+from limn.errors import ArgumentError
 from limn.padding import pad
 from limn.primitives import Tensor
 
@@ -33,7 +34,7 @@ def conv_transpose(
         return out.squeeze(0)
     c_in = weight.shape[0]
     if input.ndim != n + 2 or groups < 1 or input.shape[1] != c_in or c_in % groups:
-        raise ValueError(
+        raise ArgumentError(
             f"conv_transpose: input {input.shape} does not fit weight {weight.shape} (in, out / groups, *k) with "
             f"groups={groups}: expected (batch, {c_in}, {n} spatial dims), in channels divisible by groups"
         )
@@ -42,10 +43,10 @@ def conv_transpose(
     padding = as_tuple(padding, n, "conv_transpose padding")
     output_padding = as_tuple(output_padding, n, "conv_transpose output_padding")
     if min(stride + dilation) < 1 or min(padding + output_padding) < 0:
-        raise ValueError(f"conv_transpose: stride {stride} and dilation {dilation} must be >= 1, padding >= 0")
+        raise ArgumentError(f"conv_transpose: stride {stride} and dilation {dilation} must be >= 1, padding >= 0")
     for op, s, d in zip(output_padding, stride, dilation):
         if op >= max(s, d):
-            raise ValueError(
+            raise ArgumentError(
                 f"conv_transpose: output_padding {output_padding} must be smaller than the stride {stride} or the "
                 f"dilation {dilation} (torch's rule)"
             )
@@ -125,4 +126,4 @@ def conv_transpose2d(
 
 def _check_rank(weight: Tensor, ndim: int, what: str) -> None:
     if weight.ndim != ndim:
-        raise ValueError(f"{what}: the weight must have {ndim} dims (in, out / groups, *kernel), got {weight.shape}")
+        raise ArgumentError(f"{what}: the weight must have {ndim} dims (in, out / groups, *kernel), got {weight.shape}")

@@ -13,6 +13,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
+from limn.errors import ArgumentError
 from limn.primitives import Tensor
 
 IntOrSeq = int | Sequence[int]
@@ -28,7 +29,7 @@ def as_tuple(value: IntOrSeq, n: int, what: str) -> tuple[int, ...]:
     out = (value,) * n if isinstance(value, int) else tuple(value)
     out = out * n if len(out) == 1 else out
     if len(out) != n or not all(isinstance(v, int) and not isinstance(v, bool) for v in out):
-        raise ValueError(f"{what} must be an int or {n} ints, got {value!r}")
+        raise ArgumentError(f"{what} must be an int or {n} ints, got {value!r}")
     return out
 
 
@@ -50,9 +51,9 @@ def padding_pairs(
         if padding == "valid":
             return ((0, 0),) * n
         if padding != "same":
-            raise ValueError(f"{what}: padding must be 'same', 'valid', an int or ints, not {padding!r}")
+            raise ArgumentError(f"{what}: padding must be 'same', 'valid', an int or ints, not {padding!r}")
         if any(s != 1 for s in stride):
-            raise ValueError(f"{what}: padding='same' needs stride 1 (torch's rule), got stride {tuple(stride)}")
+            raise ArgumentError(f"{what}: padding='same' needs stride 1 (torch's rule), got stride {tuple(stride)}")
         totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
         return tuple((t // 2, t - t // 2) for t in totals)
     if not isinstance(padding, int) and len(padding) == 2 * n and n > 0:
@@ -62,7 +63,7 @@ def padding_pairs(
     else:
         out = tuple((p, p) for p in as_tuple(padding, n, f"{what} padding"))
     if any(p < 0 for pair in out for p in pair):
-        raise ValueError(f"{what}: padding must be >= 0, got {padding!r}")
+        raise ArgumentError(f"{what}: padding must be >= 0, got {padding!r}")
     return out
 
 
@@ -87,19 +88,19 @@ def conv(
     if x.ndim == n + 1 and n > 0:  # unbatched (C, *in), as torch takes it
         return conv(x.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
     if x.ndim != n + 2 or groups < 1 or x.shape[1] != weight.shape[1] * groups or weight.shape[0] % groups:
-        raise ValueError(
+        raise ArgumentError(
             f"conv: input {x.shape} does not fit weight {weight.shape} with groups={groups}: expected "
             f"(batch, {weight.shape[1] * groups}, {n} spatial dims) and out channels divisible by groups"
         )
     kernel = weight.shape[2:]
     stride, dilation = as_tuple(stride, n, "conv stride"), as_tuple(dilation, n, "conv dilation")
     if min(stride + dilation, default=1) < 1:
-        raise ValueError(f"conv: stride {stride} and dilation {dilation} must be >= 1")
+        raise ArgumentError(f"conv: stride {stride} and dilation {dilation} must be >= 1")
     pads = padding_pairs(padding, kernel, stride, dilation, "conv")
     padded = tuple(i + b + a for i, (b, a) in zip(x.shape[2:], pads))
     outs = tuple((i - d * (k - 1) - 1) // s + 1 for i, k, s, d in zip(padded, kernel, stride, dilation))
     if min(outs) < 1:
-        raise ValueError(
+        raise ArgumentError(
             f"conv: input {padded} (padded) is smaller than the dilated kernel {kernel} "
             f"(dilation {tuple(dilation)}); the output would be empty"
         )
@@ -284,4 +285,4 @@ def conv2d(
 
 def _check_rank(weight: Tensor, ndim: int, what: str) -> None:
     if weight.ndim != ndim:
-        raise ValueError(f"{what}: the weight must have {ndim} dims (out, in / groups, *kernel), got {weight.shape}")
+        raise ArgumentError(f"{what}: the weight must have {ndim} dims (out, in / groups, *kernel), got {weight.shape}")

@@ -15,6 +15,7 @@ import numpy as np
 
 from limn import dtypes, rng, sampling
 from limn.dtypes import DType
+from limn.errors import ArgumentError
 from limn.primitives import Tensor
 
 
@@ -201,7 +202,7 @@ def linspace(
     [0.0, 0.25, 0.5, 0.75, 1.0]
     """
     if steps < 0:
-        raise ValueError(f"linspace: steps must be non-negative, got {steps}")
+        raise ArgumentError(f"linspace: steps must be non-negative, got {steps}")
     dtype = dtypes.as_dtype(dtype)
     wide = np.float64 if dtype == dtypes.float64 else np.float32  # torch computes in the dtype (halves in float32)
     i = np.arange(steps).astype(wide)
@@ -238,9 +239,9 @@ def meshgrid(*tensors: Tensor | Sequence[Tensor], indexing: str = "ij") -> tuple
     if len(tensors) == 1 and not isinstance(tensors[0], Tensor):
         tensors = tuple(tensors[0])
     if indexing not in ("ij", "xy"):
-        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', not {indexing!r}")
+        raise ArgumentError(f"meshgrid: indexing must be 'ij' or 'xy', not {indexing!r}")
     if any(t.ndim > 1 for t in tensors):
-        raise ValueError(f"meshgrid: takes 0-d or 1-d tensors, got shapes {[t.shape for t in tensors]}")
+        raise ArgumentError(f"meshgrid: takes 0-d or 1-d tensors, got shapes {[t.shape for t in tensors]}")
     lines = [t.reshape(-1) for t in tensors]
     order = list(range(len(lines)))
     if indexing == "xy" and len(lines) > 1:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from limn.errors import ArgumentError
 from limn.primitives import Tensor
 from limn.view import prod
 
@@ -60,13 +61,13 @@ def _parse(equation: str, n: int) -> tuple[list[str], str | None]:
     left, arrow, right = eq.partition("->")
     inputs = left.split(",")
     if len(inputs) != n:
-        raise ValueError(f"einsum: {equation!r} names {len(inputs)} operands, {n} were given")
+        raise ArgumentError(f"einsum: {equation!r} names {len(inputs)} operands, {n} were given")
     for s in [*inputs, right]:
         letters = s.replace("...", "")
         if "." in letters or not all(c.isalpha() for c in letters):
-            raise ValueError(f"einsum: {equation!r}: a term holds something other than letters and `...`: {s!r}")
+            raise ArgumentError(f"einsum: {equation!r}: a term holds something other than letters and `...`: {s!r}")
         if s.count("...") > 1:
-            raise ValueError(f"einsum: {equation!r}: a term holds `...` more than once: {s!r}")
+            raise ArgumentError(f"einsum: {equation!r}: a term holds `...` more than once: {s!r}")
     return inputs, (right if arrow else None)
 
 
@@ -75,16 +76,16 @@ def _term(t: Tensor, spec: str, n_ellipsis: int, equation: str) -> Term:
     if "..." in spec:
         own = t.ndim - (len(spec) - 3)
         if own < 0:
-            raise ValueError(f"einsum: {equation!r}: operand of shape {t.shape} has fewer dims than {spec!r} names")
+            raise ArgumentError(f"einsum: {equation!r}: operand of shape {t.shape} has fewer dims than {spec!r} names")
         spec = spec.replace("...", ELLIPSIS_LETTERS[n_ellipsis - own : n_ellipsis])
     if len(spec) != t.ndim:
-        raise ValueError(f"einsum: {equation!r}: {spec!r} names {len(spec)} dims, the operand has shape {t.shape}")
+        raise ArgumentError(f"einsum: {equation!r}: {spec!r} names {len(spec)} dims, the operand has shape {t.shape}")
     while len(set(spec)) < len(spec):  # "ii": the diagonal over the two dims, appended as the last dim
         c = next(c for c in spec if spec.count(c) > 1)
         first, second = spec.index(c), spec.index(c, spec.index(c) + 1)
         if t.shape[first] != t.shape[second]:
             sizes = (t.shape[first], t.shape[second])
-            raise ValueError(f"einsum: {equation!r}: letter {c!r} names two dims of sizes {sizes}")
+            raise ArgumentError(f"einsum: {equation!r}: letter {c!r} names two dims of sizes {sizes}")
         t = t.diagonal(0, first, second)
         spec = spec[:first] + spec[first + 1 : second] + spec[second + 1 :] + c
     return Term(t, spec)
@@ -94,9 +95,9 @@ def _check_output(output: str, terms: list[Term], equation: str) -> None:
     used = set("".join(t.letters for t in terms))
     for c in output:
         if c not in used:
-            raise ValueError(f"einsum: {equation!r}: output letter {c!r} names no input dim")
+            raise ArgumentError(f"einsum: {equation!r}: output letter {c!r} names no input dim")
         if output.count(c) > 1:
-            raise ValueError(f"einsum: {equation!r}: output letter {c!r} appears twice")
+            raise ArgumentError(f"einsum: {equation!r}: output letter {c!r} appears twice")
 
 
 def _sizes(terms: list[Term], equation: str) -> dict[str, int]:
@@ -105,7 +106,7 @@ def _sizes(terms: list[Term], equation: str) -> dict[str, int]:
     for t in terms:
         for c, s in zip(t.letters, t.tensor.shape):
             if sizes.get(c, 1) != 1 and s != 1 and sizes[c] != s:
-                raise ValueError(f"einsum: {equation!r}: letter {c!r} names dims of sizes {sizes[c]} and {s}")
+                raise ArgumentError(f"einsum: {equation!r}: letter {c!r} names dims of sizes {sizes[c]} and {s}")
             sizes[c] = s if sizes.get(c, 1) == 1 else sizes[c]
     return sizes
 

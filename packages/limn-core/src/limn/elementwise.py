@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from limn import dtypes, rounding
+from limn.errors import ArgumentError
 from limn.ops import Op
 from limn.primitives import Scalar, Tensor, TensorLike
 
@@ -207,7 +208,7 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
         inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
         return 0.5 * x * (1 + inner.tanh())
     if approximate != "none":
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
+        raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
     # x * (1 + erf(x / sqrt 2)) / 2, in torch's order (x * (1 + erf) overflows to inf past 1.7e38, as torch's);
     # torch's gelu(+inf) is NaN (its erf kernel meets inf * 0), and so is its gradient there
     value = x * (1 + (x * (1 / math.sqrt(2))).erf()) * 0.5
@@ -343,7 +344,7 @@ def _int_bounds(x: Tensor, lo: TensorLike | None, hi: TensorLike | None) -> tupl
     for name, bound in (("min", lo), ("max", hi)):
         beyond = bound is not None and not isinstance(bound, bool) and isinstance(bound, (int, np.integer))
         if beyond and ((name == "min" and bound > info.max) or (name == "max" and bound < info.min)):
-            raise ValueError(
+            raise ArgumentError(
                 f"clamp: {name} value {bound} is outside the range of {x.dtype.name} ({info.min} to {info.max}); "
                 f"cast x to a wider dtype first"
             )

@@ -18,6 +18,7 @@ import numpy as np
 
 from limn import autograd, dtypes
 from limn.engine import realize
+from limn.errors import ArgumentError
 from limn.primitives import Tensor, broadcast_shape
 from limn.rearrange import take_at
 from limn.view import prod
@@ -184,7 +185,7 @@ def _basic(x: Tensor, items: list) -> Tensor:
         else:
             start, stop, step = i.indices(size)
             if step <= 0:
-                raise ValueError(f"slice step {step} on dim {dim}: steps must be positive, as in torch; use .flip")
+                raise ArgumentError(f"slice step {step} on dim {dim}: steps must be positive, as in torch; use .flip")
             count = len(range(start, stop, step))
             end = start + (count - 1) * step + 1 if count else start
             box.append((start, end))
@@ -311,7 +312,7 @@ def _fitted(value: Tensor, shape: tuple[int, ...]) -> Tensor:
         value = value.reshape(value.shape[1:])
     fits = len(value.shape) <= len(shape) and all(v in (1, s) for v, s in zip(reversed(value.shape), reversed(shape)))
     if not fits:
-        raise ValueError(f"setitem: a value of shape {value.shape} cannot be written into x[index] of shape {shape}")
+        raise ArgumentError(f"setitem: a value of shape {value.shape} cannot be written into x[index] of shape {shape}")
     return value.broadcast_to(shape)
 
 

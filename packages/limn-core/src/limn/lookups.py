@@ -9,6 +9,7 @@ Pipeline: **tensor (composed ops)** -> graph (GATHER, SCATTER) -> schedule -> IR
 from __future__ import annotations
 
 from limn import dtypes, losses
+from limn.errors import ArgumentError
 from limn.primitives import Tensor, index_tensor
 
 
@@ -19,7 +20,7 @@ def embedding(x: Tensor, idx: Tensor) -> Tensor:
     [[4.0, 5.0], [0.0, 1.0]]
     """
     if x.ndim != 2:
-        raise ValueError(f"embedding: the table must be (vocab, dim), got {x.shape}")
+        raise ArgumentError(f"embedding: the table must be (vocab, dim), got {x.shape}")
     idx = index_tensor(idx, "embedding")
     flat = idx.reshape(idx.size, 1).expand(idx.size, x.shape[1])  # (N,) -> (N, D)
     return x.gather(flat, axis=0).reshape(idx.shape + (x.shape[1],))
@@ -40,7 +41,7 @@ def one_hot(x: Tensor, num_classes: int = -1) -> Tensor:
     if num_classes == -1:
         num_classes = _inferred_classes(idx)
     elif num_classes < 0:
-        raise ValueError(f"one_hot: num_classes must be >= 0, or -1 to infer it from the ids; got {num_classes}")
+        raise ArgumentError(f"one_hot: num_classes must be >= 0, or -1 to infer it from the ids; got {num_classes}")
     idx = idx.unsqueeze(-1)  # S -> (*S, 1)
     ones = Tensor.ones(idx.shape, dtype=dtypes.int32, device=x.device)
     zeros = Tensor.zeros(idx.shape[:-1] + (num_classes,), dtype=dtypes.int32, device=x.device)
@@ -50,10 +51,10 @@ def one_hot(x: Tensor, num_classes: int = -1) -> Tensor:
 def _inferred_classes(idx: Tensor) -> int:
     """max(idx) + 1, read from the realized ids: one_hot's num_classes=-1."""
     if idx.size == 0:
-        raise ValueError("one_hot: cannot infer num_classes from an empty tensor (torch cannot either); pass it")
+        raise ArgumentError("one_hot: cannot infer num_classes from an empty tensor (torch cannot either); pass it")
     low, high = idx.min().item(), idx.max().item()
     if low < 0:
-        raise ValueError(f"one_hot: class ids must be non-negative to infer num_classes, got {low}")
+        raise ArgumentError(f"one_hot: class ids must be non-negative to infer num_classes, got {low}")
     return int(high) + 1
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from limn.activations import log_softmax, logsigmoid
+from limn.errors import ArgumentError
 from limn.primitives import Tensor, TensorLike, index_tensor
 from limn.stable import log1p, log1p_value, with_gradient_of
 
@@ -25,7 +26,7 @@ def _reduction(what: str, reduction: str, size_average: bool | None = None, redu
         reduce = True if reduce is None else reduce
         reduction = "none" if not reduce else ("mean" if size_average else "sum")
     if reduction not in REDUCTIONS:
-        raise ValueError(f"{what}: reduction must be 'none', 'mean' or 'sum', not {reduction!r}")
+        raise ArgumentError(f"{what}: reduction must be 'none', 'mean' or 'sum', not {reduction!r}")
     return reduction
 
 
@@ -52,13 +53,13 @@ def _float_input(x: Tensor, what: str) -> Tensor:
 def _class_view(x: Tensor, target: TensorLike, what: str) -> tuple[Tensor, Tensor]:
     """x as (N, C, d...) and int targets as (N, d...): a 1-D x (C,) with a 0-d target gains N = 1."""
     if x.ndim == 0:
-        raise ValueError(f"{what}: the input is 0-d; it needs a class dim, (C,), (N, C) or (N, C, d1, ...)")
+        raise ArgumentError(f"{what}: the input is 0-d; it needs a class dim, (C,), (N, C) or (N, C, d1, ...)")
     target = index_tensor(target, what)
     if x.ndim == 1:
         x, target = x.unsqueeze(0), target.reshape(1) if target.ndim == 0 else target
     want = x.shape[:1] + x.shape[2:]
     if target.shape != want:
-        raise ValueError(
+        raise ArgumentError(
             f"{what}: an input of shape {x.shape} (N, C, d...) needs class targets of shape {want} (N, d...), "
             f"got {target.shape}"
         )
@@ -70,7 +71,7 @@ def _class_weight(weight: TensorLike | None, x: Tensor, what: str) -> Tensor | N
         return None
     weight = _as_tensor(weight, x).cast(x.dtype)
     if weight.shape != (x.shape[1],):
-        raise ValueError(f"{what}: weight must have one value per class, shape ({x.shape[1]},), got {weight.shape}")
+        raise ArgumentError(f"{what}: weight must have one value per class, shape ({x.shape[1]},), got {weight.shape}")
     return weight
 
 
@@ -140,11 +141,11 @@ def cross_entropy(
     """
     reduction = _reduction("cross_entropy", reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+        raise ArgumentError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     x = _float_input(input, "cross_entropy")
     target = target if isinstance(target, Tensor) else Tensor(target)
     if x.ndim == 0:
-        raise ValueError("cross_entropy: the input is 0-d; it needs a class dim, (C,), (N, C) or (N, C, d1, ...)")
+        raise ArgumentError("cross_entropy: the input is 0-d; it needs a class dim, (C,), (N, C) or (N, C, d1, ...)")
     if target.shape == x.shape:
         return _cross_entropy_probabilities(x, target, weight, reduction, label_smoothing)
     if target.dtype.is_float:
@@ -184,7 +185,7 @@ def _cross_entropy_probabilities(
     if weight is not None:
         w = _as_tensor(weight, x).cast(x.dtype)
         if w.shape != (n_classes,):
-            raise ValueError(f"cross_entropy: weight must have one value per class, ({n_classes},), got {w.shape}")
+            raise ArgumentError(f"cross_entropy: weight must have one value per class, ({n_classes},), got {w.shape}")
         terms = terms * w.reshape((n_classes,) + (1,) * (x.ndim - class_dim - 1))
     if reduction == "none":
         return -terms.sum(class_dim)
@@ -215,7 +216,7 @@ def sparse_categorical_crossentropy(
 def _same_shape(x: Tensor, target: TensorLike, what: str) -> Tensor:
     target = _as_tensor(target, x)
     if target.shape != x.shape:
-        raise ValueError(
+        raise ArgumentError(
             f"{what}: the target has shape {target.shape} and the input {x.shape}; they must be the same "
             "(torch raises too)"
         )
@@ -322,7 +323,7 @@ def _weighted(loss: Tensor, weight: TensorLike | None, reduction: str, what: str
         return _reduce(loss, reduction)
     w = _as_tensor(weight, loss)
     if w.shape != loss.shape:
-        raise ValueError(f"{what}: weight has shape {w.shape}, and must have the input's, {loss.shape}")
+        raise ArgumentError(f"{what}: weight has shape {w.shape}, and must have the input's, {loss.shape}")
     loss = loss * w
     if reduction == "mean" and mean_by_weight:
         return loss.sum() / w.sum()
@@ -387,7 +388,7 @@ def smooth_l1_loss(
     """
     reduction = _reduction("smooth_l1_loss", reduction, size_average, reduce)
     if beta < 0:
-        raise ValueError(f"smooth_l1_loss: beta must be >= 0 (torch raises too), got {beta}")
+        raise ArgumentError(f"smooth_l1_loss: beta must be >= 0 (torch raises too), got {beta}")
     d = _difference(input, target, "smooth_l1_loss")
     if beta == 0:
         return _reduce(d.abs(), reduction)
@@ -405,7 +406,7 @@ def huber_loss(
     """
     reduction = _reduction("huber_loss", reduction)
     if delta <= 0:
-        raise ValueError(f"huber_loss: delta must be > 0 (torch raises too), got {delta}")
+        raise ArgumentError(f"huber_loss: delta must be > 0 (torch raises too), got {delta}")
     loss = _quadratic_then_linear(_difference(input, target, "huber_loss"), delta, delta)
     return _weighted(loss, weight, reduction, "huber_loss", False)
 

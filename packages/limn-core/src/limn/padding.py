@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from limn import dtypes
+from limn.errors import ArgumentError
 from limn.primitives import Scalar, Tensor
 from limn.rearrange import take_at
 
@@ -45,16 +46,16 @@ def pad(
         mode, value = "constant", mode
     pairs = _pairs(x, widths)
     if mode not in MODES:
-        raise ValueError(f"pad: mode {mode!r} is not one of {', '.join(map(repr, MODES))}")
+        raise ArgumentError(f"pad: mode {mode!r} is not one of {', '.join(map(repr, MODES))}")
     if mode != "constant" and value not in (None, 0):
-        raise ValueError(f"pad: mode {mode!r} takes no value (got value={value})")
+        raise ArgumentError(f"pad: mode {mode!r} takes no value (got value={value})")
     if all(b >= 0 and a >= 0 for b, a in pairs) and mode == "constant":
         return _pad_movement(x, pairs, _fill(x, value))  # the common case: one PAD movement
     box = []
     for d, ((b, a), n) in enumerate(zip(pairs, x.shape)):
         start, end = max(-b, 0), n - max(-a, 0)
         if start > end:
-            raise ValueError(f"pad: widths {pairs[d]} crop more than the {n} elements of dim {d} of {x.shape}")
+            raise ArgumentError(f"pad: widths {pairs[d]} crop more than the {n} elements of dim {d} of {x.shape}")
         box.append((start, end))
     x = x.shrink(box)  # the negative widths: a crop
     grow = [(max(b, 0), max(a, 0)) for b, a in pairs]
@@ -71,7 +72,7 @@ def _pairs(x: Tensor, widths: Sequence) -> list[tuple[int, int]]:
     widths = list(widths)
     if widths and all(isinstance(w, (int, np.integer)) and not isinstance(w, bool) for w in widths):
         if len(widths) % 2 or len(widths) > 2 * x.ndim:
-            raise ValueError(
+            raise ArgumentError(
                 f"pad: {len(widths)} widths {tuple(widths)} for a tensor of shape {x.shape}; torch's flat spelling "
                 f"takes an even number of ints, two per dim from the last dim, at most {2 * x.ndim}"
             )
@@ -84,7 +85,7 @@ def _pairs(x: Tensor, widths: Sequence) -> list[tuple[int, int]]:
     except (TypeError, ValueError):
         raise TypeError(f"pad: widths {widths!r} must be ints (torch's order) or (before, after) pairs") from None
     if len(pairs) != x.ndim:
-        raise ValueError(f"pad {pairs}: needs one (before, after) pair per dim of {x.shape}")
+        raise ArgumentError(f"pad {pairs}: needs one (before, after) pair per dim of {x.shape}")
     return pairs
 
 
@@ -102,9 +103,9 @@ def _fill(x: Tensor, value: Scalar | None) -> Scalar:
 def _source_positions(n: int, before: int, after: int, mode: str, dim: int) -> np.ndarray:
     """Which element of a dim of n each cell of its padded version reads, for a mode other than constant."""
     if n == 0:
-        raise ValueError(f"pad: mode {mode!r} cannot pad dim {dim}, which is empty")
+        raise ArgumentError(f"pad: mode {mode!r} cannot pad dim {dim}, which is empty")
     if mode == "reflect" and max(before, after) >= n:
-        raise ValueError(f"pad: reflect widths ({before}, {after}) must be below the size {n} of dim {dim}")
+        raise ArgumentError(f"pad: reflect widths ({before}, {after}) must be below the size {n} of dim {dim}")
     if mode == "circular" and max(before, after) > n:
-        raise ValueError(f"pad: circular widths ({before}, {after}) must not exceed the size {n} of dim {dim}")
+        raise ArgumentError(f"pad: circular widths ({before}, {after}) must not exceed the size {n} of dim {dim}")
     return np.pad(np.arange(n), (before, after), mode=MODES[mode])

@@ -16,6 +16,7 @@ import numpy as np
 
 from limn import dtypes
 from limn.convolution import as_tuple, tap_cells
+from limn.errors import ArgumentError
 from limn.primitives import Tensor
 
 IntOrSeq = int | Sequence[int]
@@ -141,10 +142,10 @@ def _sum_along(x: Tensor, axis: int, win: Windows) -> Tensor:
 def _spatial(x: Tensor, n: int, what: str) -> Tensor:
     """x as (N, C, *in): an unbatched (C, *in) gains a batch dim. Empty dims other than the batch raise."""
     if x.ndim not in (n + 1, n + 2):
-        raise ValueError(f"{what}: expects a {n + 1}-d (C, *in) or {n + 2}-d (N, C, *in) input, got shape {x.shape}")
+        raise ArgumentError(f"{what}: expects a {n + 1}-d (C, *in) or {n + 2}-d (N, C, *in) input, got shape {x.shape}")
     batched = x if x.ndim == n + 2 else x.unsqueeze(0)
     if 0 in batched.shape[1:]:
-        raise ValueError(f"{what}: only the batch dim may be empty (torch's rule), got shape {x.shape}")
+        raise ArgumentError(f"{what}: only the batch dim may be empty (torch's rule), got shape {x.shape}")
     return batched
 
 
@@ -159,7 +160,7 @@ def _pads(padding: IntOrSeq, kernel: Sequence[int], what: str) -> tuple[tuple[in
         pairs = tuple((p, p) for p in as_tuple(padding, n, f"{what} padding"))
     for (b, a), k in zip(pairs, kernel):
         if min(b, a) < 0 or max(b, a) > k // 2:
-            raise ValueError(f"{what}: padding {padding} must be >= 0 and at most half the kernel {tuple(kernel)}")
+            raise ArgumentError(f"{what}: padding {padding} must be >= 0 and at most half the kernel {tuple(kernel)}")
     return pairs
 
 
@@ -170,14 +171,14 @@ def _sliding_windows(
     strides = kernel if stride is None or stride == () or stride == [] else as_tuple(stride, n, f"{what} stride")
     dilations = as_tuple(dilation, n, f"{what} dilation")
     if min(kernel + strides + dilations) < 1:
-        raise ValueError(f"{what}: kernel_size {kernel}, stride {strides} and dilation {dilations} must be >= 1")
+        raise ArgumentError(f"{what}: kernel_size {kernel}, stride {strides} and dilation {dilations} must be >= 1")
     pads = _pads(padding, kernel, what)
     wins = [
         sliding(size, k, s, p, d, ceil_mode) for size, k, s, p, d in zip(x.shape[2:], kernel, strides, pads, dilations)
     ]
     outs = tuple(len(w.starts) for w in wins)
     if min(outs) < 1:
-        raise ValueError(
+        raise ArgumentError(
             f"{what}: input {x.shape} with kernel {kernel}, stride {strides}, padding {padding} and dilation "
             f"{dilations} gives output size {outs}, which is too small (torch raises too)"
         )
@@ -278,7 +279,7 @@ def avg_pool(
     what = f"avg_pool{n}d"
     _check_dtype(input, True, what)
     if divisor_override is not None and (not isinstance(divisor_override, int) or divisor_override == 0):
-        raise ValueError(f"{what}: divisor_override must be a nonzero int, got {divisor_override!r}")
+        raise ArgumentError(f"{what}: divisor_override must be a nonzero int, got {divisor_override!r}")
     x = _spatial(input, n, what)
     wins = _sliding_windows(x, n, kernel_size, stride, padding, 1, ceil_mode, what)
     pads = _pads(padding, as_tuple(kernel_size, n, f"{what} kernel_size"), what)
@@ -345,10 +346,10 @@ def avg_pool3d(
 def _adaptive_windows(x: Tensor, n: int, output_size: OutputSize, what: str) -> list[Windows]:
     sizes = (output_size,) * n if isinstance(output_size, int) or output_size is None else tuple(output_size)
     if len(sizes) != n:
-        raise ValueError(f"{what}: output_size must be an int or {n} ints (None keeps a dim), got {output_size!r}")
+        raise ArgumentError(f"{what}: output_size must be an int or {n} ints (None keeps a dim), got {output_size!r}")
     sizes = tuple(i if o is None else o for o, i in zip(sizes, x.shape[2:]))
     if any(not isinstance(o, int) or o < 0 for o in sizes):
-        raise ValueError(f"{what}: output_size must be non-negative ints, got {output_size!r}")
+        raise ArgumentError(f"{what}: output_size must be non-negative ints, got {output_size!r}")
     return [adaptive(i, o) for i, o in zip(x.shape[2:], sizes)]
 
 

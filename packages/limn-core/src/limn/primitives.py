@@ -19,6 +19,7 @@ from limn.autograd import Context
 from limn.device import Buffer, DeviceError, current_device, get_device
 from limn.dtypes import DType
 from limn.engine import buffer_node, observers, realize
+from limn.errors import ArgumentError
 from limn.ops import Movement, Node, Op, Shape
 from limn.view import View, prod
 
@@ -47,7 +48,9 @@ def broadcast_shape(a: Shape, b: Shape, what: str) -> Shape:
     out = []
     for x, y in zip(pa, pb):
         if x != y and x != 1 and y != 1:
-            raise ValueError(f"{what}: shapes {a} and {b} do not broadcast: sizes {x} and {y} differ and neither is 1")
+            raise ArgumentError(
+                f"{what}: shapes {a} and {b} do not broadcast: sizes {x} and {y} differ and neither is 1"
+            )
         out.append(max(x, y) if x != 0 and y != 0 else 0)
     return tuple(out)
 
@@ -79,7 +82,7 @@ def host_array(data: TensorLike, dtype: DType | None) -> np.ndarray:
         try:
             arr = np.array(data)
         except ValueError as e:
-            raise ValueError(f"Tensor(): cannot make a rectangular array from this data: {e}") from None
+            raise ArgumentError(f"Tensor(): cannot make a rectangular array from this data: {e}") from None
         if arr.dtype == object:
             raise TypeError("Tensor(): the data holds objects that are not numbers (ragged lists?)")
         if dtype is not None:
@@ -201,7 +204,7 @@ class Tensor:
         """
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         if any(not isinstance(s, int) or s < 0 for s in shape):
-            raise ValueError(f"full(): shape {shape} must be non-negative ints")
+            raise ArgumentError(f"full(): shape {shape} must be non-negative ints")
         if dtype is None:
             dtype = (
                 dtypes.bool_
@@ -287,7 +290,7 @@ class Tensor:
     def item(self) -> Scalar:
         """The value of a single-element tensor as a python number (computing it first if needed)."""
         if self.size != 1:
-            raise ValueError(f"item() needs a single-element tensor; this one has shape {self.shape}")
+            raise ArgumentError(f"item() needs a single-element tensor; this one has shape {self.shape}")
         return self.numpy().reshape(()).item()
 
     def tolist(self) -> Any:
@@ -296,7 +299,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self.size != 1:
-            raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any()/.all()")
+            raise ArgumentError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any()/.all()")
         return bool(self.item())
 
     def __float__(self) -> float:
@@ -332,7 +335,7 @@ class Tensor:
                 else Tensor(value, dtype=self.dtype, device=self.device)
             )
         if value.shape != self.shape:
-            raise ValueError(f"assign: value of shape {value.shape} cannot be written into shape {self.shape}")
+            raise ArgumentError(f"assign: value of shape {value.shape} cannot be written into shape {self.shape}")
         if value.dtype != self.dtype:
             value = value.cast(self.dtype)
         self.realize()  # the target is a buffer, and the bytes this tensor holds now (limn.snapshot)
@@ -471,7 +474,7 @@ class Tensor:
         axis = normalize_axis(axis, self.ndim, "gather")
         idx = index_tensor(idx, "gather")
         if idx.ndim != self.ndim or any(i > s for d, (i, s) in enumerate(zip(idx.shape, self.shape)) if d != axis):
-            raise ValueError(
+            raise ArgumentError(
                 f"gather: index of shape {idx.shape} does not fit a source of shape {self.shape} "
                 f"along axis {axis} (same rank, and no larger than the source off that axis)"
             )
@@ -491,7 +494,7 @@ class Tensor:
             or idx.ndim != self.ndim
             or any(i > s for d, (i, s) in enumerate(zip(idx.shape, self.shape)) if d != axis)
         ):
-            raise ValueError(
+            raise ArgumentError(
                 f"scatter_add: index {idx.shape} and source {src.shape} must have one shape, of the "
                 f"rank of the target {self.shape} and no larger than it off axis {axis}"
             )
@@ -532,16 +535,16 @@ class Tensor:
         strides allow it; otherwise a copy first (CONTIGUOUS), which the scheduler materializes."""
         new = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else tuple(shape)
         if new.count(-1) > 1:
-            raise ValueError(f"reshape {self.shape} -> {new}: only one dim can be -1")
+            raise ArgumentError(f"reshape {self.shape} -> {new}: only one dim can be -1")
         if -1 in new:
             rest = prod([s for s in new if s != -1])
             if rest == 0 or self.size % rest:
-                raise ValueError(f"reshape {self.shape} -> {new}: {self.size} elements do not divide into {new}")
+                raise ArgumentError(f"reshape {self.shape} -> {new}: {self.size} elements do not divide into {new}")
             new = tuple(self.size // rest if s == -1 else s for s in new)
         if any(s < 0 for s in new):
-            raise ValueError(f"reshape {self.shape} -> {new}: sizes must be non-negative")
+            raise ArgumentError(f"reshape {self.shape} -> {new}: sizes must be non-negative")
         if prod(new) != self.size:
-            raise ValueError(f"reshape {self.shape} -> {new}: {self.size} elements cannot become {prod(new)}")
+            raise ArgumentError(f"reshape {self.shape} -> {new}: {self.size} elements cannot become {prod(new)}")
         if new == self.shape:
             return self
         return self._movement(Movement.RESHAPE, new)
@@ -551,7 +554,7 @@ class Tensor:
         order = tuple(order[0]) if len(order) == 1 and not isinstance(order[0], int) else tuple(order)
         norm = tuple(normalize_axis(d, self.ndim, "permute") for d in order)
         if sorted(norm) != list(range(self.ndim)):
-            raise ValueError(f"permute {order}: must name each of the {self.ndim} dims exactly once")
+            raise ArgumentError(f"permute {order}: must name each of the {self.ndim} dims exactly once")
         if norm == tuple(range(self.ndim)):
             return self
         return self._movement(Movement.PERMUTE, norm)
@@ -561,11 +564,11 @@ class Tensor:
         broadcast_to to add leading dims."""
         new = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else tuple(shape)
         if len(new) != self.ndim:
-            raise ValueError(f"expand {self.shape} -> {new}: the ranks differ; reshape first")
+            raise ArgumentError(f"expand {self.shape} -> {new}: the ranks differ; reshape first")
         new = tuple(s if n == -1 else n for s, n in zip(self.shape, new))
         for s, n in zip(self.shape, new):
             if s != n and s != 1:
-                raise ValueError(f"expand {self.shape} -> {new}: only size-1 dims can grow")
+                raise ArgumentError(f"expand {self.shape} -> {new}: only size-1 dims can grow")
         if new == self.shape:
             return self
         return self._movement(Movement.EXPAND, new)
@@ -575,7 +578,7 @@ class Tensor:
         them from the last), filled with `value`."""
         widths = tuple((int(b), int(a)) for b, a in widths)
         if len(widths) != self.ndim or any(b < 0 or a < 0 for b, a in widths):
-            raise ValueError(f"pad {widths}: needs one non-negative (before, after) pair per dim of {self.shape}")
+            raise ArgumentError(f"pad {widths}: needs one non-negative (before, after) pair per dim of {self.shape}")
         if all(w == (0, 0) for w in widths):
             return self
         out = self._movement(Movement.PAD, widths)
@@ -588,7 +591,9 @@ class Tensor:
         """Keeps [start, end) of each dim, one pair per dim (a view, nothing is copied)."""
         box = tuple((int(s), int(e)) for s, e in box)
         if len(box) != self.ndim or any(not 0 <= s <= e <= n for (s, e), n in zip(box, self.shape)):
-            raise ValueError(f"shrink {box}: each (start, end) must satisfy 0 <= start <= end <= size of {self.shape}")
+            raise ArgumentError(
+                f"shrink {box}: each (start, end) must satisfy 0 <= start <= end <= size of {self.shape}"
+            )
         if all((s, e) == (0, n) for (s, e), n in zip(box, self.shape)):
             return self
         return self._movement(Movement.SHRINK, box)

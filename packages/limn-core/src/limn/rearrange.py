@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from limn.errors import ArgumentError
 from limn.primitives import Tensor, normalize_axis
 from limn.shaping import cat, sizes_of
 from limn.view import prod
@@ -58,7 +59,7 @@ def flip(x: Tensor, *dims: int | Sequence[int], **kwargs: Sequence[int]) -> Tens
     dims = sizes_of(_dims_argument(dims, kwargs, "flip"), "flip")
     normalized = [normalize_axis(d, x.ndim, "flip") for d in dims]
     if len(set(normalized)) != len(normalized):
-        raise ValueError(f"flip: dim listed twice in {dims}")
+        raise ArgumentError(f"flip: dim listed twice in {dims}")
     if x.ndim == 0:
         return x
     for d in normalized:
@@ -79,11 +80,11 @@ def roll(x: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | Non
     shifts_t = (shifts,) if isinstance(shifts, int) else tuple(shifts)
     if dims is None:
         if len(shifts_t) != 1:
-            raise ValueError(f"roll: {len(shifts_t)} shifts need as many dims; got dims=None")
+            raise ArgumentError(f"roll: {len(shifts_t)} shifts need as many dims; got dims=None")
         return roll(x.reshape(-1), shifts_t, 0).reshape(x.shape)
     dims_t = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(dims_t) != len(shifts_t):
-        raise ValueError(f"roll: shifts {shifts_t} and dims {dims_t} must have the same length")
+        raise ArgumentError(f"roll: shifts {shifts_t} and dims {dims_t} must have the same length")
     for shift, d in zip(shifts_t, dims_t):
         d = normalize_axis(d, x.ndim, "roll")
         if x.ndim == 0:
@@ -105,9 +106,11 @@ def repeat(x: Tensor, *sizes: int | Sequence[int]) -> Tensor:
     """
     reps = sizes_of(sizes, "repeat")
     if len(reps) < x.ndim:
-        raise ValueError(f"repeat: {len(reps)} sizes {reps} for a tensor of {x.ndim} dims; give one per dim (or more)")
+        raise ArgumentError(
+            f"repeat: {len(reps)} sizes {reps} for a tensor of {x.ndim} dims; give one per dim (or more)"
+        )
     if any(r < 0 for r in reps):
-        raise ValueError(f"repeat: sizes must be non-negative, got {reps}")
+        raise ArgumentError(f"repeat: sizes must be non-negative, got {reps}")
     shape = (1,) * (len(reps) - x.ndim) + x.shape
     interleaved = tuple(v for s in shape for v in (1, s))  # (1, s0, 1, s1, ...)
     grown = tuple(v for r, s in zip(reps, shape) for v in (r, s))  # (r0, s0, r1, s1, ...)
@@ -149,14 +152,14 @@ def repeat_interleave(
     if isinstance(repeats, int) or (isinstance(repeats, Tensor) and repeats.ndim == 0):
         r = int(repeats.item()) if isinstance(repeats, Tensor) else repeats
         if r < 0:
-            raise ValueError(f"repeat_interleave: repeats must be non-negative, got {r}")
+            raise ArgumentError(f"repeat_interleave: repeats must be non-negative, got {r}")
         grown = x.unsqueeze(dim + 1).expand(x.shape[: dim + 1] + (r,) + x.shape[dim + 1 :])  # (.., n, r, ..)
         out = grown.reshape(x.shape[:dim] + (n * r,) + x.shape[dim + 1 :])
     else:
         counts = _counts(repeats, n)
         out = take_at(x, dim, np.repeat(np.arange(n), counts))
     if output_size is not None and out.shape[dim] != output_size:
-        raise ValueError(f"repeat_interleave: output_size={output_size}, but the repeats give {out.shape[dim]}")
+        raise ArgumentError(f"repeat_interleave: output_size={output_size}, but the repeats give {out.shape[dim]}")
     return out
 
 
@@ -169,9 +172,9 @@ def _counts(repeats: Tensor | Sequence[int], n: int | None) -> np.ndarray:
     if n is not None and len(counts) == 1:
         counts = np.repeat(counts, n)
     if n is not None and len(counts) != n:
-        raise ValueError(f"repeat_interleave: {len(counts)} repeats for a dim of {n} elements; give one per element")
+        raise ArgumentError(f"repeat_interleave: {len(counts)} repeats for a dim of {n} elements; give one per element")
     if (counts < 0).any():
-        raise ValueError(f"repeat_interleave: repeats must be non-negative, got {counts.tolist()}")
+        raise ArgumentError(f"repeat_interleave: repeats must be non-negative, got {counts.tolist()}")
     return counts
 
 
@@ -188,9 +191,9 @@ def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
     dim = normalize_axis(dimension, x.ndim, "unfold")
     n = x.shape[dim]
     if size < 0 or size > n:
-        raise ValueError(f"unfold: window size {size} does not fit dim {dim} of size {n}")
+        raise ArgumentError(f"unfold: window size {size} does not fit dim {dim} of size {n}")
     if step <= 0:
-        raise ValueError(f"unfold: step must be positive, got {step}")
+        raise ArgumentError(f"unfold: step must be positive, got {step}")
     count = (n - size) // step + 1
     starts = np.arange(count) * step
     positions = (starts[:, None] + np.arange(size)[None, :]).reshape(-1)  # window w, element e: w*step + e
@@ -204,10 +207,10 @@ def rot90(x: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
     torch.rot90: a flip and a transpose (k = 1: flip dims[1], then swap; 2: flip both; 3: flip dims[0], swap)."""
     dims = tuple(dims)
     if len(dims) != 2:
-        raise ValueError(f"rot90: dims must name two dims, got {dims}")
+        raise ArgumentError(f"rot90: dims must name two dims, got {dims}")
     d0, d1 = (normalize_axis(d, x.ndim, "rot90") for d in dims)
     if d0 == d1 or x.ndim < 2:
-        raise ValueError(f"rot90: dims {dims} must be two different dims of a tensor of 2 dims or more ({x.shape})")
+        raise ArgumentError(f"rot90: dims {dims} must be two different dims of a tensor of 2 dims or more ({x.shape})")
     k %= 4
     if k == 1:
         return x.flip(d1).transpose(d0, d1)

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from limn import dtypes
 from limn.dtypes import DType
+from limn.errors import ArgumentError
 from limn.ops import Op
 from limn.primitives import Tensor, normalize_axis
 from limn.view import prod as size_of
@@ -502,14 +503,14 @@ def matmul(x: Tensor, other: Tensor) -> Tensor:
     a, b = x, other if isinstance(other, Tensor) else Tensor(other)
     b_shape = b.shape
     if a.ndim == 0 or b.ndim == 0:
-        raise ValueError("matmul: both operands need at least one dim; use * for scalars")
+        raise ArgumentError("matmul: both operands need at least one dim; use * for scalars")
     squeeze_a, squeeze_b = a.ndim == 1, b.ndim == 1
     if squeeze_a:
         a = a.reshape(1, a.shape[0])
     if squeeze_b:
         b = b.reshape(b.shape[0], 1)
     if a.shape[-1] != b.shape[-2]:
-        raise ValueError(f"matmul {x.shape} @ {b_shape}: inner sizes {a.shape[-1]} and {b.shape[-2]} differ")
+        raise ArgumentError(f"matmul {x.shape} @ {b_shape}: inner sizes {a.shape[-1]} and {b.shape[-2]} differ")
     dtype = dtypes.promote(a.dtype, b.dtype)
     compute = dtype.compute  # half widths: multiply and sum in float32, round once at the end
     a, b = a.cast(compute), b.cast(compute)

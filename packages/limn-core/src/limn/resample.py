@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from limn import pooling
+from limn.errors import ArgumentError
 from limn.primitives import Tensor
 
 # the linear modes and the spatial rank each belongs to, as torch pairs them
@@ -50,14 +51,14 @@ def interpolate(
     if mode == "bicubic":
         raise NotImplementedError("interpolate: mode 'bicubic' is not in limn yet; use 'bilinear' or 'nearest'")
     if mode not in MODES:
-        raise ValueError(f"interpolate: mode must be one of {', '.join(MODES)}, not {mode!r}")
+        raise ArgumentError(f"interpolate: mode must be one of {', '.join(MODES)}, not {mode!r}")
     if not input.dtype.is_float:
         raise TypeError(f"interpolate: not defined for {input.dtype.name} tensors (torch's rule); cast to a float")
     if not 1 <= n <= 3 or (mode in LINEAR and LINEAR[mode] != n):
         need = f"a {LINEAR[mode] + 2}-d input" if mode in LINEAR else "a 3-d, 4-d or 5-d input"
-        raise ValueError(f"interpolate: mode {mode!r} needs {need} (N, C, *spatial), got shape {input.shape}")
+        raise ArgumentError(f"interpolate: mode {mode!r} needs {need} (N, C, *spatial), got shape {input.shape}")
     if align_corners is not None and mode not in LINEAR:
-        raise ValueError(f"interpolate: align_corners goes only with the linear modes, not mode {mode!r}")
+        raise ArgumentError(f"interpolate: align_corners goes only with the linear modes, not mode {mode!r}")
     sizes, scales = _output_size(input, n, size, scale_factor, recompute_scale_factor)
     if mode == "area":
         return pooling.adaptive_avg_pool(input, n, sizes)
@@ -76,18 +77,18 @@ def _output_size(
 ) -> tuple[tuple[int, ...], tuple[float | None, ...]]:
     """The output's spatial sizes and the scale factors the kernels use (None: in / out), torch's rules."""
     if (size is None) == (scale_factor is None):
-        raise ValueError("interpolate: give exactly one of size and scale_factor")
+        raise ArgumentError("interpolate: give exactly one of size and scale_factor")
     if size is not None:
         sizes = (size,) * n if isinstance(size, int) else tuple(size)
         if len(sizes) != n or any(not isinstance(s, int) or s < 1 for s in sizes):
-            raise ValueError(f"interpolate: size must be {n} positive ints (or one), got {size!r}")
+            raise ArgumentError(f"interpolate: size must be {n} positive ints (or one), got {size!r}")
         return sizes, (None,) * n
     factors = (float(scale_factor),) * n if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
     if len(factors) != n or any(f <= 0 for f in factors):
-        raise ValueError(f"interpolate: scale_factor must be {n} positive numbers (or one), got {scale_factor!r}")
+        raise ArgumentError(f"interpolate: scale_factor must be {n} positive numbers (or one), got {scale_factor!r}")
     sizes = tuple(math.floor(i * f) for i, f in zip(x.shape[2:], factors))
     if min(sizes) < 1:
-        raise ValueError(f"interpolate: scale_factor {scale_factor} shrinks {x.shape[2:]} to nothing: {sizes}")
+        raise ArgumentError(f"interpolate: scale_factor {scale_factor} shrinks {x.shape[2:]} to nothing: {sizes}")
     return sizes, ((None,) * n if recompute else tuple(float(f) for f in factors))
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from limn import dtypes
 from limn.device import current_device, get_device
+from limn.errors import ArgumentError
 from limn.ops import Node, Op
 from limn.primitives import Tensor
 
@@ -192,7 +193,7 @@ class Generator:
         target = self.counter.node if self.counter.node.op is Op.BUFFER else self.counter.node.srcs[0]
         counter = Tensor._from_node(target, self.device)  # the counter's bytes, before any pending advance
         if self._pending + n >= 2**32:
-            raise ValueError("random numbers: a captured step draws 2**32 numbers or more; draw fewer")
+            raise ArgumentError("random numbers: a captured step draws 2**32 numbers or more; draw fewer")
         index = np.arange(self._pending, self._pending + n, dtype=np.int64)
         base = [counter[i] for i in range(4)]  # (4,) -> four 0-d limbs
         low = Tensor(index % LIMB, dtype=dtypes.float64, device=self.device)  # (n,): the index's limbs
@@ -213,7 +214,7 @@ class Generator:
 def _count(shape: tuple[int, ...]) -> int:
     n = int(np.prod(shape, dtype=np.int64))
     if n >= 2**32:
-        raise ValueError(f"random numbers: {n} numbers in one draw is too many; draw at most 2**32 - 1 at once")
+        raise ArgumentError(f"random numbers: {n} numbers in one draw is too many; draw at most 2**32 - 1 at once")
     return n
 
 

@@ -10,6 +10,7 @@ as torch (tests/core/test_rounding.py). Pipeline: **tensor (composed ops)** -> g
 from __future__ import annotations
 
 from limn import derivative, dtypes, exact
+from limn.errors import ArgumentError
 from limn.primitives import Tensor, TensorLike
 
 
@@ -238,7 +239,7 @@ def divide_rounded(x: Tensor, other: TensorLike, rounding_mode: str, reverse: bo
     ints (exact; a zero divisor raises ZeroDivisionError), floats round the correctly rounded quotient (trunc)
     or follow torch's floor formula (floor). The gradient is 0, as torch's."""
     if rounding_mode not in ("trunc", "floor"):
-        raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', not {rounding_mode!r}")
+        raise ArgumentError(f"div: rounding_mode must be None, 'trunc' or 'floor', not {rounding_mode!r}")
     a, b = x._operands(other, "div", reverse)
     _check_divisible(a, b, f"div (rounding_mode={rounding_mode!r})")
     if not a.dtype.is_float:

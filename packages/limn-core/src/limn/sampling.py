@@ -17,6 +17,7 @@ from limn import dtypes, rng
 from limn.device import get_device
 from limn.dtypes import DType
 from limn.engine import realize
+from limn.errors import ArgumentError
 from limn.primitives import Tensor
 from limn.rng import Generator, default_generator
 
@@ -27,7 +28,7 @@ MANTISSA_BITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
 def _shape(shape: Sequence[int] | int) -> tuple[int, ...]:
     out = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
     if any(s < 0 for s in out):
-        raise ValueError(f"random numbers: shape {out} has a negative size; sizes must be >= 0")
+        raise ArgumentError(f"random numbers: shape {out} has a negative size; sizes must be >= 0")
     return out
 
 
@@ -35,7 +36,7 @@ def _generator(generator: Generator | None, device: str | None) -> Generator:
     if generator is None:
         return default_generator(device)
     if device is not None and generator.device != device:
-        raise ValueError(f"random numbers: the generator is on {generator.device}, the tensor asked on {device}")
+        raise ArgumentError(f"random numbers: the generator is on {generator.device}, the tensor asked on {device}")
     return generator
 
 
@@ -135,9 +136,9 @@ def randint(
     low, high = int(low), int(high)
     dtype = dtypes.as_dtype(dtype)
     if high <= low:
-        raise ValueError(f"randint: needs low < high, got low={low}, high={high}")
+        raise ArgumentError(f"randint: needs low < high, got low={low}, high={high}")
     if dtype.is_int and (low < np.iinfo(dtype.np).min or high - 1 > np.iinfo(dtype.np).max):
-        raise ValueError(f"randint: the range [{low}, {high}) does not fit {dtype.name}")
+        raise ArgumentError(f"randint: the range [{low}, {high}) does not fit {dtype.name}")
     span, shape = float(high - low), _shape(() if size is None else size)
 
     def integers(words: Words) -> Tensor:
@@ -264,7 +265,7 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, *, generator: Gene
     ([0.0, 1.3333333730697632], True)
     """
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout: probability has to be between 0 and 1, but got {p}")
+        raise ArgumentError(f"dropout: probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return x
     if not x.dtype.is_float:
@@ -290,10 +291,10 @@ def multinomial(
     """
     if probs.ndim not in (1, 2) or not probs.dtype.is_float:
         what = f"{probs.dtype.name}{list(probs.shape)}"
-        raise ValueError(f"multinomial: probs must be a 1-d or 2-d float tensor, got {what}")
+        raise ArgumentError(f"multinomial: probs must be a 1-d or 2-d float tensor, got {what}")
     k = probs.shape[-1]
     if num_samples < 1 or (not replacement and num_samples > k):
-        raise ValueError(f"multinomial: cannot draw {num_samples} samples from {k} categories without replacement")
+        raise ArgumentError(f"multinomial: cannot draw {num_samples} samples from {k} categories without replacement")
     g = _generator(generator, probs.device)
     rows = probs.reshape(-1, k).cast(dtypes.float64)  # (K,) or (N, K) -> (N, K)
     n = rows.shape[0]
@@ -326,7 +327,7 @@ def randperm(
     """
     n = int(n)
     if n < 0:
-        raise ValueError(f"randperm: n must be >= 0, got {n}")
+        raise ArgumentError(f"randperm: n must be >= 0, got {n}")
     g = _generator(generator, device)
     dtype = dtypes.as_dtype(dtype)
     if not rng.on_device:

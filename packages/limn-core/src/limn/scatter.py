@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from limn import dtypes
+from limn.errors import ArgumentError
 from limn.primitives import Scalar, Tensor, broadcast_shape, index_tensor, normalize_axis
 from limn.rearrange import take_at
 
@@ -67,7 +68,9 @@ def _source(x: Tensor, src: Any, shape: tuple[int, ...], what: str) -> Tensor:
     src = src if isinstance(src, Tensor) else Tensor(src, dtype=x.dtype, device=x.device)
     src = src.cast(x.dtype)
     if src.ndim != len(shape) or any(s < i for s, i in zip(src.shape, shape)):
-        raise ValueError(f"{what}: src of shape {src.shape} is smaller than the index {shape}; it needs one value each")
+        raise ArgumentError(
+            f"{what}: src of shape {src.shape} is smaller than the index {shape}; it needs one value each"
+        )
     return src.shrink(tuple((0, i) for i in shape))
 
 
@@ -89,7 +92,7 @@ def scatter(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     if reduce is not None:
         named = {"add": "sum", "multiply": "prod"}
         if reduce not in named:
-            raise ValueError(f"scatter: reduce must be 'add' or 'multiply', not {reduce!r}")
+            raise ArgumentError(f"scatter: reduce must be 'add' or 'multiply', not {reduce!r}")
         src = a["src"]
         if not isinstance(src, Tensor):
             src = Tensor.full(idx.shape, src, dtype=x.dtype, device=x.device)
@@ -132,7 +135,7 @@ def scatter_reduce(
     [2.0, 7.0]
     """
     if reduce not in REDUCES:
-        raise ValueError(f"scatter_reduce: reduce must be one of {', '.join(map(repr, REDUCES))}, not {reduce!r}")
+        raise ArgumentError(f"scatter_reduce: reduce must be one of {', '.join(map(repr, REDUCES))}, not {reduce!r}")
     dim = normalize_axis(dim, x.ndim, "scatter_reduce")
     idx = index_tensor(index, "scatter_reduce")
     _check_index(x, idx, dim, "scatter_reduce")
@@ -221,7 +224,7 @@ def _hits(x: Tensor, idx: Tensor, dim: int) -> Tensor:
 
 def _check_index(x: Tensor, idx: Tensor, dim: int, what: str) -> None:
     if idx.ndim != x.ndim or any(i > s for d, (i, s) in enumerate(zip(idx.shape, x.shape)) if d != dim):
-        raise ValueError(
+        raise ArgumentError(
             f"{what}: index of shape {idx.shape} does not fit x of shape {x.shape} along dim {dim} "
             "(same rank, and no larger than x off that dim)"
         )
@@ -255,7 +258,7 @@ def _floor_divide(a: Tensor, b: Tensor) -> Tensor:
 def _line(index: Any, x: Tensor, dim: int, what: str) -> Tensor:
     idx = index_tensor(index, what)
     if idx.ndim > 1:
-        raise ValueError(f"{what}: index must be 0-d or 1-d, got shape {idx.shape}")
+        raise ArgumentError(f"{what}: index must be 0-d or 1-d, got shape {idx.shape}")
     return idx.reshape(-1)
 
 
@@ -316,7 +319,7 @@ def index_fill(x: Tensor, dim: int, index: Any, value: Scalar | Tensor) -> Tenso
 def _fill_value(x: Tensor, value: Scalar | Tensor) -> Tensor:
     if isinstance(value, Tensor):
         if value.ndim:
-            raise ValueError(f"fill value must be a number or a 0-d tensor, got shape {value.shape}")
+            raise ArgumentError(f"fill value must be a number or a 0-d tensor, got shape {value.shape}")
         return value.cast(x.dtype)
     return Tensor.full((), value, dtype=x.dtype, device=x.device)
 
@@ -329,7 +332,7 @@ def take_along_dim(x: Tensor, indices: Any, dim: int | None = None) -> Tensor:
         return _gather_primitive(x.reshape(-1), idx.reshape(-1), 0)
     dim = normalize_axis(dim, x.ndim, "take_along_dim")
     if idx.ndim != x.ndim:
-        raise ValueError(f"take_along_dim: indices of shape {idx.shape} need x's {x.ndim} dims (x is {x.shape})")
+        raise ArgumentError(f"take_along_dim: indices of shape {idx.shape} need x's {x.ndim} dims (x is {x.shape})")
     off_x = tuple(1 if d == dim else s for d, s in enumerate(x.shape))
     off_i = tuple(1 if d == dim else s for d, s in enumerate(idx.shape))
     common = broadcast_shape(off_x, off_i, "take_along_dim")
@@ -390,7 +393,7 @@ def masked_scatter(x: Tensor, mask: Any, source: Tensor) -> Tensor:
     source = source if isinstance(source, Tensor) else Tensor(source)
     count = int(hits.sum())
     if source.size < count:
-        raise ValueError(f"masked_scatter: the mask has {count} True values, source only {source.size} elements")
+        raise ArgumentError(f"masked_scatter: the mask has {count} True values, source only {source.size} elements")
     if count == 0:
         return x
     order = np.maximum(np.cumsum(hits) - 1, 0)  # the k-th True position reads source element k

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 
+from limn.errors import ArgumentError
 from limn.primitives import Tensor, normalize_axis
 from limn.view import prod
 
@@ -54,11 +55,11 @@ def expand(x: Tensor, *sizes: int | Sequence[int]) -> Tensor:
     new = sizes_of(sizes, "expand")
     lead = len(new) - x.ndim
     if lead < 0:
-        raise ValueError(f"expand {x.shape} -> {new}: the target has fewer dims than the tensor")
+        raise ArgumentError(f"expand {x.shape} -> {new}: the target has fewer dims than the tensor")
     if any(s == -1 for s in new[:lead]):
-        raise ValueError(f"expand {x.shape} -> {new}: a new leading dim cannot be -1; give its size")
+        raise ArgumentError(f"expand {x.shape} -> {new}: a new leading dim cannot be -1; give its size")
     if any(s < -1 for s in new):
-        raise ValueError(f"expand {x.shape} -> {new}: sizes must be non-negative (or -1 to keep a dim)")
+        raise ArgumentError(f"expand {x.shape} -> {new}: sizes must be non-negative (or -1 to keep a dim)")
     x = x.reshape((1,) * lead + x.shape) if lead else x  # (...) -> (1, ..., 1, ...)
     return _same_rank_expand(x, new)
 
@@ -100,14 +101,14 @@ def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
 def matrix_transpose(x: Tensor) -> Tensor:
     """The last two dims swapped (Tensor.mT); x needs at least 2 dims, as in torch."""
     if x.ndim < 2:
-        raise ValueError(f"mT: needs a tensor of at least 2 dims, got shape {x.shape}")
+        raise ArgumentError(f"mT: needs a tensor of at least 2 dims, got shape {x.shape}")
     return transpose(x, -2, -1)
 
 
 def t(x: Tensor) -> Tensor:
     """The transpose of a matrix; a tensor of 0 or 1 dims as it is, as torch.t (more dims raise)."""
     if x.ndim > 2:
-        raise ValueError(f"t: expects a tensor of at most 2 dims, got shape {x.shape}; use transpose(a, b)")
+        raise ArgumentError(f"t: expects a tensor of at most 2 dims, got shape {x.shape}; use transpose(a, b)")
     return transpose(x, 0, -1) if x.ndim == 2 else x
 
 
@@ -125,11 +126,11 @@ def movedim(x: Tensor, source: int | Sequence[int], destination: int | Sequence[
     src = (source,) if isinstance(source, int) else tuple(source)
     dst = (destination,) if isinstance(destination, int) else tuple(destination)
     if len(src) != len(dst):
-        raise ValueError(f"movedim: source {src} and destination {dst} must name as many dims")
+        raise ArgumentError(f"movedim: source {src} and destination {dst} must name as many dims")
     src = tuple(normalize_axis(d, x.ndim, "movedim") for d in src)
     dst = tuple(normalize_axis(d, x.ndim, "movedim") for d in dst)
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
-        raise ValueError(f"movedim: repeated dim in source {source} or destination {destination}")
+        raise ArgumentError(f"movedim: repeated dim in source {source} or destination {destination}")
     if x.ndim == 0:
         return x
     order: list[int | None] = [None] * x.ndim
@@ -145,7 +146,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         return x.reshape(1)
     start, end = normalize_axis(start_dim, x.ndim, "flatten"), normalize_axis(end_dim, x.ndim, "flatten")
     if start > end:
-        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for shape {x.shape}")
+        raise ArgumentError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for shape {x.shape}")
     return x.reshape(x.shape[:start] + (prod(x.shape[start : end + 1]),) + x.shape[end + 1 :])
 
 
@@ -163,15 +164,15 @@ def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     dim = normalize_axis(dim, x.ndim, "unflatten")
     sizes = tuple(sizes)
     if not sizes:
-        raise ValueError("unflatten: sizes must hold at least one size")
+        raise ArgumentError("unflatten: sizes must hold at least one size")
     n = x.shape[dim]
     if sizes.count(-1) == 1:
         rest = prod([s for s in sizes if s != -1])
         if rest == 0 or n % rest:
-            raise ValueError(f"unflatten: dim {dim} of size {n} does not split into {sizes}")
+            raise ArgumentError(f"unflatten: dim {dim} of size {n} does not split into {sizes}")
         sizes = tuple(n // rest if s == -1 else s for s in sizes)
     if prod(sizes) != n:
-        raise ValueError(f"unflatten: sizes {sizes} multiply to {prod(sizes)}, dim {dim} has {n}")
+        raise ArgumentError(f"unflatten: sizes {sizes} multiply to {prod(sizes)}, dim {dim} has {n}")
     return x.reshape(x.shape[:dim] + sizes + x.shape[dim + 1 :])
 
 
@@ -211,12 +212,12 @@ def cat(tensors: Sequence[Tensor], dim: int | None = None, *, axis: int | None =
     axis = pick_dim(dim, axis, 0, "cat")
     tensors = list(tensors)
     if not tensors:
-        raise ValueError("cat: needs at least one tensor")
+        raise ArgumentError("cat: needs at least one tensor")
     first = tensors[0]
     axis = normalize_axis(axis, first.ndim, "cat")
     for t_ in tensors[1:]:
         if t_.ndim != first.ndim or any(a != b for d, (a, b) in enumerate(zip(t_.shape, first.shape)) if d != axis):
-            raise ValueError(f"cat along axis {axis}: shapes {first.shape} and {t_.shape} differ off that axis")
+            raise ArgumentError(f"cat along axis {axis}: shapes {first.shape} and {t_.shape} differ off that axis")
     if len(tensors) == 1:
         return first
     total = sum(t_.shape[axis] for t_ in tensors)
@@ -235,9 +236,9 @@ def stack(tensors: Sequence[Tensor], dim: int | None = None, *, axis: int | None
     axis = pick_dim(dim, axis, 0, "stack")
     tensors = list(tensors)
     if not tensors:
-        raise ValueError("stack: needs at least one tensor")
+        raise ArgumentError("stack: needs at least one tensor")
     if any(t_.shape != tensors[0].shape for t_ in tensors):
-        raise ValueError(f"stack: the tensors must have one shape, got {[t_.shape for t_ in tensors]}")
+        raise ArgumentError(f"stack: the tensors must have one shape, got {[t_.shape for t_ in tensors]}")
     axis = normalize_axis(axis, tensors[0].ndim + 1, "stack")
     return cat([t_.unsqueeze(axis) for t_ in tensors], axis)
 
@@ -249,10 +250,10 @@ def split(x: Tensor, sizes: int | Sequence[int], dim: int | None = None, *, axis
     n = x.shape[axis]
     if isinstance(sizes, int):
         if sizes <= 0:
-            raise ValueError(f"split: piece size must be positive, got {sizes}")
+            raise ArgumentError(f"split: piece size must be positive, got {sizes}")
         sizes = [min(sizes, n - s) for s in range(0, n, sizes)] or [0]
     if sum(sizes) != n:
-        raise ValueError(f"split: sizes {list(sizes)} add to {sum(sizes)}, axis {axis} has {n}")
+        raise ArgumentError(f"split: sizes {list(sizes)} add to {sum(sizes)}, axis {axis} has {n}")
     out, start = [], 0
     for s in sizes:
         box = [(0, d) for d in x.shape]
@@ -267,7 +268,7 @@ def chunk(x: Tensor, chunks: int, dim: int | None = None, *, axis: int | None = 
     `chunks` pieces (6 in 4 chunks gives 3 pieces of 2)."""
     axis = normalize_axis(pick_dim(dim, axis, 0, "chunk"), x.ndim, "chunk")
     if chunks <= 0:
-        raise ValueError(f"chunk: the number of chunks must be positive, got {chunks}")
+        raise ArgumentError(f"chunk: the number of chunks must be positive, got {chunks}")
     return x.split(max(math.ceil(x.shape[axis] / chunks), 1), axis)
 
 

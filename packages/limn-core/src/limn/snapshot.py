@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from limn.device import Buffer
+from limn.errors import ArgumentError
 from limn.ops import Node, Op, rebuilt, substitute, toposort
 
 
@@ -74,7 +75,7 @@ def prepare(sinks: Sequence[Node], realized: Callable[[Node], Node | None]) -> t
         if n.op is Op.ASSIGN:
             buf: Buffer = n.srcs[0].arg
             if id(buf) in targets:
-                raise ValueError(
+                raise ArgumentError(
                     f"realize(): two assigns write one {buf.dtype.name}{list(buf.shape)} buffer in one run, so "
                     "which one lands is undefined; realize the first before making the second"
                 )

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from limn import dtypes
+from limn.errors import ArgumentError
 from limn.primitives import Tensor, TensorLike, normalize_axis
 from limn.reductions import ValuesIndices
 
@@ -283,13 +284,13 @@ def searchsorted(
     """
     if side is not None:
         if side not in ("left", "right"):
-            raise ValueError(f"searchsorted: side must be 'left' or 'right', not {side!r}")
+            raise ArgumentError(f"searchsorted: side must be 'left' or 'right', not {side!r}")
         right = side == "right"
     scalar = not isinstance(values, Tensor)
     values = values if isinstance(values, Tensor) else Tensor(values, device=sorted_sequence.device)
     seq = sorted_sequence
     if seq.ndim > 1 and (values.ndim != seq.ndim or values.shape[:-1] != seq.shape[:-1]):
-        raise ValueError(
+        raise ArgumentError(
             f"searchsorted: a sequence of shape {seq.shape} needs values with its leading dims {seq.shape[:-1]}, "
             f"got {values.shape}; or pass a 1-D sequence"
         )
@@ -310,5 +311,5 @@ def bucketize(x: Tensor, boundaries: Tensor, *, out_int32: bool = False, right: 
     [0, 0, 2]
     """
     if boundaries.ndim != 1:
-        raise ValueError(f"bucketize: boundaries must be 1-D, got shape {boundaries.shape}")
+        raise ArgumentError(f"bucketize: boundaries must be 1-D, got shape {boundaries.shape}")
     return boundaries.searchsorted(x, right=right)

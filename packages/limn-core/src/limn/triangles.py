@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from limn import dtypes
+from limn.errors import ArgumentError
 from limn.primitives import Tensor, normalize_axis
 
 
@@ -21,7 +22,7 @@ def _zero(x: Tensor) -> bool | int:
 
 def _triangle(x: Tensor, keep: np.ndarray, what: str) -> Tensor:
     if x.ndim < 2:
-        raise ValueError(f"{what}: needs a tensor of at least 2 dims (a matrix), got shape {x.shape}")
+        raise ArgumentError(f"{what}: needs a tensor of at least 2 dims (a matrix), got shape {x.shape}")
     mask = Tensor(keep, device=x.device)  # (n, m), broadcast over the leading dims
     return mask.where(x, _zero(x))
 
@@ -50,10 +51,10 @@ def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor
     [2, 6]
     """
     if x.ndim < 2:
-        raise ValueError(f"diagonal: needs a tensor of at least 2 dims, got shape {x.shape}")
+        raise ArgumentError(f"diagonal: needs a tensor of at least 2 dims, got shape {x.shape}")
     d1, d2 = normalize_axis(dim1, x.ndim, "diagonal"), normalize_axis(dim2, x.ndim, "diagonal")
     if d1 == d2:
-        raise ValueError(f"diagonal: dim1 and dim2 name one dim ({dim1}, {dim2}); name two")
+        raise ArgumentError(f"diagonal: dim1 and dim2 name one dim ({dim1}, {dim2}); name two")
     x = x.movedim((d1, d2), (-2, -1))  # (..., n, m)
     n, m = x.shape[-2:]
     row, col = (0, min(offset, m)) if offset >= 0 else (min(-offset, n), 0)
@@ -75,11 +76,11 @@ def diag_embed(x: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Te
     """Matrices with x's last dim on their diagonal `offset` and 0 elsewhere, as torch.diag_embed: the last
     dim n becomes two dims of n + |offset| at dim1 and dim2 of the result."""
     if x.ndim == 0:
-        raise ValueError("diag_embed: needs a tensor of at least 1 dim")
+        raise ArgumentError("diag_embed: needs a tensor of at least 1 dim")
     ndim = x.ndim + 1
     d1, d2 = normalize_axis(dim1, ndim, "diag_embed"), normalize_axis(dim2, ndim, "diag_embed")
     if d1 == d2:
-        raise ValueError(f"diag_embed: dim1 and dim2 name one dim ({dim1}, {dim2}); name two")
+        raise ArgumentError(f"diag_embed: dim1 and dim2 name one dim ({dim1}, {dim2}); name two")
     lead, n = x.shape[:-1], x.shape[-1]
     keep = [(0, 0)] * len(lead)
     # v (n,) -> (n, 1) padded to (n, n + 1): v[i] at i (n + 1), which is (i, i) of the first n * n cells
@@ -102,4 +103,4 @@ def diag(x: Tensor, diagonal: int = 0) -> Tensor:
         return diag_embed(x, diagonal)
     if x.ndim == 2:
         return _matrix_diagonal(x, diagonal)
-    raise ValueError(f"diag: needs a 1-D or 2-D tensor, got shape {x.shape}")
+    raise ArgumentError(f"diag: needs a 1-D or 2-D tensor, got shape {x.shape}")
