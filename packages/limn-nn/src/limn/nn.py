@@ -19,6 +19,7 @@ import numpy as np
 # the layers of their own modules (containers, conv_transpose, convolution, dropout, norms, padding, pooling,
 # resample, spatial) are re-exported here, as torch.nn and torch.nn.functional hold them
 from limn import activations, dtypes, lookups, losses
+from limn.activation_layers import GELU, LeakyReLU, ReLU, Sigmoid, SiLU, Tanh
 from limn.containers import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
 from limn.conv_transpose import conv_transpose, conv_transpose1d, conv_transpose2d
 from limn.convolution import as_tuple, conv, conv1d, conv2d, padding_pairs
@@ -67,6 +68,8 @@ from limn.nn_utils import clip_grad_norm_, clip_grad_value_
 from limn.walk import load_state_dict, named_parameters, parameters, state_dict
 
 sys.modules[f"{__name__}.init"], sys.modules[f"{__name__}.utils"] = init, utils  # from limn.nn.init import ...
+# limn.nn holds torch.nn.functional's functions too: `import limn.nn.functional as F` is limn.nn itself
+functional = sys.modules[f"{__name__}.functional"] = sys.modules[__name__]
 
 __all__ = [
     "Conv1d",
@@ -136,17 +139,23 @@ __all__ += [
     "Dropout1d",
     "Dropout2d",
     "Flatten",
+    "GELU",
     "GroupNorm",
     "Identity",
     "InstanceNorm1d",
     "InstanceNorm2d",
+    "LeakyReLU",
     "MaxPool1d",
     "MaxPool2d",
     "MaxPool3d",
     "ModuleDict",
     "ModuleList",
     "RMSNorm",
+    "ReLU",
     "Sequential",
+    "SiLU",
+    "Sigmoid",
+    "Tanh",
     "Unflatten",
     "Upsample",
     "UpsamplingBilinear2d",
