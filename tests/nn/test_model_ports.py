@@ -13,10 +13,9 @@ import torch
 
 import limn
 import limn.nn as nn
+import limn.nn.functional as F
 import limn.optim as optim
 from limn import Tensor
-
-F = nn  # limn.nn holds torch.nn.functional's functions (there is no limn.nn.functional to import)
 
 
 def _close(ours, theirs, what, rtol, atol):
@@ -60,11 +59,12 @@ class MLP(nn.Module):
     def __init__(self):
         super().__init__()
         self.c_fc = nn.Linear(EMBD, 4 * EMBD, bias=False)
+        self.gelu = nn.GELU()
         self.c_proj = nn.Linear(4 * EMBD, EMBD, bias=False)
         self.dropout = nn.Dropout(0.0)
 
     def forward(self, x):
-        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))  # nanoGPT's nn.GELU(): limn has no GELU layer
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
 
 
 class Block(nn.Module):
