@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from limn import walk
 from limn.tensor import Tensor
 
-__all__ = ["Dropout", "Module"]
+__all__ = ["Dropout", "Module", "Parameter"]
 
 
 class IncompatibleKeys(NamedTuple):
@@ -191,6 +191,22 @@ def _first_objects(value: Any, path: str, seen: set[int]) -> Iterator[tuple[str,
     elif walk._children(value) is not None:
         seen.add(id(value))
         yield path, value
+
+
+def Parameter(data: Tensor | None = None, requires_grad: bool = True) -> Tensor:  # noqa: N802 (torch's name)
+    """torch.nn.Parameter: data's values in a fresh buffer, requiring grad, so the walk finds it as a parameter.
+    Trap: limn has no Parameter type, so this gives a plain Tensor (isinstance(p, Parameter) cannot work), and
+    a copy: unlike torch's, it shares no storage with data. No data is an empty float32 tensor, as torch's.
+
+    >>> w = Parameter(Tensor.ones(3))
+    >>> w.requires_grad, w.tolist()
+    (True, [1.0, 1.0, 1.0])
+    """
+    if data is None:
+        return Tensor.empty(0, requires_grad=requires_grad)
+    if not isinstance(data, Tensor):
+        raise TypeError(f"Parameter(data): data must be a limn Tensor, got {type(data).__name__}")
+    return Tensor(data.numpy(), dtype=data.dtype, device=data.device, requires_grad=requires_grad)
 
 
 class Dropout(Module):

@@ -63,7 +63,7 @@ from limn.tensor import Tensor
 # the train family's names: the parameter walk, Module, limn.nn.init and limn.nn.utils (gradient clipping)
 from limn import nn_init as init
 from limn import nn_utils as utils
-from limn.module import Module
+from limn.module import Module, Parameter
 from limn.nn_utils import clip_grad_norm_, clip_grad_value_
 from limn.walk import load_state_dict, named_parameters, parameters, state_dict
 
@@ -77,6 +77,7 @@ __all__ = [
     "Embedding",
     "LayerNorm",
     "Linear",
+    "Parameter",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "celu",
@@ -93,6 +94,7 @@ __all__ = [
     "huber_loss",
     "kl_div",
     "l1_loss",
+    "layer_norm",
     "leaky_relu",
     "load_state_dict",
     "log_softmax",
@@ -239,22 +241,38 @@ class LayerNorm:
         self.bias = _filled(shape, 0.0, dtype) if elementwise_affine and bias else None
 
     def __call__(self, x: Tensor) -> Tensor:
-        n = len(self.normalized_shape)
-        trailing = x.shape[x.ndim - n :]
-        if trailing != self.normalized_shape:
-            raise ValueError(
-                f"LayerNorm over {self.normalized_shape}: the input's trailing dims are {trailing} "
-                f"(input shape {x.shape})"
-            )
-        axes = tuple(range(x.ndim - n, x.ndim))
-        mean = x.mean(axes, keepdim=True)
-        var = x.var(axes, keepdim=True, correction=0)
-        y = (x - mean) * (var + self.eps).rsqrt()
-        if self.weight is not None:
-            y = y * self.weight
-        if self.bias is not None:
-            y = y + self.bias
-        return y
+        return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+def layer_norm(
+    input: Tensor,
+    normalized_shape: IntOrPair,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """torch.nn.functional.layer_norm: LayerNorm's (x - mean) / sqrt(var + eps) * weight + bias over the
+    trailing `normalized_shape` dims (the biased variance), with the weight and bias given (either may be None).
+
+    >>> layer_norm(Tensor([[1.0, 3.0]]), (2,)).tolist()
+    [[-0.9999949932098389, 0.9999949932098389]]
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    n = len(shape)
+    trailing = input.shape[input.ndim - n :]
+    if trailing != shape:
+        raise ValueError(
+            f"LayerNorm over {shape}: the input's trailing dims are {trailing} (input shape {input.shape})"
+        )
+    axes = tuple(range(input.ndim - n, input.ndim))
+    mean = input.mean(axes, keepdim=True)
+    var = input.var(axes, keepdim=True, correction=0)
+    y = (input - mean) * (var + eps).rsqrt()  # (x - mean) / sqrt(var + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
 
 
 class Embedding:

@@ -1,0 +1,102 @@
+"""torch.nn spellings a model port reaches for, against torch: the activation layers (ReLU, GELU, SiLU,
+LeakyReLU, Tanh, Sigmoid) forward and backward on numpy and c and their inplace=True refusal, `import
+limn.nn.functional as F`, F.layer_norm, and nn.Parameter (nanoGPT's own LayerNorm is written with both).
+"""
+
+import numpy as np
+import pytest
+import torch
+from test_layers import check_layer
+
+import limn.nn as nn
+from limn import Tensor
+
+# values on both sides of 0, 0 itself (the kinks' gradient rule) and large ones (saturation)
+X = np.array([[-30.0, -2.5, -1.0, -0.0, 0.0, 0.3, 1.0, 4.0, 30.0]], np.float32)
+
+
+@pytest.mark.parametrize(
+    "ours, theirs",
+    [
+        (lambda: nn.ReLU(), lambda: torch.nn.ReLU()),
+        (lambda: nn.GELU(), lambda: torch.nn.GELU()),
+        (lambda: nn.GELU(approximate="tanh"), lambda: torch.nn.GELU(approximate="tanh")),
+        (lambda: nn.SiLU(), lambda: torch.nn.SiLU()),
+        (lambda: nn.LeakyReLU(0.2), lambda: torch.nn.LeakyReLU(0.2)),
+        (lambda: nn.Tanh(), lambda: torch.nn.Tanh()),
+        (lambda: nn.Sigmoid(), lambda: torch.nn.Sigmoid()),
+    ],
+    ids=["relu", "gelu", "gelu-tanh", "silu", "leaky_relu", "tanh", "sigmoid"],
+)
+def test_activation_layer_matches_torch(device, ours, theirs):
+    check_layer(ours(), theirs(), X)
+
+
+def test_activation_layers_in_a_sequential_match_torch(device):
+    ours = nn.Sequential(nn.Linear(9, 6), nn.GELU(), nn.Linear(6, 3), nn.ReLU())
+    theirs = torch.nn.Sequential(torch.nn.Linear(9, 6), torch.nn.GELU(), torch.nn.Linear(6, 3), torch.nn.ReLU())
+    check_layer(ours, theirs, np.random.default_rng(0).standard_normal((4, 9)).astype(np.float32))
+
+
+@pytest.mark.parametrize("make", [nn.ReLU, nn.SiLU, nn.LeakyReLU], ids=["relu", "silu", "leaky_relu"])
+def test_inplace_activation_layers_raise_as_limn_nn_functions_do(make):
+    with pytest.raises(NotImplementedError, match=r"inplace=True\): limn tensors are values"):
+        make(inplace=True)
+
+
+def test_gelu_takes_only_torchs_approximations():
+    with pytest.raises(ValueError, match="approximate must be 'none' or 'tanh', got 'erf'"):
+        nn.GELU(approximate="erf")
+
+
+def test_limn_nn_functional_is_limn_nn():
+    import limn.nn.functional as F
+    from limn.nn.functional import gelu, interpolate
+
+    assert F is nn and gelu is nn.gelu and interpolate is nn.interpolate
+
+
+class NanoGPTLayerNorm(nn.Module):
+    """nanoGPT's LayerNorm (model.py), a port of it: nn.Parameter weights and F.layer_norm."""
+
+    def __init__(self, ndim, bias):
+        super().__init__()
+        self.weight = nn.Parameter(Tensor.ones(ndim))
+        self.bias = nn.Parameter(Tensor.zeros(ndim)) if bias else None
+
+    def forward(self, input):
+        return nn.functional.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
+def test_nanogpts_layernorm_of_parameter_and_f_layer_norm_matches_torch(device, bias):
+    theirs = torch.nn.LayerNorm(4, bias=bias)
+    with torch.no_grad():  # weights away from 1 and 0, so a swapped weight and bias would show
+        theirs.weight.copy_(torch.tensor([0.5, -1.0, 2.0, 1.5]))
+        if bias:
+            theirs.bias.copy_(torch.tensor([0.1, 0.2, -0.3, 0.0]))
+    x = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float32) * 3
+    check_layer(NanoGPTLayerNorm(4, bias), theirs, x)
+
+
+def test_f_layer_norm_without_weights_over_two_dims_matches_torch(device):
+    x = np.random.default_rng(2).standard_normal((2, 3, 4)).astype(np.float32)
+    ours = nn.layer_norm(Tensor(x), (3, 4), eps=1e-3).numpy()
+    theirs = torch.nn.functional.layer_norm(torch.from_numpy(x), (3, 4), eps=1e-3).numpy()
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_f_layer_norm_checks_the_trailing_dims():
+    with pytest.raises(ValueError, match=r"LayerNorm over \(3,\): the input's trailing dims are \(4,\)"):
+        nn.layer_norm(Tensor.ones(2, 4), 3)
+
+
+def test_parameter_is_a_fresh_leaf_that_requires_grad_as_torchs():
+    data = Tensor.ones(3)
+    p = nn.Parameter(data)
+    assert p.requires_grad and p.grad is None and p.tolist() == [1.0, 1.0, 1.0] and p is not data
+    assert not nn.Parameter(Tensor.ones(3), requires_grad=False).requires_grad
+    empty, torchs = nn.Parameter(), torch.nn.Parameter()
+    assert empty.shape == tuple(torchs.shape) == (0,) and empty.dtype.name == "float32"
+    with pytest.raises(TypeError, match="requires_grad=True needs a float dtype"):
+        nn.Parameter(Tensor([1, 2]))  # torch raises too: only float tensors can require gradients
