@@ -1,6 +1,7 @@
 """Two models ported from torch as a user would write them, trained against torch step for step (issue 12):
-a nanoGPT (token and position embeddings, pre-LayerNorm blocks, causal self-attention by masked_fill(-inf)
-and softmax, a GELU MLP, lm_head tied to wte) with nanoGPT's AdamW groups and clip_grad_norm_, and a small
+nanoGPT's model.py (token and position embeddings, pre-LayerNorm blocks of its own LayerNorm of nn.Parameter
+and F.layer_norm, causal self-attention by masked_fill(-inf) and softmax, an nn.GELU MLP, lm_head tied to
+wte, ignore_index=-1) with its configure_optimizers' two AdamW groups and clip_grad_norm_, and a small
 U-Net (conv + BatchNorm + relu blocks, max_pool2d down, up by ConvTranspose2d and by bilinear interpolate,
 skips by cat, GroupNorm, Dropout2d, a 1x1 head) with SGD momentum. torch's initial weights load strictly
 into limn; every step's loss, the weights after the last and the BatchNorm running stats must agree.
@@ -31,6 +32,18 @@ def _load_torchs_weights(model, torch_model):
 # ---- nanoGPT, as model.py writes it (bias=False, dropout=0.0: its train_shakespeare_char settings) ----
 
 VOCAB, BLOCK, EMBD, HEADS, LAYERS, BATCH = 29, 16, 32, 4, 2, 4
+
+
+class LayerNorm(nn.Module):
+    """LayerNorm but with an optional bias (nanoGPT's own, torch's LayerNorm had no bias=False then)."""
+
+    def __init__(self, ndim, bias):
+        super().__init__()
+        self.weight = nn.Parameter(Tensor.ones(ndim))
+        self.bias = nn.Parameter(Tensor.zeros(ndim)) if bias else None
+
+    def forward(self, input):
+        return F.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)
 
 
 class CausalSelfAttention(nn.Module):
@@ -70,8 +83,8 @@ class MLP(nn.Module):
 class Block(nn.Module):
     def __init__(self):
         super().__init__()
-        self.ln_1, self.attn = nn.LayerNorm(EMBD, bias=False), CausalSelfAttention()
-        self.ln_2, self.mlp = nn.LayerNorm(EMBD, bias=False), MLP()
+        self.ln_1, self.attn = LayerNorm(EMBD, bias=False), CausalSelfAttention()
+        self.ln_2, self.mlp = LayerNorm(EMBD, bias=False), MLP()
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
@@ -87,7 +100,7 @@ class GPT(nn.Module):
                 wpe=nn.Embedding(BLOCK, EMBD),
                 drop=nn.Dropout(0.0),
                 h=nn.ModuleList([Block() for _ in range(LAYERS)]),
-                ln_f=nn.LayerNorm(EMBD, bias=False),
+                ln_f=LayerNorm(EMBD, bias=False),
             )
         )
         self.lm_head = nn.Linear(EMBD, VOCAB, bias=False)
