@@ -1,5 +1,6 @@
 """torch.nn spellings a model port reaches for, against torch: the activation layers (ReLU, GELU, SiLU,
-LeakyReLU, Tanh, Sigmoid) forward and backward on numpy and c and their inplace=True refusal, `import
+LeakyReLU, Tanh, Sigmoid) forward and backward on numpy and c and their inplace=True refusal, the loss layers
+(CrossEntropyLoss, NLLLoss, BCEWithLogitsLoss, BCELoss, MSELoss, L1Loss) with their weight buffers, `import
 limn.nn.functional as F`, F.layer_norm, and nn.Parameter (nanoGPT's own LayerNorm is written with both).
 """
 
@@ -100,3 +101,62 @@ def test_parameter_is_a_fresh_leaf_that_requires_grad_as_torchs():
     assert empty.shape == tuple(torchs.shape) == (0,) and empty.dtype.name == "float32"
     with pytest.raises(TypeError, match="requires_grad=True needs a float dtype"):
         nn.Parameter(Tensor([1, 2]))  # torch raises too: only float tensors can require gradients
+
+
+# ---- loss layers ----
+
+_rng = np.random.default_rng(3)
+LOGITS = (_rng.standard_normal((5, 4)) * 2).astype(np.float32)
+CLASSES = np.array([0, 3, -1, 2, 1])  # -1: an ignore_index row
+PROBS = _rng.uniform(0.05, 0.95, (5, 4)).astype(np.float32)
+BITS = (_rng.uniform(size=(5, 4)) > 0.5).astype(np.float32)
+CLASS_WEIGHT = np.array([1.0, 2.0, 0.5, 1.5], np.float32)
+
+
+@pytest.mark.parametrize(
+    "make, x, target",
+    [
+        (lambda lib, w: lib.CrossEntropyLoss(), LOGITS, np.abs(CLASSES)),
+        (lambda lib, w: lib.CrossEntropyLoss(weight=w, ignore_index=-1, label_smoothing=0.1), LOGITS, CLASSES),
+        (lambda lib, w: lib.CrossEntropyLoss(reduction="sum"), LOGITS, PROBS),
+        (lambda lib, w: lib.NLLLoss(weight=w, ignore_index=-1), LOGITS, CLASSES),
+        (lambda lib, w: lib.BCEWithLogitsLoss(pos_weight=w), LOGITS, BITS),
+        (lambda lib, w: lib.BCEWithLogitsLoss(weight=w, reduction="none"), LOGITS, BITS),
+        (lambda lib, w: lib.BCELoss(weight=w), PROBS, BITS),
+        (lambda lib, w: lib.MSELoss(), LOGITS, PROBS),
+        (lambda lib, w: lib.L1Loss(reduction="sum"), LOGITS, PROBS),
+    ],
+    ids=["ce", "ce-weight-ignore-smoothing", "ce-probabilities-sum", "nll", "bce-logits-pos_weight",
+         "bce-logits-weight-none", "bce", "mse", "l1-sum"],
+)  # fmt: skip
+def test_loss_layer_matches_torch(device, make, x, target):
+    ours = make(nn, Tensor(CLASS_WEIGHT))
+    theirs = make(torch.nn, torch.from_numpy(CLASS_WEIGHT))
+    xl, xt = Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    loss = ours(xl, Tensor(target))
+    torch_loss = theirs(xt, torch.from_numpy(target))
+    loss.sum().backward()
+    torch_loss.sum().backward()
+    np.testing.assert_allclose(loss.numpy(), torch_loss.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(xl.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_loss_layers_keep_their_weights_as_buffers_under_torchs_names():
+    class Model(nn.Module):
+        def __init__(self):
+            self.head = nn.Linear(4, 4)
+            self.criterion = nn.BCEWithLogitsLoss(weight=Tensor(CLASS_WEIGHT), pos_weight=Tensor(CLASS_WEIGHT))
+            self.ce = nn.CrossEntropyLoss()
+
+    class TorchModel(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = torch.nn.Linear(4, 4)
+            w = torch.from_numpy(CLASS_WEIGHT)
+            self.criterion = torch.nn.BCEWithLogitsLoss(weight=w, pos_weight=w)
+            self.ce = torch.nn.CrossEntropyLoss()
+
+    ours, theirs = Model(), TorchModel()
+    assert list(ours.state_dict()) == list(theirs.state_dict())  # head.*, criterion.weight, criterion.pos_weight
+    ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})  # strict
+    assert [n for n, _ in ours.named_parameters()] == ["head.weight", "head.bias"]

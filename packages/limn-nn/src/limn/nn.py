@@ -25,6 +25,7 @@ from limn.conv_transpose import conv_transpose, conv_transpose1d, conv_transpose
 from limn.convolution import as_tuple, conv, conv1d, conv2d, padding_pairs
 from limn.dropout import Dropout, Dropout1d, Dropout2d, dropout, dropout1d, dropout2d
 from limn.dtypes import DType
+from limn.loss_layers import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from limn.norms import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d, InstanceNorm2d, RMSNorm
 from limn.padding import pad
 from limn.pooling import (
@@ -141,23 +142,17 @@ __all__ += [
     "Dropout1d",
     "Dropout2d",
     "Flatten",
-    "GELU",
     "GroupNorm",
     "Identity",
     "InstanceNorm1d",
     "InstanceNorm2d",
-    "LeakyReLU",
     "MaxPool1d",
     "MaxPool2d",
     "MaxPool3d",
     "ModuleDict",
     "ModuleList",
     "RMSNorm",
-    "ReLU",
     "Sequential",
-    "SiLU",
-    "Sigmoid",
-    "Tanh",
     "Unflatten",
     "Upsample",
     "UpsamplingBilinear2d",
@@ -182,6 +177,21 @@ __all__ += [
     "max_pool2d",
     "max_pool3d",
     "pad",
+]
+# torch.nn's activation and loss layers (limn.activation_layers, limn.loss_layers)
+__all__ += [
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "CrossEntropyLoss",
+    "GELU",
+    "L1Loss",
+    "LeakyReLU",
+    "MSELoss",
+    "NLLLoss",
+    "ReLU",
+    "SiLU",
+    "Sigmoid",
+    "Tanh",
 ]
 
 IntOrPair = int | Sequence[int]
