@@ -1,7 +1,8 @@
 """torch.nn spellings a model port reaches for, against torch: the activation layers (ReLU, GELU, SiLU,
 LeakyReLU, Tanh, Sigmoid) forward and backward on numpy and c and their inplace=True refusal, the loss layers
 (CrossEntropyLoss, NLLLoss, BCEWithLogitsLoss, BCELoss, MSELoss, L1Loss) with their weight buffers, `import
-limn.nn.functional as F`, F.layer_norm, and nn.Parameter (nanoGPT's own LayerNorm is written with both).
+limn.nn.functional as F`, F.layer_norm, nn.Parameter (nanoGPT's own LayerNorm is written with both), and
+train()/eval() on the plain layers that read `training` (Dropout, BatchNorm, InstanceNorm).
 """
 
 import numpy as np
@@ -160,3 +161,24 @@ def test_loss_layers_keep_their_weights_as_buffers_under_torchs_names():
     assert list(ours.state_dict()) == list(theirs.state_dict())  # head.*, criterion.weight, criterion.pos_weight
     ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})  # strict
     assert [n for n, _ in ours.named_parameters()] == ["head.weight", "head.bias"]
+
+
+# ---- train() / eval() on plain layers ----
+
+
+@pytest.mark.parametrize(
+    "make", [nn.Dropout, nn.Dropout1d, nn.Dropout2d, lambda: nn.BatchNorm2d(3), lambda: nn.InstanceNorm2d(3)]
+)
+def test_plain_layers_train_and_eval_as_torchs(make):
+    layer = make()
+    assert layer.training and layer.eval() is layer and not layer.training
+    assert layer.train() is layer and layer.training and not layer.train(False).training
+    with pytest.raises(ValueError, match="mode must be a bool, got 'no'"):
+        layer.train("no")
+
+
+def test_batchnorm_after_eval_uses_its_running_stats_as_torchs(device):
+    x = np.random.default_rng(4).standard_normal((4, 3, 5, 5)).astype(np.float32) * 2 + 1
+    ours, theirs = nn.BatchNorm2d(3), torch.nn.BatchNorm2d(3)
+    ours(Tensor(x)), theirs(torch.from_numpy(x))  # one training step moves the running stats
+    check_layer(ours.eval(), theirs.eval(), x[:2] - 0.5)

@@ -3,7 +3,8 @@
 A model needs no base class to have parameters: limn.walk finds them in any object's attributes. Module adds
 what a port reaches for: __call__ -> forward, train()/eval() (setting `training` on every object in the
 walk that has it), modules(), children(), apply(), parameters(), state_dict(), load_state_dict(),
-zero_grad(), requires_grad_() and register_buffer(); and Dropout, the layer that reads `training`.
+zero_grad(), requires_grad_() and register_buffer(); Dropout, the layer that reads `training`; and TrainEval,
+which gives the plain layers that read it (limn.dropout, BatchNorm, InstanceNorm) torch's train()/eval().
 Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -> device.
 """
 
@@ -15,7 +16,7 @@ from typing import Any, NamedTuple
 from limn import walk
 from limn.tensor import Tensor
 
-__all__ = ["Dropout", "Module", "Parameter"]
+__all__ = ["Dropout", "Module", "Parameter", "TrainEval"]
 
 
 class IncompatibleKeys(NamedTuple):
@@ -24,6 +25,27 @@ class IncompatibleKeys(NamedTuple):
 
     missing_keys: list[str]
     unexpected_keys: list[str]
+
+
+class TrainEval:
+    """train(mode)/eval() for a plain layer that reads `training` (Dropout, BatchNorm, InstanceNorm), as torch's:
+    they set its `training` and return it, so `model.drop.eval()` ports unchanged.
+
+    >>> from limn.dropout import Dropout
+    >>> Dropout(0.5).eval().training
+    False
+    """
+
+    training: bool = True
+
+    def train(self, mode: bool = True) -> TrainEval:
+        if not isinstance(mode, bool):
+            raise ValueError(f"train(mode): mode must be a bool, got {mode!r}")
+        self.training = mode
+        return self
+
+    def eval(self) -> TrainEval:
+        return self.train(False)
 
 
 class Module:

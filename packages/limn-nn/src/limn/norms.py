@@ -16,6 +16,7 @@ import numpy as np
 
 from limn import dtypes
 from limn.dtypes import DType
+from limn.module import TrainEval
 from limn.tensor import Tensor, realize
 
 
@@ -36,7 +37,7 @@ def _affine(y: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
     return y
 
 
-class _BatchNorm:
+class _BatchNorm(TrainEval):
     ranks: tuple[int, ...] = ()  # the input ranks the class takes
 
     def __init__(
@@ -141,7 +142,7 @@ class GroupNorm:
         return _affine(y, self.weight, self.bias)
 
 
-class _InstanceNorm:
+class _InstanceNorm(TrainEval):
     ranks: tuple[int, ...] = ()
 
     def __init__(
