@@ -342,7 +342,7 @@ def test_unet_trains_3_sgd_momentum_steps_as_torch(device):
     theirs = TorchUNet()
     model = UNet()
     _load_torchs_weights(model, theirs)
-    model.drop.training = False  # limn's plain layers have no .eval(); the Module walk's eval() would reach BN too
+    model.drop.eval()  # the dropout alone: model.eval() would put the BatchNorms in eval too
     theirs.drop.eval()
     optimizer = optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
     torch_optimizer = torch.optim.SGD(theirs.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
