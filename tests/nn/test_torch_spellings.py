@@ -1,7 +1,8 @@
 """torch.nn spellings a model port reaches for, against torch: the activation layers (ReLU, GELU, SiLU,
 LeakyReLU, Tanh, Sigmoid) forward and backward on numpy and c and their inplace=True refusal, the loss layers
 (CrossEntropyLoss, NLLLoss, BCEWithLogitsLoss, BCELoss, MSELoss, L1Loss) with their weight buffers, `import
-limn.nn.functional as F`, F.layer_norm, nn.Parameter (nanoGPT's own LayerNorm is written with both), and
+limn.nn.functional as F`, F.layer_norm, F.group_norm, F.linear, F.embedding, nn.Parameter (nanoGPT's own
+LayerNorm is written with it and F.layer_norm), and
 train()/eval() on the plain layers that read `training` (Dropout, BatchNorm, InstanceNorm).
 """
 
@@ -86,6 +87,37 @@ def test_f_layer_norm_without_weights_over_two_dims_matches_torch(device):
     ours = nn.layer_norm(Tensor(x), (3, 4), eps=1e-3).numpy()
     theirs = torch.nn.functional.layer_norm(torch.from_numpy(x), (3, 4), eps=1e-3).numpy()
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_f_linear_embedding_and_group_norm_match_torch(device):
+    r = np.random.default_rng(5)
+    x, w, b = (r.standard_normal(s).astype(np.float32) for s in [(2, 6, 3, 2), (4, 2), (4,)])
+    ids, gw, gb = r.integers(0, 4, (2, 5)), r.standard_normal(6).astype(np.float32), r.standard_normal(6)
+    gb = gb.astype(np.float32)
+    ours = [
+        nn.functional.linear(Tensor(x), Tensor(w), Tensor(b)),
+        nn.functional.linear(Tensor(x), Tensor(w)),
+        nn.functional.embedding(Tensor(ids), Tensor(w)),
+        nn.functional.group_norm(Tensor(x), 3, Tensor(gw), Tensor(gb), eps=1e-3),
+        nn.functional.group_norm(Tensor(x), 2),
+    ]
+    tf, (tx, tw, tb, tgw, tgb) = torch.nn.functional, (torch.from_numpy(a) for a in (x, w, b, gw, gb))
+    theirs = [
+        tf.linear(tx, tw, tb),
+        tf.linear(tx, tw),
+        tf.embedding(torch.from_numpy(ids), tw),
+        tf.group_norm(tx, 3, tgw, tgb, eps=1e-3),
+        tf.group_norm(tx, 2),
+    ]
+    for k, (o, t) in enumerate(zip(ours, theirs)):
+        np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-5, atol=1e-6, err_msg=f"case {k}")
+
+
+def test_f_embedding_refuses_what_changes_its_gradient():
+    with pytest.raises(NotImplementedError, match="padding_idx, max_norm and scale_grad_by_freq are not implemented"):
+        nn.functional.embedding(Tensor([0, 1]), Tensor.ones(3, 2), padding_idx=0)
+    with pytest.raises(ValueError, match=r"C divisible by num_groups \(4\), got shape \(2, 6, 3\)"):
+        nn.functional.group_norm(Tensor.ones(2, 6, 3), 4)
 
 
 def test_f_layer_norm_checks_the_trailing_dims():

@@ -26,7 +26,16 @@ from limn.convolution import as_tuple, conv, conv1d, conv2d, padding_pairs
 from limn.dropout import Dropout, Dropout1d, Dropout2d, dropout, dropout1d, dropout2d
 from limn.dtypes import DType
 from limn.loss_layers import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
-from limn.norms import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d, InstanceNorm2d, RMSNorm
+from limn.norms import (
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    RMSNorm,
+    group_norm,
+    layer_norm,
+)
 from limn.padding import pad
 from limn.pooling import (
     adaptive_avg_pool1d,
@@ -86,7 +95,9 @@ __all__ = [
     "cosine_similarity",
     "cross_entropy",
     "elu",
+    "embedding",
     "gelu",
+    "group_norm",
     "glu",
     "hardshrink",
     "hardsigmoid",
@@ -97,6 +108,7 @@ __all__ = [
     "l1_loss",
     "layer_norm",
     "leaky_relu",
+    "linear",
     "load_state_dict",
     "log_softmax",
     "logsigmoid",
@@ -228,8 +240,13 @@ class Linear:
         self.bias = _uniform((out_features,), bound, dtype) if bias else None
 
     def __call__(self, x: Tensor) -> Tensor:
-        y = x @ self.weight.T  # (..., in) @ (in, out) -> (..., out)
-        return y if self.bias is None else y + self.bias
+        return linear(x, self.weight, self.bias)
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """torch.nn.functional.linear: input @ weight.T + bias, weight (out_features, in_features) as torch's."""
+    y = input @ weight.T  # (..., in) @ (in, out) -> (..., out)
+    return y if bias is None else y + bias
 
 
 class LayerNorm:
@@ -254,37 +271,6 @@ class LayerNorm:
         return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
 
-def layer_norm(
-    input: Tensor,
-    normalized_shape: IntOrPair,
-    weight: Tensor | None = None,
-    bias: Tensor | None = None,
-    eps: float = 1e-5,
-) -> Tensor:
-    """torch.nn.functional.layer_norm: LayerNorm's (x - mean) / sqrt(var + eps) * weight + bias over the
-    trailing `normalized_shape` dims (the biased variance), with the weight and bias given (either may be None).
-
-    >>> layer_norm(Tensor([[1.0, 3.0]]), (2,)).tolist()
-    [[-0.9999949932098389, 0.9999949932098389]]
-    """
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    n = len(shape)
-    trailing = input.shape[input.ndim - n :]
-    if trailing != shape:
-        raise ValueError(
-            f"LayerNorm over {shape}: the input's trailing dims are {trailing} (input shape {input.shape})"
-        )
-    axes = tuple(range(input.ndim - n, input.ndim))
-    mean = input.mean(axes, keepdim=True)
-    var = input.var(axes, keepdim=True, correction=0)
-    y = (input - mean) * (var + eps).rsqrt()  # (x - mean) / sqrt(var + eps)
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    return y
-
-
 class Embedding:
     """Rows of a (num_embeddings, embedding_dim) table picked by int ids: ids of shape S -> (*S, dim).
     The table starts N(0, 1), as torch's does."""
@@ -293,7 +279,26 @@ class Embedding:
         self.weight = Tensor.randn((num_embeddings, embedding_dim), dtype=dtype, requires_grad=True)
 
     def __call__(self, idx: Tensor) -> Tensor:
-        return self.weight.embedding(idx)
+        return embedding(idx, self.weight)
+
+
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
+    """torch.nn.functional.embedding: the rows of weight (num_embeddings, dim) picked by int ids, S -> (*S, dim).
+    padding_idx, max_norm and scale_grad_by_freq (which change the gradient or write the table) raise
+    NotImplementedError; sparse (a gradient layout) is accepted and changes nothing."""
+    if padding_idx is not None or max_norm is not None or scale_grad_by_freq:
+        raise NotImplementedError(
+            "embedding: padding_idx, max_norm and scale_grad_by_freq are not implemented in limn; leave them unset"
+        )
+    return weight.embedding(input)
 
 
 class _ConvNd:
