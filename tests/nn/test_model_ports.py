@@ -4,7 +4,8 @@ and F.layer_norm, causal self-attention by masked_fill(-inf) and softmax, an nn.
 wte, ignore_index=-1) with its configure_optimizers' two AdamW groups and clip_grad_norm_, and a small
 U-Net (conv + BatchNorm + relu blocks, max_pool2d down, up by ConvTranspose2d and by bilinear interpolate,
 skips by cat, GroupNorm, Dropout2d, a 1x1 head) with SGD momentum. torch's initial weights load strictly
-into limn; every step's loss, the weights after the last and the BatchNorm running stats must agree.
+into limn; every step's loss, the weights after the last, the BatchNorm running stats and the logits in
+eval() after training must agree.
 """
 
 import math
@@ -337,7 +338,7 @@ def test_unet_trains_3_sgd_momentum_steps_as_torch(device):
     training draws from each framework's own generator, so no two masks agree. Tolerances: float32 sums in
     other orders. The loss is a mean of 512 terms: rtol 2e-6 (measured: up to 5.9e-7 on c, 7 ulps of 0.7; a
     sum of n float32 terms in another order moves by ~sqrt(n) ulps). Weights (~0.3) and running stats after
-    3 steps: atol 1e-6 (measured: up to 7.5e-8)."""
+    3 steps, and the eval() logits after them: atol 1e-6 (measured: up to 7.5e-8)."""
     torch.manual_seed(1)
     theirs = TorchUNet()
     model = UNet()
@@ -371,3 +372,9 @@ def test_unet_trains_3_sgd_momentum_steps_as_torch(device):
             _close(t, buffers[name], f"{name} after 3 steps", rtol=0, atol=1e-6)
         elif name.endswith("num_batches_tracked"):
             assert t.dtype == limn.int64 and t.item() == buffers[name].item() == 3, name
+    # then validation, as a training script ends: eval() everywhere, BatchNorm on its running stats
+    model.eval()
+    theirs.eval()
+    x = rng.standard_normal((2, 2, 16, 16)).astype(np.float32)
+    with limn.no_grad(), torch.no_grad():
+        _close(model(Tensor(x)), theirs(torch.from_numpy(x)), "eval logits after 3 steps", rtol=0, atol=1e-6)
