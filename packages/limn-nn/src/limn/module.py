@@ -3,7 +3,8 @@
 A model needs no base class to have parameters: limn.walk finds them in any object's attributes. Module adds
 what a port reaches for: __call__ -> forward, train()/eval() (setting `training` on every object in the
 walk that has it), modules(), children(), apply(), parameters(), state_dict(), load_state_dict(),
-zero_grad(), requires_grad_() and register_buffer(); and Dropout, the layer that reads `training`.
+zero_grad(), requires_grad_() and register_buffer(); Dropout, the layer that reads `training`; and TrainEval,
+which gives the plain layers that read it (limn.dropout, BatchNorm, InstanceNorm) torch's train()/eval().
 Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -> device.
 """
 
@@ -15,7 +16,7 @@ from typing import Any, NamedTuple
 from limn import walk
 from limn.tensor import Tensor
 
-__all__ = ["Dropout", "Module"]
+__all__ = ["Dropout", "Module", "Parameter", "TrainEval"]
 
 
 class IncompatibleKeys(NamedTuple):
@@ -24,6 +25,27 @@ class IncompatibleKeys(NamedTuple):
 
     missing_keys: list[str]
     unexpected_keys: list[str]
+
+
+class TrainEval:
+    """train(mode)/eval() for a plain layer that reads `training` (Dropout, BatchNorm, InstanceNorm), as torch's:
+    they set its `training` and return it, so `model.drop.eval()` ports unchanged.
+
+    >>> from limn.dropout import Dropout
+    >>> Dropout(0.5).eval().training
+    False
+    """
+
+    training: bool = True
+
+    def train(self, mode: bool = True) -> TrainEval:
+        if not isinstance(mode, bool):
+            raise ValueError(f"train(mode): mode must be a bool, got {mode!r}")
+        self.training = mode
+        return self
+
+    def eval(self) -> TrainEval:
+        return self.train(False)
 
 
 class Module:
@@ -191,6 +213,22 @@ def _first_objects(value: Any, path: str, seen: set[int]) -> Iterator[tuple[str,
     elif walk._children(value) is not None:
         seen.add(id(value))
         yield path, value
+
+
+def Parameter(data: Tensor | None = None, requires_grad: bool = True) -> Tensor:  # noqa: N802 (torch's name)
+    """torch.nn.Parameter: data's values in a fresh buffer, requiring grad, so the walk finds it as a parameter.
+    Trap: limn has no Parameter type, so this gives a plain Tensor (isinstance(p, Parameter) cannot work), and
+    a copy: unlike torch's, it shares no storage with data. No data is an empty float32 tensor, as torch's.
+
+    >>> w = Parameter(Tensor.ones(3))
+    >>> w.requires_grad, w.tolist()
+    (True, [1.0, 1.0, 1.0])
+    """
+    if data is None:
+        return Tensor.empty(0, requires_grad=requires_grad)
+    if not isinstance(data, Tensor):
+        raise TypeError(f"Parameter(data): data must be a limn Tensor, got {type(data).__name__}")
+    return Tensor(data.numpy(), dtype=data.dtype, device=data.device, requires_grad=requires_grad)
 
 
 class Dropout(Module):

@@ -19,12 +19,23 @@ import numpy as np
 # the layers of their own modules (containers, conv_transpose, convolution, dropout, norms, padding, pooling,
 # resample, spatial) are re-exported here, as torch.nn and torch.nn.functional hold them
 from limn import activations, dtypes, lookups, losses
+from limn.activation_layers import GELU, LeakyReLU, ReLU, Sigmoid, SiLU, Tanh
 from limn.containers import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
 from limn.conv_transpose import conv_transpose, conv_transpose1d, conv_transpose2d
 from limn.convolution import as_tuple, conv, conv1d, conv2d, padding_pairs
 from limn.dropout import Dropout, Dropout1d, Dropout2d, dropout, dropout1d, dropout2d
 from limn.dtypes import DType
-from limn.norms import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d, InstanceNorm2d, RMSNorm
+from limn.loss_layers import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from limn.norms import (
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    RMSNorm,
+    group_norm,
+    layer_norm,
+)
 from limn.padding import pad
 from limn.pooling import (
     adaptive_avg_pool1d,
@@ -62,11 +73,13 @@ from limn.tensor import Tensor
 # the train family's names: the parameter walk, Module, limn.nn.init and limn.nn.utils (gradient clipping)
 from limn import nn_init as init
 from limn import nn_utils as utils
-from limn.module import Module
+from limn.module import Module, Parameter
 from limn.nn_utils import clip_grad_norm_, clip_grad_value_
 from limn.walk import load_state_dict, named_parameters, parameters, state_dict
 
 sys.modules[f"{__name__}.init"], sys.modules[f"{__name__}.utils"] = init, utils  # from limn.nn.init import ...
+# limn.nn holds torch.nn.functional's functions too: `import limn.nn.functional as F` is limn.nn itself
+functional = sys.modules[f"{__name__}.functional"] = sys.modules[__name__]
 
 __all__ = [
     "Conv1d",
@@ -74,6 +87,7 @@ __all__ = [
     "Embedding",
     "LayerNorm",
     "Linear",
+    "Parameter",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "celu",
@@ -81,7 +95,9 @@ __all__ = [
     "cosine_similarity",
     "cross_entropy",
     "elu",
+    "embedding",
     "gelu",
+    "group_norm",
     "glu",
     "hardshrink",
     "hardsigmoid",
@@ -90,7 +106,9 @@ __all__ = [
     "huber_loss",
     "kl_div",
     "l1_loss",
+    "layer_norm",
     "leaky_relu",
+    "linear",
     "load_state_dict",
     "log_softmax",
     "logsigmoid",
@@ -172,6 +190,21 @@ __all__ += [
     "max_pool3d",
     "pad",
 ]
+# torch.nn's activation and loss layers (limn.activation_layers, limn.loss_layers)
+__all__ += [
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "CrossEntropyLoss",
+    "GELU",
+    "L1Loss",
+    "LeakyReLU",
+    "MSELoss",
+    "NLLLoss",
+    "ReLU",
+    "SiLU",
+    "Sigmoid",
+    "Tanh",
+]
 
 IntOrPair = int | Sequence[int]
 
@@ -207,8 +240,13 @@ class Linear:
         self.bias = _uniform((out_features,), bound, dtype) if bias else None
 
     def __call__(self, x: Tensor) -> Tensor:
-        y = x @ self.weight.T  # (..., in) @ (in, out) -> (..., out)
-        return y if self.bias is None else y + self.bias
+        return linear(x, self.weight, self.bias)
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """torch.nn.functional.linear: input @ weight.T + bias, weight (out_features, in_features) as torch's."""
+    y = input @ weight.T  # (..., in) @ (in, out) -> (..., out)
+    return y if bias is None else y + bias
 
 
 class LayerNorm:
@@ -230,22 +268,7 @@ class LayerNorm:
         self.bias = _filled(shape, 0.0, dtype) if elementwise_affine and bias else None
 
     def __call__(self, x: Tensor) -> Tensor:
-        n = len(self.normalized_shape)
-        trailing = x.shape[x.ndim - n :]
-        if trailing != self.normalized_shape:
-            raise ValueError(
-                f"LayerNorm over {self.normalized_shape}: the input's trailing dims are {trailing} "
-                f"(input shape {x.shape})"
-            )
-        axes = tuple(range(x.ndim - n, x.ndim))
-        mean = x.mean(axes, keepdim=True)
-        var = x.var(axes, keepdim=True, correction=0)
-        y = (x - mean) * (var + self.eps).rsqrt()
-        if self.weight is not None:
-            y = y * self.weight
-        if self.bias is not None:
-            y = y + self.bias
-        return y
+        return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
 
 class Embedding:
@@ -256,7 +279,26 @@ class Embedding:
         self.weight = Tensor.randn((num_embeddings, embedding_dim), dtype=dtype, requires_grad=True)
 
     def __call__(self, idx: Tensor) -> Tensor:
-        return self.weight.embedding(idx)
+        return embedding(idx, self.weight)
+
+
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
+    """torch.nn.functional.embedding: the rows of weight (num_embeddings, dim) picked by int ids, S -> (*S, dim).
+    padding_idx, max_norm and scale_grad_by_freq (which change the gradient or write the table) raise
+    NotImplementedError; sparse (a gradient layout) is accepted and changes nothing."""
+    if padding_idx is not None or max_norm is not None or scale_grad_by_freq:
+        raise NotImplementedError(
+            "embedding: padding_idx, max_norm and scale_grad_by_freq are not implemented in limn; leave them unset"
+        )
+    return weight.embedding(input)
 
 
 class _ConvNd:

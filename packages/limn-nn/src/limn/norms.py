@@ -1,4 +1,5 @@
-"""Normalization layers beside limn.nn's LayerNorm: BatchNorm1d/2d, GroupNorm, InstanceNorm1d/2d, RMSNorm.
+"""Normalization layers beside limn.nn's LayerNorm: BatchNorm1d/2d, GroupNorm, InstanceNorm1d/2d, RMSNorm, and
+torch.nn.functional's group_norm and layer_norm (GroupNorm's and LayerNorm's computations).
 
 Each is a plain class with torch's constructor arguments, parameter names (weight, bias) and buffer names
 (running_mean, running_var, num_batches_tracked), so torch's state_dict values load by name; x -> y of the
@@ -16,6 +17,7 @@ import numpy as np
 
 from limn import dtypes
 from limn.dtypes import DType
+from limn.module import TrainEval
 from limn.tensor import Tensor, realize
 
 
@@ -36,7 +38,7 @@ def _affine(y: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
     return y
 
 
-class _BatchNorm:
+class _BatchNorm(TrainEval):
     ranks: tuple[int, ...] = ()  # the input ranks the class takes
 
     def __init__(
@@ -134,14 +136,62 @@ class GroupNorm:
     def __call__(self, x: Tensor) -> Tensor:
         if x.ndim < 2 or x.shape[1] != self.num_channels:
             raise ValueError(f"GroupNorm: expects (N, {self.num_channels}, ...), got shape {x.shape}")
-        groups = x.reshape(x.shape[0], self.num_groups, -1) if x.size else x.reshape(x.shape[0], self.num_groups, 0)
-        mean = groups.mean(-1, keepdim=True)
-        var = groups.var(-1, keepdim=True, correction=0)
-        y = ((groups - mean) * (var + self.eps).rsqrt()).reshape(x.shape)  # (N, G, C/G *) -> (N, C, *)
-        return _affine(y, self.weight, self.bias)
+        return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
 
-class _InstanceNorm:
+def group_norm(
+    input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5
+) -> Tensor:
+    """torch.nn.functional.group_norm: GroupNorm's computation, (N, C, *) normalized per (sample, group of
+    C / num_groups channels) by its mean and biased variance, then weight and bias (C,) per channel if given.
+
+    >>> group_norm(Tensor([[[1.0], [3.0]]]), 1).reshape(-1).tolist()
+    [-0.9999949932098389, 0.9999949932098389]
+    """
+    if input.ndim < 2 or num_groups < 1 or input.shape[1] % num_groups:
+        raise ValueError(
+            f"group_norm: expects (N, C, ...) with C divisible by num_groups ({num_groups}), got shape {input.shape}"
+        )
+    n = input.shape[0]
+    groups = input.reshape(n, num_groups, -1) if input.size else input.reshape(n, num_groups, 0)  # (N, G, C/G *)
+    mean = groups.mean(-1, keepdim=True)
+    var = groups.var(-1, keepdim=True, correction=0)
+    y = ((groups - mean) * (var + eps).rsqrt()).reshape(input.shape)  # (N, G, C/G *) -> (N, C, *)
+    return _affine(y, weight, bias)
+
+
+def layer_norm(
+    input: Tensor,
+    normalized_shape: int | Sequence[int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """torch.nn.functional.layer_norm: LayerNorm's (x - mean) / sqrt(var + eps) * weight + bias over the
+    trailing `normalized_shape` dims (the biased variance), with the weight and bias given (either may be None).
+
+    >>> layer_norm(Tensor([[1.0, 3.0]]), (2,)).tolist()
+    [[-0.9999949932098389, 0.9999949932098389]]
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    n = len(shape)
+    trailing = input.shape[input.ndim - n :]
+    if trailing != shape:
+        raise ValueError(
+            f"LayerNorm over {shape}: the input's trailing dims are {trailing} (input shape {input.shape})"
+        )
+    axes = tuple(range(input.ndim - n, input.ndim))
+    mean = input.mean(axes, keepdim=True)
+    var = input.var(axes, keepdim=True, correction=0)
+    y = (input - mean) * (var + eps).rsqrt()  # (x - mean) / sqrt(var + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+class _InstanceNorm(TrainEval):
     ranks: tuple[int, ...] = ()
 
     def __init__(

@@ -1,4 +1,4 @@
-"""Optimizers: SGD, AdamW and Muon, each step one batch of ASSIGNs realized together.
+"""Optimizers: SGD, Adam, AdamW and Muon, each step one batch of ASSIGNs realized together.
 
 An optimizer holds parameters (Tensors, (name, Tensor) pairs from nn.named_parameters, or torch's list of
 group dicts, see limn.param_groups) and their state as realized device tensors. step(*extra) builds every
@@ -27,7 +27,7 @@ from limn.param_groups import LIVE, ParamGroup, Params, split_groups
 from limn.tensor import Tensor, realize
 from limn.walk import assign_values
 
-__all__ = ["NS_COEFFICIENTS", "SGD", "AdamW", "Chain", "Muon", "Optimizer", "ParamGroup", "newton_schulz"]
+__all__ = ["NS_COEFFICIENTS", "SGD", "Adam", "AdamW", "Chain", "Muon", "Optimizer", "ParamGroup", "newton_schulz"]
 
 
 class Optimizer(ABC):
@@ -345,6 +345,7 @@ class AdamW(Optimizer):
     """
 
     kind = "adamw"
+    decoupled = True  # weight decay shrinks the parameter (AdamW); False adds weight_decay * p to the gradient (Adam)
 
     def __init__(
         self,
@@ -404,13 +405,51 @@ class AdamW(Optimizer):
         for name, p, g in self._with_grads(group):
             c = p.dtype.compute
             m, v = self.state[name]["exp_avg"], self.state[name]["exp_avg_sq"]
-            g = g.cast(c)
-            x = p.cast(c) * decay.cast(c)
+            g, x = g.cast(c), p.cast(c)
+            if self.decoupled:
+                x = x * decay.cast(c)
+            else:
+                g = g + weight_decay.cast(c) * x  # Adam's L2 decay: the gradient of weight_decay / 2 * |p|^2
             new_m = _lerp(m.cast(c), g, 1 - beta1)
             new_v = v.cast(c) * beta2 + (1 - beta2) * g * g
             denom = new_v.sqrt() / correction2.cast(c) + group["eps"]
             out += [m.assign(new_m), v.assign(new_v), p.assign(x - step_size.cast(c) * new_m / denom)]
         return out
+
+
+class Adam(AdamW):
+    """Adam, as torch.optim.Adam (amsgrad off) computes it: AdamW's step with L2 weight decay, the gradient
+    g = grad + weight_decay * p feeding both moments, in place of the decoupled p = p * (1 - lr * weight_decay)
+    (decoupled_weight_decay=True, as torch's, is AdamW). weight_decay defaults to 0, as torch's.
+
+    >>> w = Tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = Adam([w], lr=0.1)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> [round(v, 4) for v in w.tolist()]  # the first step moves each entry by lr against its gradient's sign
+    [0.9, -1.9]
+    """
+
+    kind = "adam"
+
+    def __init__(
+        self,
+        params: Params,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        name: str | None = None,
+        *,
+        decoupled_weight_decay: bool = False,
+        amsgrad: bool = False,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        fused: bool | None = None,
+    ) -> None:
+        _unsupported("Adam", amsgrad=amsgrad, maximize=maximize)
+        self.decoupled = decoupled_weight_decay
+        super().__init__(params, lr, betas, eps, weight_decay, name)
 
 
 # ---- Muon ----

@@ -1,0 +1,104 @@
+"""Loss layers, as torch.nn's: CrossEntropyLoss, NLLLoss, BCEWithLogitsLoss, BCELoss, MSELoss, L1Loss. Each is a
+plain class keeping torch's constructor arguments; calling it, `criterion(input, target)`, gives limn.losses'
+function of them, so `criterion = nn.CrossEntropyLoss(ignore_index=-1)` ports unchanged. The weights they keep
+(class weight, pos_weight) are buffers, in state_dict under torch's names when given, as torch registers them.
+Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from limn import losses
+from limn.tensor import Tensor
+
+__all__ = ["BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss"]
+
+
+class _Loss:
+    """A loss function with its keyword arguments kept as attributes (reduction "mean", "sum" or "none", as
+    torch); a weight or pos_weight tensor is a buffer, in state_dict as torch's (the walk reads _buffer_names)."""
+
+    function: Any = None
+
+    def __init__(self, **kwargs: Any):
+        self._keys = tuple(kwargs)
+        for key, value in kwargs.items():
+            setattr(self, key, value)
+        weights = {"weight", "pos_weight"} & {k for k, v in kwargs.items() if isinstance(v, Tensor)}
+        if weights:
+            self._buffer_names = frozenset(weights)
+
+    def __call__(self, input: Tensor, target: Any) -> Tensor:
+        return type(self).function(input, target, **{key: getattr(self, key) for key in self._keys})
+
+
+class CrossEntropyLoss(_Loss):
+    """torch.nn.CrossEntropyLoss: losses.cross_entropy (class ids or class probabilities as the target).
+
+    >>> CrossEntropyLoss()(Tensor([[0.0, 0.0]]), Tensor([1])).item()
+    0.6931471824645996
+    """
+
+    function = staticmethod(losses.cross_entropy)
+
+    def __init__(
+        self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean", label_smoothing=0.0
+    ):
+        super().__init__(
+            weight=weight,
+            size_average=size_average,
+            ignore_index=ignore_index,
+            reduce=reduce,
+            reduction=reduction,
+            label_smoothing=label_smoothing,
+        )
+
+
+class NLLLoss(_Loss):
+    """torch.nn.NLLLoss: losses.nll_loss of log-probabilities."""
+
+    function = staticmethod(losses.nll_loss)
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        super().__init__(
+            weight=weight, size_average=size_average, ignore_index=ignore_index, reduce=reduce, reduction=reduction
+        )
+
+
+class BCEWithLogitsLoss(_Loss):
+    """torch.nn.BCEWithLogitsLoss: losses.binary_cross_entropy_with_logits (stable for any logit)."""
+
+    function = staticmethod(losses.binary_cross_entropy_with_logits)
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
+        super().__init__(
+            weight=weight, size_average=size_average, reduce=reduce, reduction=reduction, pos_weight=pos_weight
+        )
+
+
+class BCELoss(_Loss):
+    """torch.nn.BCELoss: losses.binary_cross_entropy of probabilities."""
+
+    function = staticmethod(losses.binary_cross_entropy)
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(weight=weight, size_average=size_average, reduce=reduce, reduction=reduction)
+
+
+class MSELoss(_Loss):
+    """torch.nn.MSELoss: mean (or sum) of (input - target)**2."""
+
+    function = staticmethod(losses.mse_loss)
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average=size_average, reduce=reduce, reduction=reduction)
+
+
+class L1Loss(_Loss):
+    """torch.nn.L1Loss: mean (or sum) of |input - target|."""
+
+    function = staticmethod(losses.l1_loss)
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average=size_average, reduce=reduce, reduction=reduction)
