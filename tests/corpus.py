@@ -105,7 +105,7 @@ def special_value_tests(rng, dt):
 @case(*INTS)
 def int_limits(rng, dt):
     a, b = data(rng, (4, 6), dt, specials=8), data(rng, (4, 6), dt, specials=8)
-    return [a.maximum(b), a.minimum(b), a.max(1), a.min(0), a.argmax(1), a.argmin(1), a.clip(-5, 5), a.abs()]
+    return [a.maximum(b), a.minimum(b), a.max(axis=1), a.min(axis=0), a.argmax(1), a.argmin(1), a.clip(-5, 5), a.abs()]
 
 
 @case(*FLOATS)
@@ -196,26 +196,26 @@ def cat_stack_split(rng, dt):
 @case(*ALL)
 def reduces(rng, dt):
     x = data(rng, (3, 4, 5), dt)
-    return [x.sum(), x.sum(0), x.sum(2, keepdim=True), x.max(1), x.max(), x.min((0, 2))]
+    return [x.sum(), x.sum(0), x.sum(2, keepdim=True), x.max(axis=1), x.max(), x.min((0, 2))]
 
 
 @case(*ALL)
 def reduces_over_special_values(rng, dt):
     x = data(rng, (3, 4, 5), dt, specials=6)
-    outs = [x.max(1), x.min((0, 2)), x.argmax(2), x.argmin(0), x.sum(1), (x > 0).any(2), (x > 0).all(0)]
+    outs = [x.max(axis=1), x.min((0, 2)), x.argmax(2), x.argmin(0), x.sum(1), (x > 0).any(2), (x > 0).all(0)]
     return outs if limn.dtypes.as_dtype(dt).is_int else outs + [x.mean(1), x.logsumexp(2), x.softmax(0), x.std(1)]
 
 
 @case(*FLOATS)
 def reduce_of_expression(rng, dt):
     x, y = data(rng, (6, 7), dt), data(rng, (6, 7), dt)
-    return [(x * y + 1).sum(1), (x - y).exp().max(0), x.mean(), x.var(1)]
+    return [(x * y + 1).sum(1), (x - y).exp().max(axis=0), x.mean(), x.var(1)]
 
 
 @case("float32")
 def reduce_identities_on_pads(rng, dt):
     x = data(rng, (3, 4), dt) - 5.0  # all negative: a max over a pad must see the pad's zeros
-    return [x.pad(((0, 0), (2, 2))).max(1), x.pad(((1, 1), (0, 0))).sum(0), x.max(1)]
+    return [x.pad(((0, 0), (2, 2))).max(axis=1), x.pad(((1, 1), (0, 0))).sum(0), x.max(axis=1)]
 
 
 @case("float32", "float64")
@@ -227,7 +227,7 @@ def softmax_family(rng, dt):
 @case("float32", "float64")
 def empty_and_0d_reduces(rng, dt):
     x, s = data(rng, (3, 0), dt), data(rng, (), dt)
-    return [x.any(1), x.all(1), x.sum(1), x.logsumexp(1), s.sum(0), s.max(-1), s.softmax(-1), s.argmax(0)]
+    return [x.any(1), x.all(1), x.sum(1), x.logsumexp(1), s.sum(0), s.max(axis=-1), s.softmax(-1), s.argmax(0)]
 
 
 @case("float32")
@@ -319,7 +319,7 @@ def contiguous_barrier(rng, dt):
 def shared_subexpressions(rng, dt):
     x = data(rng, (4, 4), dt)
     e = (x * 2).exp()
-    return [e.sum(1), e / e.sum(1, keepdim=True), e.max(0) + e.sum(0)]
+    return [e.sum(1), e / e.sum(1, keepdim=True), e.max(axis=0) + e.sum(0)]
 
 
 @case("float32")

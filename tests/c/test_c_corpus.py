@@ -295,7 +295,7 @@ def _reproducer(case: Case) -> str:
         lambda x: x.softmax(-1),
         lambda x: (x * 0.5).exp().sum(1),
         lambda x: x.logsumexp(1),
-        lambda x: (x * x + 1).sqrt().max(1),
+        lambda x: (x * x + 1).sqrt().max(axis=1),
     ],
     ids=["softmax", "exp-sum", "logsumexp", "sqrt-max"],
 )

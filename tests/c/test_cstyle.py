@@ -24,7 +24,7 @@ def kernels(dtype=limn.float32) -> tuple[KernelIR, ...]:
     """A fold (exp, mul, max into a register) over an input of `dtype`, and for a half width the cast back."""
     x = Tensor(np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8))
     y = Tensor(np.full((4, 8), 0.5), dtype=dtype)
-    return ir((x.exp() * y).max(1).cast(dtype)).kernels
+    return ir((x.exp() * y).max(axis=1).cast(dtype)).kernels
 
 
 def render(language: CStyle, program: tuple[KernelIR, ...]) -> list[str]:

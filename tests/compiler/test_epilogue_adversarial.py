@@ -226,7 +226,7 @@ class Builder:
         out = tuple(1 if d in reduced else s for d, s in enumerate(shape) if keepdim or d not in reduced)
         terms = int(np.prod([shape[d] for d in reduced]))
         axis = "None" if axes is None else (str(axes[0]) if len(axes) == 1 else str(axes))
-        return self.let(f"{x.name}.{op}({axis}, keepdim={keepdim})", x, out, terms=terms)
+        return self.let(f"{x.name}.{op}(axis={axis}, keepdim={keepdim})", x, out, terms=terms)
 
     # -- what follows a reduce --
 
@@ -267,7 +267,7 @@ class Builder:
             other = self.matmul(t.dtype, like=t) if "@" in self.program.lines[-1] and self.chance(0.5) else None
             if other is None or other.shape != t.shape:
                 x = self.input(t.shape + (3,), t.dtype)
-                other = self.let(f"{x.name}.{self.pick(('sum', 'max'))}({len(t.shape)})", x, t.shape, terms=3)
+                other = self.let(f"{x.name}.{self.pick(('sum', 'max'))}(axis={len(t.shape)})", x, t.shape, terms=3)
             return self.let(f"{t.name} + {other.name}", t, exact=t.exact and other.exact)
         return self.let(f"{t.name} + {self.view(total)}", t, exact=t.exact and total.exact)
 
@@ -419,7 +419,7 @@ def test_a_consumer_of_a_total_read_later_at_other_cells_keeps_its_stored_value(
         "t = hb.transpose() + h",  # reads hb at other cells: not an epilogue
         "k = (hr * 0.5).maximum(hb.pad(((1, 0), (0, 0))).shrink(((0, 16), (0, 16))))",  # the row above
         "ys = y.sum(1)",  # a middle axis, kept total read by two consumers and a sink
-        "ym = y.max(1)",
+        "ym = y.max(axis=1)",
         "z = ys - ym * 2 + ys.reshape((24,)).reshape((6, 4))",
         "z2 = (z > 0).where(ys, ym)",
         "z3 = ys.transpose().reshape((6, 4)) + z",  # another cell of ys: a reshape of its transpose
@@ -476,9 +476,9 @@ def test_nan_inf_empty_dims_and_0d_totals():
         "v": (rng.standard_normal(7), "float64"),
     }
     lines = [
-        "m = s.max(1)",
+        "m = s.max(axis=1)",
         "m1 = m + 1",
-        "m2 = (s.max(1, keepdim=True) - 1).exp()",
+        "m2 = (s.max(axis=1, keepdim=True) - 1).exp()",
         "m3 = s.sum(1) * 2 - m",
         "m4 = m > 0",
         "h = (a @ b).gelu()",

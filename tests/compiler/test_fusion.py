@@ -98,7 +98,7 @@ def _exp_kernels(sched):
 def test_a_cheap_value_two_kernels_need_is_recomputed_in_each():
     x = Tensor.randn((4, 5))
     e = (x * 2).exp()  # 5 units of work, under RECOMPUTE_LIMIT
-    sched = schedule_of(e.sum(1), e.max(0))
+    sched = schedule_of(e.sum(1), e.max(axis=0))
     assert len(sched.kernels) == 2 and len(_exp_kernels(sched)) == 2, describe(sched)
 
 
@@ -107,7 +107,7 @@ def test_an_expensive_value_two_kernels_need_is_materialized_once():
     e = x
     for _ in range(8):  # 8 exps: 32 units of work, past RECOMPUTE_LIMIT
         e = (e * 0.1).exp()
-    sched = schedule_of(e.sum(1), e.max(0))
+    sched = schedule_of(e.sum(1), e.max(axis=0))
     exps = {name for name, _ in _exp_kernels(sched)}
     assert len(exps) == 1, f"the exps must be computed in exactly one kernel, found {exps}:\n{describe(sched)}"
     exp_slot = next(k.out for k in sched.kernels if k.name in exps)
@@ -118,7 +118,7 @@ def test_an_expensive_value_two_kernels_need_is_materialized_once():
 def test_view_of_a_buffered_value_is_not_copied():
     # a broadcast of a reduce's result is index arithmetic on its buffer, however many kernels read it
     x = Tensor.randn((4, 5))
-    m = x.max(1, keepdim=True).expand(4, 5)
+    m = x.max(axis=1, keepdim=True).expand(4, 5)
     sched = schedule_of((m + x).sum(), (m * x).max())
     assert ops_of(sched) == [Op.MAX, Op.SUM, Op.MAX], f"the expanded max must not get a kernel:\n{describe(sched)}"
 
@@ -172,7 +172,7 @@ def test_half_width_reduce_always_uses_a_register_accumulator():
     wide = ir(Tensor.randn((64, 64)).sum(0)).kernels[0]
     assert not any(isinstance(ins, Acc) for ins in wide.body), f"float32 column sum should fold in memory:\n{wide}"
     for dtype in ("float16", "bfloat16"):
-        for total in (Tensor.randn((64, 64), dtype=dtype).sum(0), Tensor.randn((64, 64), dtype=dtype).max(0)):
+        for total in (Tensor.randn((64, 64), dtype=dtype).sum(0), Tensor.randn((64, 64), dtype=dtype).max(axis=0)):
             (kernel,) = ir(total).kernels
             accs = [ins for ins in kernel.body if isinstance(ins, Acc)]
             assert len(accs) == 1 and accs[0].dtype.name == "float32", (

@@ -51,7 +51,7 @@ def test_an_expensive_shared_value_is_stored_with_its_cost():
     e = Tensor.randn((4, 6))
     for _ in range(8):  # 8 exps: past RECOMPUTE_LIMIT
         e = (e * 0.1).exp()
-    sched = schedule_of(e.sum(1), e.max(0))
+    sched = schedule_of(e.sum(1), e.max(axis=0))
     reason = reason_of_kernel(sched, Op.EXP)
     assert reason.rule is Rule.SHARED, explain(sched)
     assert f"recompute cost over {RECOMPUTE_LIMIT}" in str(reason), explain(sched)

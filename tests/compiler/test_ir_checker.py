@@ -120,10 +120,10 @@ def test_lowering_checks_every_nest_under_limn_debug(monkeypatch):
     monkeypatch.setattr(limn.codegen, "check", lambda k: checked.append(k.name) or k)
     x = Tensor.randn((4, 5))
     monkeypatch.delenv("LIMN_DEBUG", raising=False)
-    ir(x.exp().sum(1), x.max(0))
+    ir(x.exp().sum(1), x.max(axis=0))
     assert checked == [], "without LIMN_DEBUG lowering does not check"
     monkeypatch.setenv("LIMN_DEBUG", "1")
-    ir(x.exp().sum(1), x.max(0))
+    ir(x.exp().sum(1), x.max(axis=0))
     assert checked == ["k0", "k1"], "LIMN_DEBUG=1 checks each kernel as it is lowered"
 
 

@@ -84,14 +84,14 @@ def test_argmax_and_argmin_pick_the_first_nan_as_torch(device: str) -> None:
 
 def test_max_and_min_propagate_nan_as_torch(device: str) -> None:
     x = np.array([[1.0, nan, 3.0], [inf, 2.0, -inf], [nan, nan, nan]], np.float32)
-    for expr, texpr in [("x.max(1)", "x.amax(1)"), ("x.min(1)", "x.amin(1)"), ("x.max()", "x.amax()")]:
+    for expr, texpr in [("x.max(axis=1)", "x.amax(1)"), ("x.min(axis=1)", "x.amin(1)"), ("x.max()", "x.amax()")]:
         agree(device, expr, texpr, grad=False, x=x)
 
 
 def test_max_gradient_is_nan_over_a_slice_holding_nan_as_torch_amax(device: str) -> None:
     x = np.array([[1.0, nan, 3.0], [1.0, 3.0, 3.0], [inf, 2.0, inf]], np.float32)
-    agree(device, "x.max(1)", "x.amax(1)", x=x)
-    agree(device, "x.min(1)", "x.amin(1)", x=x)
+    agree(device, "x.max(axis=1)", "x.amax(1)", x=x)
+    agree(device, "x.min(axis=1)", "x.amin(1)", x=x)
 
 
 def test_sign_of_nan_and_signed_zero_matches_torch(device: str) -> None:
@@ -138,7 +138,7 @@ def test_an_empty_axis_makes_max_min_argmax_argmin_raise_index_error_naming_shap
 
 
 @pytest.mark.parametrize(
-    ("expr", "texpr"), [("x.max(0)", "x.amax(0)"), ("x.min(0)", "x.amin(0)"), ("x.argmax(0)", None)]
+    ("expr", "texpr"), [("x.max(axis=0)", "x.amax(0)"), ("x.min(axis=0)", "x.amin(0)"), ("x.argmax(0)", None)]
 )
 def test_a_reduce_over_a_nonempty_axis_of_an_empty_tensor_is_empty_as_torch(device: str, expr: str, texpr) -> None:
     agree(device, expr, texpr, grad=False, x=EMPTY)
@@ -163,7 +163,8 @@ BOOLS = np.array([[True, False, True], [False, False, False]])
 
 
 @pytest.mark.parametrize(
-    ("expr", "texpr"), [("x.max()", None), ("x.max(1)", "x.amax(1)"), ("x.min()", None), ("x.min(1)", "x.amin(1)")]
+    ("expr", "texpr"),
+    [("x.max()", None), ("x.max(axis=1)", "x.amax(1)"), ("x.min()", None), ("x.min(axis=1)", "x.amin(1)")],
 )
 def test_max_and_min_of_bools_are_bools_as_torch(device: str, expr: str, texpr) -> None:
     agree(device, expr, texpr, grad=False, x=BOOLS)
@@ -275,8 +276,8 @@ ZERO_D = [
     ("x.sum(-1)", None),
     ("x.sum(0, keepdim=True)", None),
     ("x.mean(-1)", None),
-    ("x.max(0)", "x.amax(0)"),
-    ("x.min(-1)", "x.amin(-1)"),
+    ("x.max(axis=0)", "x.amax(0)"),
+    ("x.min(axis=-1)", "x.amin(-1)"),
     ("x.argmax(0)", None),
     ("x.argmin(-1)", None),
     ("x.softmax(-1)", None),

@@ -3,8 +3,9 @@ mean's dtype=, prod (zeros in the slice, ints that wrap), amax/amin and their ti
 var_mean, count_nonzero and norm (every p), over dims, keepdim, empty and 0-d tensors and special values.
 
 A Table per family: each device runs a table's rows in one realize and one backward; each row is its own test.
-Where limn differs from torch on purpose (x.max(dim) gives values alone; ints reduce in int32, not int64), a
-test below names the difference.
+x.max(dim) and x.min(dim) are torch's (values, indices); limn's axis= spelling gives the values alone, ties
+sharing the gradient as amax's. Where limn differs from torch on purpose (indices and int reductions are int32,
+not int64), a test below names the difference.
 """
 
 from __future__ import annotations
@@ -48,9 +49,9 @@ TABLES = {
             case(
                 "x.mean(dim=1, keepdim=True, dtype='float64')", "x.mean(dim=1, keepdim=True, dtype=torch.float64)", x=X
             ),
-            case("x.max(dim=1)", "x.amax(dim=1)", x=X),
+            case("x.max(dim=1).values", x=X),
             case("x.max(dim=(0, 2), keepdim=True)", "x.amax(dim=(0, 2), keepdim=True)", x=X),
-            case("x.min(dim=-1)", "x.amin(dim=-1)", x=X),
+            case("x.min(dim=-1).values", x=X),
             case("x.max(y)", "torch.max(x, y)", x=X, y=X[::-1].copy(), id="max of two tensors is maximum"),
             case("x.min(y)", "torch.min(x, y)", x=X, y=X[::-1].copy(), id="min of two tensors is minimum"),
             case("x.var(dim=1)", x=X),
@@ -134,7 +135,17 @@ TABLES = {
             case("x.amax()", x=TIES, id="amax over all with ties"),
             case("x.amax(dim=(0, 1), keepdim=True)", x=TIES),
             case("x.amin(dim=())", "x.amin(dim=())", x=TIES, id="amin dim=() is every dim"),
-            case("x.max(1)", "x.amax(1)", x=TIES, id="max(dim) gradient with ties is amax's"),
+            case("x.max(axis=1)", "x.amax(1)", x=TIES, id="max(axis=) is the values alone, ties shared as amax's"),
+            # ---- torch's x.max(dim): (values, indices), a tie's whole gradient to the index returned ----
+            case("x.max(1)[0]", x=TIES, id="max(dim) values: the gradient goes to the first tied index"),
+            case("x.max(1)[1]", grad=False, x=TIES, id="max(dim) indices: the first tied index"),
+            case("x.max(dim=0, keepdim=True).values", x=TIES, id="max(dim=, keepdim) values"),
+            case("x.min(-1).indices", grad=False, x=TIES, id="min(dim) indices"),
+            case("x.min(dim=1).values * 2", x=TIES, id="min(dim) values"),
+            case("x.max(1)[0]", grad=False, x=SPECIAL, id="max(dim) with nan and inf picks the nan"),
+            case("x.max(1)[1]", grad=False, x=SPECIAL, id="max(dim) with nan points at the nan"),
+            case("(x > 0).max(1)[0]", grad=False, x=X, id="max(dim) of bools gives bools"),
+            case("x.max(0)[0]", x=np.float32(2.5), id="max(dim) of a 0-d tensor"),
             case("x.amax(1)", grad=False, x=SPECIAL, id="amax with nan and inf"),
             case("x.amax(0)", x=I8, id="amax int8"),
             case(
@@ -209,20 +220,18 @@ def test_reduction_matches_torch(device: str, table: str, name: str) -> None:
     TABLES[table].assert_agrees(device, name)
 
 
-def test_max_over_a_dim_returns_values_alone_and_splits_a_tie_gradient_unlike_torch_max_dim() -> None:
-    # the deliberate difference: torch's x.max(dim) is (values, indices) and its gradient goes to the one index
-    # it returns; limn's x.max(dim) is torch.amax's value, and its gradient is shared among the tied maxima
+def test_max_over_a_dim_is_torchs_pair_and_axis_gives_amaxs_values() -> None:
+    # torch's x.max(dim) is (values, indices), its gradient going to the one index it returns; limn's axis=
+    # spelling (numpy's, tinygrad's) is torch.amax's value, the gradient shared among the tied maxima
+    values, indices = Tensor(TIES).max(1)
+    assert isinstance(values, Tensor) and indices.dtype.name == "int32"  # the one named difference: int32
     x = Tensor(TIES, requires_grad=True)
-    out = x.max(dim=1)
-    assert isinstance(out, Tensor), "x.max(dim) gives a tensor of values, not a pair"
-    out.sum().backward()
-    t = torch.tensor(TIES, requires_grad=True)
-    torch.max(t, dim=1).values.sum().backward()
+    x.max(axis=1).sum().backward()
     ta = torch.tensor(TIES, requires_grad=True)
     ta.amax(dim=1).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), ta.grad.numpy())
-    assert not np.allclose(x.grad.numpy(), t.grad.numpy()), "torch.max(dim)'s gradient goes to one index only"
-    np.testing.assert_array_equal(Tensor(TIES).argmax(dim=1).numpy(), torch.max(torch.tensor(TIES), dim=1).indices)
+    with pytest.raises(TypeError, match="name one argument"):
+        Tensor(TIES).max(1, axis=1)
 
 
 def test_sum_of_int8_stays_int8_and_wraps_unlike_torchs_int64() -> None:

@@ -355,7 +355,7 @@ def softmin(x: Tensor, dim: int | None = None, dtype: DType | str | None = None,
 def _norm(x: Tensor, p: float, axis: int) -> Tensor:
     """The p-norm over axis, kept as a size-1 dim, with gradient 0 where the norm is 0, as torch's."""
     if p == math.inf:
-        return x.abs().max(axis, keepdim=True)  # ties share the gradient, as torch's
+        return x.abs().max(axis=axis, keepdim=True)  # ties share the gradient, as torch's
     if p == 1:
         return x.abs().sum(axis, keepdim=True)
     if p == 2:
@@ -365,7 +365,7 @@ def _norm(x: Tensor, p: float, axis: int) -> Tensor:
         return nonzero.where(nonzero.where(total, 1.0).sqrt(), total)
     # ||x||_p = m ||x / m||_p with m = max |x| (a constant to autograd, so the gradient is exact): the sum of
     # |x / m|**p is in [1, n], so its root's gradient (which divides by it) cannot overflow at a tiny x
-    m = x.abs().max(axis, keepdim=True).detach()
+    m = x.abs().max(axis=axis, keepdim=True).detach()
     nonzero = m.gt(0)
     scale = nonzero.where(m, 1.0)
     total = ((x / scale).abs() ** p).sum(axis, keepdim=True)

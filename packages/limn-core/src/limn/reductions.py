@@ -161,39 +161,66 @@ def _multiply_down(y: Tensor) -> Tensor:
     return y
 
 
-def max(x: Tensor, axis: Axis | Tensor = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
-    """The largest value over axis (or torch's dim=; every dim when None). NaN propagates and a bool tensor
-    gives bool, as torch.amax; an empty axis raises IndexError, as in torch (there is no largest of no values).
-    Ties share the gradient evenly, as torch.amax's. x.max(other_tensor) is the elementwise maximum, as
-    torch.max(a, b).
+def max(x: Tensor, dim: Axis | Tensor = None, keepdim: bool = False, *, axis: Axis = None) -> Tensor | ValuesIndices:
+    """The largest value over a dim, as torch's x.max: with one dim (positional or dim=) it returns torch's
+    (values, indices) pair, the whole gradient of a tie going to the index returned (the first); with limn's
+    axis= (one dim or several) or a tuple of dims it returns the values alone, ties sharing the gradient evenly,
+    as torch.amax; with none, the largest of all. NaN propagates and a bool tensor gives bool; an empty dim
+    raises IndexError, as in torch. x.max(other_tensor) is the elementwise maximum, as torch.max(a, b).
 
-    Trap: torch's x.max(dim) returns (values, indices) and gives a tie's whole gradient to the index it
-    returns; limn's returns the values alone (as tinygrad's), torch.amax's; x.max(dim), x.argmax(dim) is the
-    pair (tests/core/test_reductions_torch.py names it).
-
-    >>> Tensor([[1.0, 5.0], [3.0, 2.0]]).max(dim=1).tolist()
-    [5.0, 3.0]
+    >>> t = Tensor([[1.0, 5.0], [3.0, 2.0]])
+    >>> values, indices = t.max(1)
+    >>> values.tolist(), indices.tolist(), t.max(axis=1).tolist()
+    ([5.0, 3.0], [1, 0], [5.0, 3.0])
     """
-    if isinstance(axis, Tensor):
-        return x.maximum(axis)
-    axis = _dim(axis, dim, "max")
+    if isinstance(dim, Tensor):
+        return x.maximum(dim)
+    if _one_dim(dim, axis, "max"):
+        return _values_indices(x, dim, keepdim, "max")
+    axis = dim if axis is None else axis
     _check_nonempty(x, x._axes(axis, "max"), "max")
     out = x._reduce(Op.MAX, axis, keepdim)
     return out.cast(dtypes.bool_) if x.dtype == dtypes.bool_ else out  # bools reduce as int32 0/1
 
 
-def min(x: Tensor, axis: Axis | Tensor = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
-    """The smallest value over axis, by the rules of max (x.min(other_tensor) is the elementwise minimum)."""
-    if isinstance(axis, Tensor):
-        return x.minimum(axis)
-    axis = _dim(axis, dim, "min")
+def min(x: Tensor, dim: Axis | Tensor = None, keepdim: bool = False, *, axis: Axis = None) -> Tensor | ValuesIndices:
+    """The smallest value over a dim, by the rules of max: one dim gives torch's (values, indices), axis= or
+    a tuple the values alone (x.min(other_tensor) is the elementwise minimum)."""
+    if isinstance(dim, Tensor):
+        return x.minimum(dim)
+    if _one_dim(dim, axis, "min"):
+        return _values_indices(x, dim, keepdim, "min")
+    axis = dim if axis is None else axis
     _check_nonempty(x, x._axes(axis, "min"), "min")
     if x.dtype == dtypes.bool_:
-        return x.logical_not().max(axis, keepdim).logical_not()  # min b = not max(not b)
+        return x.logical_not().max(axis=axis, keepdim=keepdim).logical_not()  # min b = not max(not b)
     if x.dtype.is_int:
         # -x overflows at the most negative int; ~x = -x - 1 never does, and min x = ~max(~x)
-        return -((-x - 1).max(axis, keepdim)) - 1
-    return -((-x).max(axis, keepdim))  # min x = -max(-x)
+        return -((-x - 1).max(axis=axis, keepdim=keepdim)) - 1
+    return -((-x).max(axis=axis, keepdim=keepdim))  # min x = -max(-x)
+
+
+def _one_dim(dim: Axis, axis: Axis, what: str) -> bool:
+    """Whether max/min was asked torch's way for one dim (so it returns values and indices)."""
+    if dim is not None and axis is not None:
+        raise TypeError(f"{what}: got dim={dim!r} and axis={axis!r}, which name one argument; pass one of them")
+    return isinstance(dim, int) and not isinstance(dim, bool)
+
+
+def _values_indices(x: Tensor, dim: int, keepdim: bool, what: str) -> ValuesIndices:
+    """torch's x.max(dim) / x.min(dim): the values at the first extreme index, read through that index (so
+    the gradient goes there alone), and the index, int32."""
+    if x.ndim == 0:
+        normalize_axis(dim, 1, what)  # a 0-d tensor's dim 0 (or -1), as torch allows
+        return ValuesIndices(x, Tensor.full((), 0, dtype=dtypes.int32, device=x.device))
+    dim = normalize_axis(dim, x.ndim, what)
+    _check_nonempty(x, (dim,), what)
+    ranked = x.cast(dtypes.int32) if x.dtype == dtypes.bool_ else x
+    index = ranked.argmax(dim, keepdim=True) if what == "max" else ranked.argmin(dim, keepdim=True)
+    values = x.gather(dim, index)
+    if not keepdim:
+        values, index = values.squeeze(dim), index.squeeze(dim)
+    return ValuesIndices(values, index)
 
 
 def amax(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
@@ -203,7 +230,7 @@ def amax(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = Non
     [3, 5]
     """
     axis = _dim(axis, dim, "amax")
-    return x.max(None if axis == () else axis, keepdim)
+    return x.max(axis=None if axis == () else axis, keepdim=keepdim)
 
 
 def amin(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
@@ -213,7 +240,7 @@ def amin(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = Non
     [1, 2]
     """
     axis = _dim(axis, dim, "amin")
-    return x.min(None if axis == () else axis, keepdim)
+    return x.min(axis=None if axis == () else axis, keepdim=keepdim)
 
 
 def aminmax(x: Tensor, *, dim: int | None = None, keepdim: bool = False) -> MinMax:
@@ -384,14 +411,14 @@ def argmax(x: Tensor, axis: int | None = None, keepdim: bool = False, *, dim: in
         return Tensor.full((), 0, dtype=dtypes.int32, device=x.device)  # the one value sits at index 0
     _check_nonempty(x, (axis,), "argmax")
     n = x.shape[axis]
-    hit = x.eq(x.max(axis, keepdim=True))
+    hit = x.eq(x.max(axis=axis, keepdim=True))
     if x.dtype.is_float:
         hit = hit.logical_or(x.isnan())  # NaN counts as the largest value, as in torch.argmax
     shape = [1] * x.ndim
     shape[axis] = n
     # the first hit has the largest (n - index); an index that misses scores 0
     score = hit.where(Tensor.arange(n, 0, -1, device=x.device).reshape(shape), 0)
-    return (n - score.max(axis, keepdim=keepdim)).cast(dtypes.int32)
+    return (n - score.max(axis=axis, keepdim=keepdim)).cast(dtypes.int32)
 
 
 def argmin(x: Tensor, axis: int | None = None, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
@@ -474,9 +501,9 @@ def vector_norm(
     x = x.cast(x.dtype.compute)
     magnitude = x.abs()
     if ord == math.inf:
-        out = magnitude.max(dim, keepdim)  # the largest |x|; ties share the gradient, as torch
+        out = magnitude.max(axis=dim, keepdim=keepdim)  # the largest |x|; ties share the gradient, as torch
     elif ord == -math.inf:
-        out = magnitude.min(dim, keepdim)
+        out = magnitude.min(axis=dim, keepdim=keepdim)
     elif ord == 0:
         out = x.ne(0).cast(x.dtype).sum(dim, keepdim)  # the count of nonzeros, no gradient (as torch's)
     elif ord == 1:

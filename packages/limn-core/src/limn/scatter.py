@@ -162,7 +162,7 @@ def scatter_reduce(
         candidates = grid.mask.where(values, fill)
         if include_self:
             candidates = Tensor.cat([candidates, grid.x_moved.unsqueeze(-1)], -1)  # x as one more candidate
-        combined = candidates.max(-1) if reduce == "amax" else candidates.min(-1)
+        combined = candidates.max(axis=-1) if reduce == "amax" else candidates.min(axis=-1)
     return grid.put(hit, combined)
 
 
@@ -190,7 +190,7 @@ class _Grid:
         """(..., T): 1 + the largest j whose index points at t, or 0 where none does."""
         j = self.mask.shape[-1]
         order = Tensor.arange(1, j + 1, device=self.x.device)  # (J,)
-        return self.mask.where(order, 0).max(-1)
+        return self.mask.where(order, 0).max(axis=-1)
 
     def put(self, hit: Tensor, combined: Tensor) -> Tensor:
         """x with `combined` (..., T) where an index points (hit, of x's shape), x elsewhere."""
