@@ -509,3 +509,33 @@ def test_cross_entropy_over_extra_dims_with_a_custom_ignore_index_matches_torch(
     loss.backward()
     tloss.backward()
     close(x.grad, t.grad, "logits.grad")
+
+
+# ---- cat and stack: torch's list form, and the varargs and method forms beside it ----
+
+CAT_FORMS = {
+    "Tensor.cat([a, b], 1)": "torch.cat([a, b], 1)",
+    "Tensor.cat((a, b), dim=0)": "torch.cat((a, b), dim=0)",
+    "Tensor.cat(a, b, dim=1)": "torch.cat([a, b], dim=1)",
+    "Tensor.cat(a, b, 1)": "torch.cat([a, b], 1)",
+    "a.cat(b)": "torch.cat([a, b])",
+    "a.cat(b, b, dim=-1)": "torch.cat([a, b, b], dim=-1)",
+    "Tensor.stack([a, b], 2)": "torch.stack([a, b], 2)",
+    "Tensor.stack(a, b)": "torch.stack([a, b])",
+    "a.stack(b, dim=-1)": "torch.stack([a, b], dim=-1)",
+}
+
+
+@pytest.mark.parametrize("form", CAT_FORMS)
+def test_cat_and_stack_take_a_list_varargs_or_the_method_form_as_torchs_list(form: str) -> None:
+    a_np, b_np = np.arange(6, dtype=np.float32).reshape(2, 3), -np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = eval(form, {"Tensor": Tensor, "a": Tensor(a_np), "b": Tensor(b_np)})
+    want = eval(CAT_FORMS[form], {"torch": torch, "a": torch.tensor(a_np), "b": torch.tensor(b_np)})
+    np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=form)
+
+
+def test_cat_of_a_0d_tensor_raises_as_torch() -> None:
+    with pytest.raises(RuntimeError, match="position 1 is 0-d"):
+        Tensor.cat([Tensor([1.0]), Tensor(2.0)])
+    with pytest.raises(TypeError, match="one int dim"):
+        Tensor.cat([Tensor([1.0])], 0, 1)

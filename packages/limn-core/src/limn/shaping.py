@@ -202,18 +202,38 @@ def unsqueeze(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> 
     return x.reshape(x.shape[:dim] + (1,) + x.shape[dim:])
 
 
-def cat(tensors: Sequence[Tensor], dim: int | None = None, *, axis: int | None = None) -> Tensor:
-    """Joins tensors along dim: each is padded to the full length there and the pads add up. They must
-    match off that dim; their dtypes promote as in +.
+def joined(args: tuple, what: str) -> tuple[list[Tensor], int | None]:
+    """The tensors and the dim of a cat or stack, from torch's form `cat([a, b], dim)` or the varargs form
+    `cat(a, b, dim)` (tinygrad's, and `a.cat(b)` as a method, where a is the first)."""
+    if args and isinstance(args[0], (list, tuple)):
+        tensors, rest = list(args[0]), args[1:]
+    else:
+        count = next((i for i, a in enumerate(args) if not isinstance(a, Tensor)), len(args))
+        tensors, rest = list(args[:count]), args[count:]
+    if any(not isinstance(t_, Tensor) for t_ in tensors):
+        kinds = sorted({type(t_).__name__ for t_ in tensors if not isinstance(t_, Tensor)})
+        raise TypeError(f"{what}: expected a sequence of tensors, got {', '.join(kinds)} among them")
+    if len(rest) > 1 or (rest and (not isinstance(rest[0], int) or isinstance(rest[0], bool))):
+        raise TypeError(f"{what}: after the tensors comes one int dim, got {rest!r}")
+    return tensors, rest[0] if rest else None
+
+
+def cat(*args: Tensor | Sequence[Tensor] | int, dim: int | None = None, axis: int | None = None) -> Tensor:
+    """Joins tensors along dim (0 by default): each is padded to the full length there and the pads add up.
+    They must match off that dim; their dtypes promote as in +. Takes torch's `cat([a, b], dim)`, and also
+    `cat(a, b, dim=)` and `a.cat(b, dim=)`. A 0-d tensor has no dim to join along and raises, as torch.
 
     >>> Tensor.cat([Tensor([1, 2]), Tensor([3])]).tolist()
     [1, 2, 3]
     """
-    axis = pick_dim(dim, axis, 0, "cat")
-    tensors = list(tensors)
+    tensors, given = joined(args, "cat")
+    axis = pick_dim(dim if given is None else given, axis, 0, "cat")
     if not tensors:
         raise ArgumentError("cat: needs at least one tensor")
     first = tensors[0]
+    if any(t_.ndim == 0 for t_ in tensors):
+        at = next(i for i, t_ in enumerate(tensors) if t_.ndim == 0)
+        raise ArgumentError(f"cat: the tensor at position {at} is 0-d and cannot be joined; use stack")
     axis = normalize_axis(axis, first.ndim, "cat")
     for t_ in tensors[1:]:
         if t_.ndim != first.ndim or any(a != b for d, (a, b) in enumerate(zip(t_.shape, first.shape)) if d != axis):
@@ -231,10 +251,10 @@ def cat(tensors: Sequence[Tensor], dim: int | None = None, *, axis: int | None =
     return out
 
 
-def stack(tensors: Sequence[Tensor], dim: int | None = None, *, axis: int | None = None) -> Tensor:
-    """Tensors of one shape joined along a new dim at `dim`."""
-    axis = pick_dim(dim, axis, 0, "stack")
-    tensors = list(tensors)
+def stack(*args: Tensor | Sequence[Tensor] | int, dim: int | None = None, axis: int | None = None) -> Tensor:
+    """Tensors of one shape joined along a new dim at `dim` (0 by default); takes the forms cat takes."""
+    tensors, given = joined(args, "stack")
+    axis = pick_dim(dim if given is None else given, axis, 0, "stack")
     if not tensors:
         raise ArgumentError("stack: needs at least one tensor")
     if any(t_.shape != tensors[0].shape for t_ in tensors):
