@@ -539,3 +539,35 @@ def test_cat_of_a_0d_tensor_raises_as_torch() -> None:
         Tensor.cat([Tensor([1.0]), Tensor(2.0)])
     with pytest.raises(TypeError, match="one int dim"):
         Tensor.cat([Tensor([1.0])], 0, 1)
+
+
+TORCH_MODULE_SPELLINGS = [
+    "m.cat([a, a], 1)",
+    "m.stack([a, a])",
+    "m.zeros(2, 3)",
+    "m.ones((2, 3))",
+    "m.arange(5)",
+    "m.exp(a)",
+    "m.where(a > 2, a, 0.0)",
+    "m.tril(a)",
+    "m.maximum(a, a.T)",
+    "m.sum(a, dim=1)",
+]
+
+
+@pytest.mark.parametrize("expr", TORCH_MODULE_SPELLINGS)
+def test_torchs_module_level_functions_are_limns_tensor_functions(expr: str) -> None:
+    a_np = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    got = eval(expr, {"m": limn, "a": Tensor(a_np)})
+    want = eval(expr, {"m": torch, "a": torch.tensor(a_np)})
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, err_msg=expr)  # exp: an ulp apart
+
+
+def test_a_module_level_name_limn_lacks_raises_attributeerror_and_modules_still_import() -> None:
+    # the names limn's own modules hold (limn.einsum, limn.scatter, limn.view, limn.device) stay modules:
+    # their functions are Tensor.einsum, Tensor.scatter, ...
+    with pytest.raises(AttributeError, match="no attribute 'no_such_function'"):
+        limn.no_such_function  # noqa: B018
+    from limn import nn
+
+    assert nn.__name__ == "limn.nn"

@@ -51,5 +51,21 @@ __all__ = [
     "short",
     "uint8",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """torch's module-level spellings: limn.f(...) is Tensor.f(...) for every public function of Tensor, so
+    limn.cat([a, b], 1), limn.zeros(2, 3), limn.exp(x) and limn.where(c, a, b) read as torch.cat, torch.zeros,
+    torch.exp and torch.where do. A name that is a limn module (limn.nn, limn.optim, and limn.einsum,
+    limn.scatter, limn.view, limn.device, whose functions are Tensor.einsum, ...) stays the module, so
+    `from limn import nn` still gives it."""
+    import importlib.util
+
+    attr = getattr(Tensor, name, None) if not name.startswith("_") else None
+    if callable(attr) and not isinstance(attr, type) and importlib.util.find_spec(f"limn.{name}") is None:
+        return attr
+    raise AttributeError(f"module 'limn' has no attribute {name!r}")
+
+
 # limn.float, limn.int and limn.bool are torch's names too, left out of __all__ so that `from limn import *`
 # does not hide python's float, int and bool
