@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import limn
-from limn import Tensor
+from limn import Tensor, autograd
 
 TOLERANCE = 1e-4
 
@@ -271,3 +271,37 @@ def test_detach_cuts_the_graph() -> None:
     x = Tensor([1.0, 2.0], requires_grad=True)
     (x.detach() * x).sum().backward()  # only the second factor carries a gradient
     np.testing.assert_array_equal(x.grad.numpy(), [1.0, 2.0])
+
+
+# ---- limn.autograd.grad, as torch.autograd.grad ----
+
+
+def test_autograd_grad_returns_the_gradients_of_leaves_and_intermediates_and_touches_no_grad() -> None:
+    x_np = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], np.float32)
+    x, tx = Tensor(x_np, requires_grad=True), torch.tensor(x_np, requires_grad=True)
+    h, th = x.tanh(), tx.tanh()
+    out, tout = [(h * x).sum(0), h.exp().mean()], [(th * tx).sum(0), th.exp().mean()]
+    weight = np.array([1.0, -2.0, 0.5], np.float32)
+    ours = autograd.grad(out, [x, h], [Tensor(weight), None])
+    theirs = torch.autograd.grad(tout, [tx, th], [torch.tensor(weight), None])
+    for got, want in zip(ours, theirs):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
+    assert x.grad is None, "grad() returns the gradients; it adds into no .grad"
+
+
+def test_autograd_grad_with_create_graph_differentiates_again_as_a_gradient_penalty() -> None:
+    x_np = np.array([0.3, -1.2, 0.8], np.float32)
+    x, tx = Tensor(x_np, requires_grad=True), torch.tensor(x_np, requires_grad=True)
+    (g,) = autograd.grad((x.sin() * x).sum(), x, create_graph=True)
+    (tg,) = torch.autograd.grad((tx.sin() * tx).sum(), tx, create_graph=True)
+    ((g**2).sum()).backward()
+    ((tg**2).sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5)
+
+
+def test_autograd_grad_of_an_unreached_input_raises_unless_allow_unused() -> None:
+    x, y = Tensor([1.0], requires_grad=True), Tensor([2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="allow_unused"):
+        autograd.grad((x * 3).sum(), [x, y])
+    gx, gy = autograd.grad((x * 3).sum(), [x, y], allow_unused=True)
+    assert gx.tolist() == [3.0] and gy is None

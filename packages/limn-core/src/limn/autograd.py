@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from limn.errors import ArgumentError
 from limn.ops import Movement, Node, Op, postorder
 
 if TYPE_CHECKING:
+    from limn.primitives import TensorLike
     from limn.tensor import Tensor
 
 
@@ -197,25 +198,82 @@ def _tensor_toposort(root: Tensor) -> list[Tensor]:
 
 def backward(root: Tensor, gradient: Tensor | None, create_graph: bool) -> None:
     """Accumulates d(root)/d(leaf) into leaf.grad for every leaf that requires grad (see Tensor.backward)."""
+    for t, g in _walk(root, _seed(root, gradient, "backward()"), create_graph):
+        if t._ctx is None:
+            g = g if create_graph else g.detach()
+            t.grad = g if t.grad is None else t.grad + g
+
+
+def grad(
+    outputs: Tensor | Sequence[Tensor],
+    inputs: Tensor | Sequence[Tensor],
+    grad_outputs: Tensor | Sequence[Tensor | None] | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool = False,
+) -> tuple[Tensor | None, ...]:
+    """torch.autograd.grad: the gradients of the outputs (each weighted by its grad_output, 1 for a
+    single-element output) with respect to each input, leaf or not, returned rather than added into any .grad.
+    create_graph=True keeps them differentiable (a gradient penalty, a Hessian-vector product). An input the
+    outputs do not reach raises unless allow_unused, which gives None for it, as torch. retain_graph is
+    accepted for torch's signature: limn's graphs are never freed by a backward.
+
+    >>> from limn import Tensor
+    >>> x = Tensor([1.0, 2.0], requires_grad=True)
+    >>> grad((x * x).sum(), x)[0].tolist()
+    [2.0, 4.0]
+    """
+    from limn.tensor import Tensor
+
+    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if grad_outputs is None or isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs] * len(outputs)
+    if len(grad_outputs) != len(outputs):
+        raise ArgumentError(f"grad(): {len(outputs)} outputs but {len(grad_outputs)} grad_outputs; give one each")
+    wanted = {id(t): i for i, t in enumerate(inputs)}
+    totals: list[Tensor | None] = [None] * len(inputs)
+    for out, g_out in zip(outputs, grad_outputs):
+        for t, g in _walk(out, _seed(out, g_out, "grad()"), create_graph):
+            i = wanted.get(id(t))
+            if i is not None:
+                g = g if create_graph else g.detach()
+                totals[i] = g if totals[i] is None else totals[i] + g
+    unused = [i for i, g in enumerate(totals) if g is None]
+    if unused and not allow_unused:
+        raise RuntimeError(
+            f"grad(): inputs {unused} are not reached from the outputs (or do not require grad); "
+            "pass allow_unused=True to get None for them"
+        )
+    return tuple(totals)
+
+
+def _seed(root: Tensor, gradient: TensorLike | None, what: str) -> Tensor:
+    """The gradient a backward from root starts with, checked: 1 for a single-element root, else `gradient`."""
     from limn.tensor import Tensor
 
     if not root.requires_grad:
         raise RuntimeError(
-            "backward() on a tensor that does not require grad: no input of it was created with "
+            f"{what} on a tensor that does not require grad: no input of it was created with "
             "requires_grad=True (or it was computed under no_grad / from .detach())"
         )
     if gradient is None:
         if root.size != 1:
             raise RuntimeError(
-                f"backward() on a tensor of shape {root.shape} needs `gradient=` of that shape; "
+                f"{what} on a tensor of shape {root.shape} needs `gradient=` of that shape; "
                 "only a single-element output has an implied gradient of 1 (did you forget .sum()?)"
             )
-        gradient = Tensor.ones(root.shape, dtype=root.dtype)
-    elif not isinstance(gradient, Tensor):
+        return Tensor.ones(root.shape, dtype=root.dtype)
+    if not isinstance(gradient, Tensor):
         gradient = Tensor(gradient, dtype=root.dtype)
     if gradient.shape != root.shape:
-        raise ArgumentError(f"backward(): gradient has shape {gradient.shape}, the output has {root.shape}")
+        raise ArgumentError(f"{what}: gradient has shape {gradient.shape}, the output has {root.shape}")
+    return gradient
 
+
+def _walk(root: Tensor, gradient: Tensor, create_graph: bool) -> Iterator[tuple[Tensor, Tensor]]:
+    """Each tensor that requires grad and that root reaches, with its whole gradient (every path's share
+    added), children before parents."""
     guard = enable_grad() if create_graph else no_grad()
     with guard:
         grads: dict[int, Tensor] = {id(root): gradient}
@@ -223,10 +281,9 @@ def backward(root: Tensor, gradient: Tensor | None, create_graph: bool) -> None:
             g = grads.pop(id(t), None)
             if g is None:
                 continue
+            if t.requires_grad:
+                yield t, g
             if t._ctx is None:
-                if t.requires_grad:
-                    g = g if create_graph else g.detach()
-                    t.grad = g if t.grad is None else t.grad + g
                 continue
             parent_grads = GRADIENTS[t._ctx.rule](t._ctx, g)
             for p, pg in zip(t._ctx.parents, parent_grads):
