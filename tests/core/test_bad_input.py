@@ -62,7 +62,7 @@ MISTAKES: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
     "index_out_of_range": (
         lambda: ones(2, 3)[0, 3],
         IndexError,
-        r"index 3 is out of range for dim 1 of size 3",
+        r"index 3 is out of bounds for dimension 1 with size 3",
     ),
     "too_many_indices": (
         lambda: ones(2, 3)[0, 0, 0],

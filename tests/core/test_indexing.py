@@ -408,15 +408,15 @@ def test_setitem_value_of_the_wrong_shape_raises() -> None:
 # ---- out-of-range indices ----
 
 OUT_OF_RANGE_NOW = {
-    "int": (lambda x: x[3], r"index 3 is out of range for dim 0 of size 3"),
-    "negative_int": (lambda x: x[:, -5], r"index -5 is out of range for dim 1 of size 4"),
-    "list": (lambda x: x[[0, 3]], r"index 3 is out of range for dim 0 of size 3"),
-    "negative_list": (lambda x: x[:, [-5]], r"index -5 is out of range for dim 1 of size 4"),
+    "int": (lambda x: x[3], r"index 3 is out of bounds for dimension 0 with size 3"),
+    "negative_int": (lambda x: x[:, -5], r"index -5 is out of bounds for dimension 1 with size 4"),
+    "list": (lambda x: x[[0, 3]], r"index 3 is out of bounds for dimension 0 with size 3"),
+    "negative_list": (lambda x: x[:, [-5]], r"index -5 is out of bounds for dimension 1 with size 4"),
     "mask_shape": (lambda x: x[Tensor(np.ones(4, bool))], r"mask of shape \(4,\) does not match the dims \(3,\)"),
     "too_many": (lambda x: x[0, 0, 0], r"too many indices \(3\)"),
     "float_tensor": (lambda x: x[Tensor([0.0])], r"must be int or bool tensors, got float32"),
-    "setitem_list": (lambda x: x.__setitem__([5], 1.0), r"index 5 is out of range for dim 0 of size 3"),
-    "select": (lambda x: x.select(1, 4), r"index 4 is out of range for dim 1"),
+    "setitem_list": (lambda x: x.__setitem__([5], 1.0), r"index 5 is out of bounds for dimension 0 with size 3"),
+    "select": (lambda x: x.select(1, 4), r"index 4 is out of bounds for dimension 1"),
 }
 
 
@@ -482,3 +482,21 @@ def test_scatter_with_a_repeated_index_gives_every_write_its_cell_gradient_as_to
     out.sum().backward()
     np.testing.assert_array_equal(out.numpy(), [[2.0, 3.0]])
     np.testing.assert_array_equal(src.grad.numpy(), [[1.0, 1.0, 1.0]])
+
+
+def test_scatter_refuses_a_src_of_another_dtype_and_an_unknown_keyword_as_torch() -> None:
+    import torch
+
+    x, idx, src = Tensor.zeros(3, dtype=limn.float16), Tensor([0, 2]), Tensor([1.0, 2.0])
+    with pytest.raises(RuntimeError):
+        torch.zeros(3, dtype=torch.float16).scatter(0, torch.tensor([0, 2]), torch.tensor([1.0, 2.0]))
+    for call in (
+        lambda: x.scatter(0, idx, src),
+        lambda: x.scatter_add(0, idx, src),
+        lambda: x.scatter_reduce(0, idx, src, "sum"),
+    ):
+        with pytest.raises(RuntimeError, match="src is float32 and the tensor written into is float16"):
+            call()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'mode'"):
+        Tensor.zeros(3).scatter(0, idx, src, mode="typo")
+    assert x.scatter(0, idx, 5.0).tolist() == [5.0, 0.0, 5.0]  # a number takes x's dtype, as torch's value=

@@ -313,7 +313,7 @@ MISTAKES = {
     "pad_reflect_too_wide": (lambda: Tensor(X).pad((4, 0), mode="reflect"), ValueError, "below the size 4"),
     "pad_crop_too_much": (lambda: Tensor(X).pad((-3, -2)), ValueError, "crop more than the 4"),
     "narrow_past_the_end": (lambda: Tensor(X).narrow(1, 3, 2), IndexError, "do not fit dim 1 of size 4"),
-    "select_out_of_range": (lambda: Tensor(X).select(0, 3), IndexError, "index 3 is out of range for dim 0"),
+    "select_out_of_range": (lambda: Tensor(X).select(0, 3), IndexError, "index 3 is out of bounds for dimension 0"),
     "movedim_repeated": (lambda: Tensor(X3).movedim((0, 0), (1, 2)), ValueError, "repeated dim"),
     "flip_repeated_dim": (lambda: Tensor(X).flip(0, 0), ValueError, "listed twice"),
     "tril_of_a_vector": (lambda: Tensor(V).tril(), ValueError, "at least 2 dims"),

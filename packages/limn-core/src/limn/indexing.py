@@ -124,7 +124,7 @@ def _checked(adv: Advanced, size: int, dim: int) -> Advanced:
     idx = adv.index
     bad = (idx < -size) | (idx >= size)
     if bad.any():
-        raise IndexError(f"index {int(idx[bad].reshape(-1)[0])} is out of range for dim {dim} of size {size}")
+        raise IndexError(f"index {int(idx[bad].reshape(-1)[0])} is out of bounds for dimension {dim} with size {size}")
     return Advanced(np.where(idx < 0, idx + size, idx))
 
 
@@ -180,7 +180,7 @@ def _basic(x: Tensor, items: list) -> Tensor:
         if isinstance(i, int):
             j = i + size if i < 0 else i
             if not 0 <= j < size:
-                raise IndexError(f"index {i} is out of range for dim {dim} of size {size}")
+                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
             box.append((j, j + 1))
         else:
             start, stop, step = i.indices(size)

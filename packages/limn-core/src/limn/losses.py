@@ -149,7 +149,7 @@ def cross_entropy(
     if target.shape == x.shape:
         return _cross_entropy_probabilities(x, target, weight, reduction, label_smoothing)
     if target.dtype.is_float:
-        raise TypeError(
+        raise ArgumentError(
             f"cross_entropy: a float target holds class probabilities and must have the input's shape {x.shape}, "
             f"got {target.shape}; for class indices pass an int tensor"
         )
@@ -171,7 +171,7 @@ def _cross_entropy_probabilities(
 ) -> Tensor:
     """cross_entropy against class probabilities of x's shape (the class dim is 0 for a 1-D x, else 1)."""
     if not target.dtype.is_float:
-        raise TypeError(
+        raise ArgumentError(
             f"cross_entropy: a target of the input's shape {x.shape} holds class probabilities and must be "
             f"float, got {target.dtype.name}; class indices have shape (N, d...)"
         )

@@ -27,9 +27,13 @@ _scatter_add_primitive = Tensor.scatter_add  # limn's spelling: scatter_add(idx,
 REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
 
-def _orders(args: tuple, kwargs: dict, names: Sequence[str], what: str) -> dict[str, Any]:
+def _orders(args: tuple, kwargs: dict, names: Sequence[str], what: str, keywords: Sequence[str] = ()) -> dict[str, Any]:
     """The arguments of torch's spelling (dim first: gather(dim, index)) or limn's (dim last, as `axis`:
-    gather(idx, axis)), by name. A first positional int means torch's."""
+    gather(idx, axis)), by name. A first positional int means torch's. A keyword that is neither one of
+    `names`, one of `keywords`, nor limn's axis/idx raises TypeError, as python does for a typo."""
+    unknown = sorted(set(kwargs) - {*names, *keywords, "axis", "idx"})
+    if unknown:
+        raise TypeError(f"{what}: got an unexpected keyword argument {unknown[0]!r}")
     kwargs = dict(kwargs)
     if "axis" in kwargs:
         kwargs.setdefault("dim", kwargs.pop("axis"))
@@ -49,7 +53,7 @@ def _orders(args: tuple, kwargs: dict, names: Sequence[str], what: str) -> dict[
 def gather(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """out[..., j, ...] = x[..., index[..., j, ...], ...] along dim, as torch.gather(x, dim, index) (limn's
     gather(idx, axis) spelling works too). index has x's rank and is no larger off dim."""
-    a = _orders(args, kwargs, ("dim", "index"), "gather")
+    a = _orders(args, kwargs, ("dim", "index"), "gather", ("sparse_grad",))
     a.pop("sparse_grad", None)
     return _gather_primitive(x, a["index"], a.get("dim", 0))
 
@@ -64,9 +68,14 @@ def scatter_add(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
 
 
 def _source(x: Tensor, src: Any, shape: tuple[int, ...], what: str) -> Tensor:
-    """src in x's dtype, cut to the index's shape (torch reads only that much of it)."""
+    """src in x's dtype, cut to the index's shape (torch reads only that much of it). A src tensor of another
+    dtype raises, as torch's (a cast would hide a float written into an int tensor); data is taken as x's."""
+    if isinstance(src, Tensor) and src.dtype != x.dtype:
+        raise ArgumentError(
+            f"{what}: src is {src.dtype.name} and the tensor written into is {x.dtype.name}; they must match "
+            f"(cast src first: src.cast('{x.dtype.name}'))"
+        )
     src = src if isinstance(src, Tensor) else Tensor(src, dtype=x.dtype, device=x.device)
-    src = src.cast(x.dtype)
     if src.ndim != len(shape) or any(s < i for s, i in zip(src.shape, shape)):
         raise ArgumentError(
             f"{what}: src of shape {src.shape} is smaller than the index {shape}; it needs one value each"
@@ -82,7 +91,7 @@ def scatter(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     >>> Tensor.zeros(3).scatter(0, Tensor([2, 0, 2]), Tensor([1.0, 2.0, 3.0])).tolist()
     [2.0, 0.0, 3.0]
     """
-    a = _orders(args, kwargs, ("dim", "index", "src"), "scatter")
+    a = _orders(args, kwargs, ("dim", "index", "src"), "scatter", ("value", "reduce"))
     if "value" in a:
         a.setdefault("src", a.pop("value"))
     dim = normalize_axis(a.get("dim", 0), x.ndim, "scatter")

@@ -313,7 +313,7 @@ def select(x: Tensor, dim: int, index: int) -> Tensor:
     dim = normalize_axis(dim, x.ndim, "select")
     n = x.shape[dim]
     if not -n <= index < n:
-        raise IndexError(f"select: index {index} is out of range for dim {dim} of size {n}")
+        raise IndexError(f"select: index {index} is out of bounds for dimension {dim} with size {n}")
     return narrow(x, dim, index % n, 1).squeeze(dim)
 
 
