@@ -318,6 +318,15 @@ IN_PLACE = Table(
         ),
         case("x.clone().tril_(1)", x=X, id="tril_"),
         case("x.clone().triu_()", x=X, id="triu_"),
+        case("x.clone().add_(y).mul_(2)", x=X, y=X * 3, id="add_ then mul_"),  # torch's in-place chains too
+        case("x.clone().sub_(y, alpha=2).div_(4)", x=X, y=X * 3, id="sub_ alpha then div_"),
+        case("x.clone().clamp_(min=-0.5, max=0.5)", x=X, id="clamp_"),
+        case("x.clone().exp_()", x=X, id="exp_"),
+        case("(x.abs() + 1).log_()", x=X, id="log_"),
+        case("x.clone().pow_(3)", x=X, id="pow_"),
+        case("x.clone().relu_() + x.clone().tanh_() + x.clone().sigmoid_()", x=X, id="relu_ tanh_ sigmoid_"),
+        case("x.clone().zero_() + x", x=X, id="zero_"),
+        case("i.clone().add_(3).mul_(2)", i=np.array([1, -2, 7], np.int32), grad=False, id="int add_ keeps int"),
         case("x.take(i)", "x.take(i.long())", x=X, i=np.array([[0, -1], [5, 5]], np.int32), id="take"),
     ]
 )
@@ -500,3 +509,24 @@ def test_scatter_refuses_a_src_of_another_dtype_and_an_unknown_keyword_as_torch(
     with pytest.raises(TypeError, match="unexpected keyword argument 'mode'"):
         Tensor.zeros(3).scatter(0, idx, src, mode="typo")
     assert x.scatter(0, idx, 5.0).tolist() == [5.0, 0.0, 5.0]  # a number takes x's dtype, as torch's value=
+
+
+def test_an_in_place_op_whose_result_the_dtype_cannot_hold_raises_as_torch() -> None:
+    import torch
+
+    with pytest.raises(RuntimeError):
+        torch.tensor([1, 2]).add_(1.5)
+    with pytest.raises(RuntimeError, match="the int32 tensor cannot hold in place"):
+        Tensor([1, 2]).add_(1.5)
+    with pytest.raises(RuntimeError, match="the bool tensor cannot hold"):
+        Tensor([True, False]).mul_(3)
+
+
+def test_requires_grad_makes_a_leaf_of_a_lazy_value_and_returns_it() -> None:
+    w = Tensor.randn((3, 2)).requires_grad_()
+    assert w.requires_grad and w.node.op is limn.ops.Op.BUFFER  # realized: an optimizer can assign to it
+    (w * 2).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((3, 2), 2.0, np.float32))
+    assert w.requires_grad_(False) is w and not w.requires_grad
+    with pytest.raises(RuntimeError, match="only leaves"):
+        (Tensor([1.0], requires_grad=True) * 2).requires_grad_(False)

@@ -381,8 +381,17 @@ def in_place(op: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """torch's in-place spelling of op (x.masked_fill_(m, v) of x.masked_fill(m, v)): x takes op's result,
     by setitem's rules (an ASSIGN, or a new node when gradients flow), and is returned."""
 
+    def new_value(x: Tensor, old: Tensor, args: tuple, kwargs: dict) -> Tensor:
+        out = op(old, *args, **kwargs)
+        if _kind(out.dtype) > _kind(x.dtype):  # torch's can_cast: no float into an int, no number into a bool
+            raise ArgumentError(
+                f"{op.__name__}_: the result is {out.dtype.name}, which the {x.dtype.name} tensor cannot hold in "
+                f"place (torch refuses too); write x = x.{op.__name__}(...) for a new tensor"
+            )
+        return out
+
     def method(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        _update(x, lambda old: op(old, *args, **kwargs), [*args, *kwargs.values()])
+        _update(x, lambda old: new_value(x, old, args, kwargs), [*args, *kwargs.values()])
         return x
 
     method.__name__ = f"{op.__name__}_"
@@ -439,3 +448,7 @@ def _update(x: Tensor, build: Callable[[Tensor], Tensor], inputs: list) -> None:
     # the write's graph holds buffers only, so the run that makes it holds one assign to x's buffer
     realize(x, *[t for t in inputs if isinstance(t, Tensor)])
     x.assign(build(_previous(x)))
+
+
+def _kind(dtype: dtypes.DType) -> int:
+    return 0 if dtype == dtypes.bool_ else (1 if dtype.is_int else 2)

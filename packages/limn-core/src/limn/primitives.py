@@ -322,6 +322,21 @@ class Tensor:
         change it (limn.snapshot), unlike torch's detach, which shares storage."""
         return Tensor._from_node(self.node, self.device)
 
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Marks this tensor as a leaf gradients reach (or not), as torch's; returns self. A lazy value is
+        realized into a buffer of its own first, so an optimizer can assign to it. Only a leaf can be
+        switched off: a computed value's history stays (use .detach())."""
+        if self._ctx is not None and not requires_grad:
+            raise RuntimeError(
+                "requires_grad_(False) on a computed tensor: only leaves can change the flag; "
+                "use x.detach() for a value cut off from the graph"
+            )
+        _check_requires_grad(requires_grad, self.dtype, "requires_grad_()")
+        if requires_grad and self._ctx is None and self.node.op is not Op.BUFFER:
+            self.realize()
+        self.requires_grad = bool(requires_grad) or self._ctx is not None
+        return self
+
     def assign(self, value: TensorLike) -> Tensor:
         """Overwrites this tensor's buffer with `value` (cast to self's dtype) at the next realize; returns self.
 

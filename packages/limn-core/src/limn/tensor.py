@@ -271,6 +271,7 @@ Tensor.scatter_add_ = indexing.in_place(scatter.scatter_add)
 Tensor.scatter_reduce_ = indexing.in_place(scatter.scatter_reduce)
 Tensor.fill_ = indexing.in_place(indexing.fill)
 Tensor.copy_ = indexing.in_place(indexing.copy)
+Tensor.zero_ = indexing.in_place(creation.zeros_like)
 Tensor.full_like = creation.full_like
 Tensor.empty = staticmethod(creation.empty)
 Tensor.empty_like = creation.empty_like
@@ -452,3 +453,14 @@ Tensor.__le__ = elementwise.le
 Tensor.__ge__ = elementwise.ge
 Tensor.__eq__ = elementwise.eq  # a tensor keeps object's hash: it is defined by identity, as a dict key
 Tensor.__ne__ = elementwise.ne
+
+
+# ---- torch's in-place spellings, last: they wrap the methods above ----
+# x.add_(y) writes x.add(y) into x, by setitem's rules
+for _name in (
+    "add", "sub", "mul", "div", "pow", "clamp", "clip", "clamp_min", "clamp_max", "neg", "abs", "exp", "log",
+    "sqrt", "reciprocal", "relu", "sigmoid", "tanh", "sin", "cos", "floor", "ceil", "round", "trunc", "frac",
+    "sign", "square", "lerp", "fmod", "remainder", "maximum", "minimum", "nan_to_num", "logical_not", "erf",
+    "expm1", "log1p", "rsqrt", "floor_divide",
+):  # fmt: skip
+    setattr(Tensor, f"{_name}_", indexing.in_place(getattr(Tensor, _name)))
