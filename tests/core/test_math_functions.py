@@ -38,8 +38,8 @@ NON_FINITE = f32(inf, -inf, nan)
 F64 = np.array([-7.5, -1.0, -0.25, 1e-8, 0.4, 1.3, 3.0], np.float64)
 UNIT64 = np.array([-0.99, -0.5, 1e-9, 0.3, 0.75], np.float64)
 
-UNARY_ALL = ["sin", "cos", "tan", "atan", "sinh", "cosh", "asinh", "exp2", "expm1", "tanh"]
-ODD = ["sin", "tan", "asin", "atan", "sinh", "asinh", "atanh", "expm1", "log1p", "tanh"]
+UNARY_ALL = ["sin", "cos", "tan", "atan", "sinh", "cosh", "asinh", "exp2", "expm1", "tanh", "erf"]
+ODD = ["sin", "tan", "asin", "atan", "sinh", "asinh", "atanh", "expm1", "log1p", "tanh", "erf"]
 
 CASES = []
 for fn in UNARY_ALL:
@@ -377,6 +377,18 @@ def _relative_error(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 
 SWEEP_BINARY = ["atan2", "hypot", "logaddexp", "logaddexp2"]
+
+
+def test_erf_is_within_a_few_float64_ulps_across_its_range_and_gelu_float64_with_it() -> None:
+    # the series below 2.5 and the continued fraction past it, both sides of the seam, tiny and large values
+    x = np.concatenate([np.linspace(-7.0, 7.0, 4001), [2.4999999999, 2.5, 2.5000000001, 1e-300, -1e-20, 27.0]])
+    want = torch.erf(torch.tensor(x)).numpy()
+    got = Tensor(x).erf().numpy()
+    rel = np.abs(got - want) / np.maximum(np.abs(want), 1e-300)
+    assert rel.max() < 4e-15, f"erf float64 off by {rel.max():.3g} relative at x = {x[rel.argmax()]!r}"
+    # gelu is x (1 + erf(x / sqrt 2)) / 2 in both: for x < 0 the 1 + erf cancels, so an ulp of 1 times |x|
+    gelu = Tensor(x).gelu().numpy()
+    np.testing.assert_allclose(gelu, torch.nn.functional.gelu(torch.tensor(x)).numpy(), rtol=1e-14, atol=2e-15)
 
 
 def test_accuracy_sweep_over_the_whole_float_range(device: str) -> None:

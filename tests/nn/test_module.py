@@ -275,3 +275,27 @@ def test_forward_is_needed_and_dropout_checks_p():
         nn.Module()(1)
     with pytest.raises(ValueError, match="between 0 and 1"):
         nn.Dropout(-0.1)
+
+
+def test_to_a_dtype_converts_every_float_tensor_keeps_ties_and_gives_torchs_logits(gpt):
+    torch.manual_seed(1)
+    theirs = TorchGPT().eval().double()
+    assert gpt.double() is gpt
+    assert {t.dtype for t in gpt.state_dict().values()} == {limn.float64}
+    assert gpt.lm_head.weight is gpt.transformer["wte"].weight  # still one tensor under both names
+    assert all(p.requires_grad and p._ctx is None for p in gpt.parameters())  # leaves an optimizer can step
+    gpt.load_state_dict(theirs.state_dict(), strict=True)
+    ours = gpt(Tensor(IDX)).numpy()
+    with torch.no_grad():
+        want = theirs(torch.from_numpy(IDX).long()).numpy()
+    assert ours.dtype == want.dtype == np.float64
+    np.testing.assert_allclose(ours, want, rtol=1e-10, atol=1e-12)
+
+
+def test_to_moves_to_a_device_and_refuses_an_int_dtype(gpt):
+    assert gpt.to(device="numpy", dtype="float32") is gpt
+    assert {t.device for t in gpt.state_dict().values()} == {"numpy"}
+    with pytest.raises(TypeError, match="only a float dtype"):
+        gpt.to(limn.int32)
+    with pytest.raises(limn.DeviceError, match="cpu"):
+        gpt.to("cpu")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-from limn import walk
+from limn import dtypes, walk
 from limn.tensor import Tensor
 
 __all__ = ["Dropout", "Module", "Parameter", "TrainEval"]
@@ -174,6 +174,45 @@ class Module:
                 p.grad = None
             else:
                 p.grad = Tensor.zeros(p.shape, dtype=p.grad.dtype, device=p.device)
+
+    def to(self, *args: Any, device: str | None = None, dtype: Any = None, non_blocking: bool = False) -> Module:
+        """torch's Module.to: model.to(device), .to(dtype), .to(device, dtype) or the keywords; returns self.
+        Every parameter and buffer moves to the device (a limn device name, 'numpy' or 'c'); a dtype, which
+        must be a float one, converts the float tensors only (int buffers such as num_batches_tracked keep
+        theirs, as torch). Tied weights stay tied. Trap, as in torch: an optimizer built before holds the old
+        tensors; build it after .to()."""
+        for arg in args:
+            try:
+                dtype = dtypes.as_dtype(arg)
+            except TypeError:
+                device = arg
+        if dtype is not None:
+            dtype = dtypes.as_dtype(dtype)
+            if not dtype.is_float:
+                raise TypeError(f"Module.to: only a float dtype converts a model, got {dtype.name}")
+
+        def moved(t: Tensor) -> Tensor:
+            want = dtype if dtype is not None and t.dtype.is_float else t.dtype
+            return t.to(device or t.device, want)
+
+        walk.replace_tensors(self, moved)
+        return self
+
+    def double(self) -> Module:
+        """Every float parameter and buffer as float64 (self.to(limn.float64))."""
+        return self.to(dtypes.float64)
+
+    def float(self) -> Module:
+        """Every float parameter and buffer as float32."""
+        return self.to(dtypes.float32)
+
+    def half(self) -> Module:
+        """Every float parameter and buffer as float16 (the c device declines half widths; numpy runs them)."""
+        return self.to(dtypes.float16)
+
+    def bfloat16(self) -> Module:
+        """Every float parameter and buffer as bfloat16."""
+        return self.to(dtypes.bfloat16)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
         """Sets requires_grad on every parameter; returns self. Frozen ones stay parameters, in parameters()

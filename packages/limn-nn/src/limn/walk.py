@@ -10,7 +10,7 @@ Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -
 from __future__ import annotations
 
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -112,6 +112,48 @@ def _children(value: Any) -> list[tuple[Any, Any]] | None:
         return None
     attrs = getattr(value, "__dict__", None)  # a module, or any object holding tensors
     return None if attrs is None else list(attrs.items())
+
+
+def replace_tensors(obj: Any, fn: Callable[[Tensor], Tensor]) -> None:
+    """Replaces every parameter and named buffer the walk finds under obj with fn(tensor), in its owner's
+    attribute, list slot or dict key; a tensor found under two names (a tied weight) becomes one new tensor
+    under both. A new parameter is a leaf that requires grad, as the old one was. Tensors inside tuples stay
+    (a tuple cannot be written)."""
+    new: dict[int, Tensor] = {}
+
+    def swap(t: Tensor) -> Tensor:
+        if id(t) not in new:
+            out = fn(t)
+            if out is not t:  # a leaf of its own, not a cast hanging off the old parameter
+                out = out.detach().requires_grad_() if t.requires_grad else out.detach()
+            new[id(t)] = out
+        return new[id(t)]
+
+    found = {id(t) for _, t, _ in named_tensors(obj, remove_duplicate=False)}
+    for owner in _owners(obj, set()):
+        if isinstance(owner, tuple):
+            continue
+        if isinstance(owner, (list, dict)):
+            slots = list(enumerate(owner)) if isinstance(owner, list) else list(owner.items())
+            for key, child in slots:
+                if isinstance(child, Tensor) and id(child) in found:
+                    owner[key] = swap(child)
+            continue
+        for key, child in list(vars(owner).items()):
+            if isinstance(child, Tensor) and id(child) in found:
+                setattr(owner, key, swap(child))
+
+
+def _owners(value: Any, seen: set[int]) -> Iterator[Any]:
+    """Every container and object the walk descends into from value, each once."""
+    children = _children(value)
+    if children is None or id(value) in seen:
+        return
+    seen.add(id(value))
+    yield value
+    for _, child in children:
+        if not isinstance(child, Tensor):
+            yield from _owners(child, seen)
 
 
 def parameters(obj: Any) -> list[Tensor]:
