@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from limn import autograd, dtypes
+from limn import derivative, dtypes
 from limn.primitives import Scalar, Tensor, TensorLike
 
 
@@ -25,7 +25,8 @@ def pow(x: Tensor, exponent: TensorLike) -> Tensor:
     and for every n, and x ** 0 is 1 still linked to x (its gradient is 0, as torch's). 0.5 and -0.5 are
     sqrt and 1/sqrt, as torch computes them. Any other exponent, tensors included, follows C's pow (see
     _pow): a negative base to an integer-valued power is real, odd powers keeping the sign, and 0 ** 0,
-    inf ** 0 and 1 ** nan are 1. An int tensor to a negative int power raises, as in torch.
+    inf ** 0 and 1 ** nan are 1. The dtype is torch's: an int tensor to a python int stays int (a negative
+    int power raises, as in torch), to a python float (2.0 too) it is float32.
 
     >>> (Tensor([-2.0, 3.0]) ** 3).tolist()
     [-8.0, 27.0]
@@ -38,8 +39,10 @@ def pow(x: Tensor, exponent: TensorLike) -> Tensor:
         exponent = exponent.item()
     if isinstance(exponent, (bool, int)):
         return _int_pow(x, int(exponent))
+    # an integer-valued float power is float (int32 ** 2.0 is float32, as torch's), by squaring; larger
+    # integer-valued floats are all even: _pow's |x| ** y
     if isinstance(exponent, float) and exponent.is_integer() and abs(exponent) <= 2**64:
-        return _int_pow(x, int(exponent))  # larger integer-valued floats are all even: _pow's |x| ** y
+        return _int_pow(x._float(), int(exponent))
     if isinstance(exponent, float) and exponent in (0.5, -0.5):
         root = x._float().sqrt()
         return root if exponent > 0 else root.reciprocal()  # torch's rsqrt: (-0.0) ** -0.5 is -inf
@@ -150,49 +153,21 @@ def _pow_rules(x: Tensor, y: Tensor) -> _PowRules:
 def _pow(x: Tensor, y: Tensor) -> Tensor:
     """x ** y for float tensors of one shape and dtype, by C's pow, with torch's gradients.
 
-    Away from the edges it is sign * e**(y log|x|), sign -1 for a negative base to an odd power (a finite
-    negative base to a non-integer power keeps x, and log x makes it NaN), which autograd differentiates as
-    written. At the edges (x = +-0 or +-inf, and 1s such as 1 ** nan) that gradient is 0/0 or inf/inf, so
-    the value comes from the rules and the gradient from torch's formulas, d/dx = y x**(y-1) (0 where y = 0)
-    and d/dy = x**y log x (0 where x = 0 <= y), by _gradient_carrier. The one gradient it cannot carry is
-    torch's +inf for (-inf) ** 2.5 (no composition rises to +inf at -inf): there it is 0."""
-    rules = _pow_rules(x.detach(), y.detach())
-    safe_base = rules.edge.where(1.0, rules.use_abs.where(-x, x))  # 1 ** 0 at the edges: gradient 0, not NaN
-    safe_y = rules.edge.where(0.0, y)
-    smooth = rules.sign * (safe_y * safe_base.log()).exp()  # x ** y = sign * e**(y log|x|)
-    at_edge = rules.edge_value
+    The value comes from detached x and y: sign * e**(y log|x|), sign -1 for a negative base to an odd
+    power (a finite negative base to a non-integer power keeps x, and log x makes it NaN), and C's rules at
+    the edges (x = +-0 or +-inf, and 1s such as 1 ** nan). The gradient is torch's formulas, carried
+    (derivative.carry) with their infs and NaNs: d/dx = y x**(y-1) (0 where y = 0), so (-inf) ** 2.5 has
+    +inf, and d/dy = x**y log x (0 where x = 0 <= y), NaN for a negative base as log x is."""
     xd, yd = x.detach(), y.detach()
-    if autograd.is_grad_enabled() and x.requires_grad:
-        dx = yd.eq(0).where(0.0, yd * _pow(xd, yd - 1))  # torch: y x**(y-1), 0 where y = 0
-        at_edge = _carrying(at_edge, _gradient_carrier(x, dx, at_edge, rules.edge))
-    if autograd.is_grad_enabled() and y.requires_grad:
-        dy = xd.eq(0).logical_and(yd.ge(0)).where(0.0, rules.edge_value * xd.log())  # torch: x**y log x
-        at_edge = _carrying(at_edge, _gradient_carrier(y, dy, at_edge, rules.edge))
-    return rules.edge.where(at_edge, smooth)
+    rules = _pow_rules(xd, yd)
+    safe_base = rules.edge.where(1.0, rules.use_abs.where(-xd, xd))
+    smooth = rules.sign * (rules.edge.where(0.0, yd) * safe_base.log()).exp()  # x ** y = sign * e**(y log|x|)
+    value = rules.edge.where(rules.edge_value, smooth)
+    return derivative.carry(value, (x, y), _pow_partials)
 
 
-def _carrying(value: Tensor, carrier: Tensor) -> Tensor:
-    """value itself, with carrier's gradient: value - (0 - carrier) is exactly value (-0.0 included) for a
-    carrier that is +-0, or value's own infinity where value is infinite (_gradient_carrier makes one)."""
-    return value - (0 - carrier)
-
-
-def _gradient_carrier(t: Tensor, d: Tensor, value: Tensor, at: Tensor) -> Tensor:
-    """A tensor whose gradient w.r.t. t is d (detached; inf and NaN too) where `at` holds and 0 elsewhere, and
-    whose value leaves `value` as it is under _carrying: +-0, or value's own infinity where t is infinite.
-
-    Three carriers, each for the points it can serve, fed values whose gradient is finite where it is not
-    taken, so no NaN leaks through the where:
-      linear  (t finite, d finite)    z * d, with z = t - t.detach(): exactly +0, gradient 1
-      steep   (t finite, d = +-inf)   sqrt(z) with d's sign: 0, gradient 1 / (2 sqrt 0) = inf (times 0: NaN)
-      along   (t infinite)            t * d where that is value's infinity (t = -inf, d = -inf, value = inf);
-                                      z is NaN there, and nothing else carries a gradient"""
-    finite_t = at.logical_and(t.isfinite())
-    linear = finite_t.logical_and(d.isfinite())
-    steep = finite_t.logical_and(d.isfinite().logical_not())
-    along = at.logical_and(t.isinf()).logical_and(value.isinf()).logical_and((t.detach() * d).eq(value))
-    z = t - t.detach()
-    by_linear = z * linear.where(d, 0.0)
-    by_steep = steep.where(z, 1.0).sqrt() * d.isnan().where(0.0, d.gt(0).where(1.0, -1.0))
-    by_along = t * along.where(d, 1.0)
-    return linear.where(by_linear, steep.where(by_steep, along.where(by_along, 0.0)))
+def _pow_partials(x: Tensor, y: Tensor, out: Tensor) -> tuple[Tensor, Tensor]:
+    """torch's pow_backward: d/dx = y x**(y-1), 0 where y = 0; d/dy = x**y log x, 0 where x = 0 and y >= 0."""
+    dx = y.eq(0).where(0.0, y * _pow(x, y - 1))
+    dy = x.eq(0).logical_and(y.ge(0)).where(0.0, out * x.log())
+    return dx, dy
