@@ -365,6 +365,11 @@ def clip(x: Tensor, lo: TensorLike | None = None, hi: TensorLike | None = None) 
     >>> Tensor([-2.0, 0.5, 3.0]).clip(-1.0, 1.0).tolist()
     [-1.0, 0.5, 1.0]
     """
+    if lo is None and hi is None:
+        raise ArgumentError(
+            f"clip/clamp of a {x.dtype.name} tensor of shape {x.shape}: both bounds are None, and at least one "
+            "of min and max must be given (torch raises too); pass min=, max= or both"
+        )
     if isinstance(lo, Tensor) or isinstance(hi, Tensor):
         if lo is not None and hi is not None:
             return _clip_both(x, lo, hi)
@@ -379,7 +384,7 @@ def clip(x: Tensor, lo: TensorLike | None = None, hi: TensorLike | None = None) 
         value = value.gt(hi).where(hi, value)  # min(., hi)
         inside = x.lt(hi) if inside is None else inside.logical_and(x.lt(hi))
     if inside is None:
-        return x
+        return x  # an int tensor's bounds past its range on both sides: no bound left
     if any(isinstance(bound, float) and math.isnan(bound) for bound in (lo, hi)):
         value = value.where(math.nan, math.nan)  # a NaN bound makes every value NaN, as in torch
     return inside.where(x, value)  # x where it is strictly inside, so the gradient flows only there
