@@ -12,6 +12,7 @@ import pytest
 import torch
 from oracle import Table, case
 
+import limn
 from limn import Tensor
 
 nan, inf = math.nan, math.inf
@@ -71,3 +72,197 @@ def test_pow_second_derivative_is_torchs() -> None:
     first.sum().backward()
     np.testing.assert_allclose(first.numpy(), g.detach().numpy(), rtol=1e-5)
     np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5)
+
+
+# ---- creation: arange past int32, torch's size forms, linspace's dtypes ----
+
+ARANGE = Table(
+    [
+        case("Tensor.arange(2**31, 2**31 + 3)", "torch.arange(2**31, 2**31 + 3)", id="arange_past_int32_is_int64"),
+        case("Tensor.arange(-(2**31) - 1, -(2**31) + 2)", "torch.arange(-(2**31) - 1, -(2**31) + 2)", id="below"),
+        case("Tensor.arange(2**31 - 2, 2**32, 2**30)", "torch.arange(2**31 - 2, 2**32, 2**30)", id="last_past"),
+        case("Tensor.arange(5, 10, 2)", "torch.arange(5, 10, 2).int()", id="arange_within_int32_keeps_int32"),
+        case(
+            "Tensor.arange(120, 130, dtype=limn.int8)",
+            "torch.arange(120, 130, dtype=torch.int8)",
+            id="arange_in_an_explicit_int8_wraps_as_torch",
+        ),
+    ]
+)
+
+
+@pytest.mark.parametrize("name", ARANGE.ids)
+def test_arange_dtype_past_int32(device: str, name: str) -> None:
+    ARANGE.assert_agrees(device, name)
+
+
+def test_arange_keeps_int32_within_it_and_goes_int64_past_it() -> None:
+    assert Tensor.arange(5).dtype == limn.int32
+    assert Tensor.arange(2**31, 2**31 + 3).dtype == limn.int64
+    assert Tensor.arange(2**31 - 1, 2**31).dtype == limn.int64  # the end is past int32 (torch: always int64)
+
+
+def test_a_python_int_past_int32_raises_naming_int64_in_tensor_and_full_alike() -> None:
+    # limn's python-int default is int32 and Tensor() and full() raise for one past it, naming the fix
+    with pytest.raises(OverflowError, match="int64"):
+        Tensor([2**40])
+    with pytest.raises(OverflowError, match="int64"):
+        Tensor.full((2,), 2**40)
+    assert Tensor.full((2,), 2**40, dtype=limn.int64).tolist() == torch.full((2,), 2**40).tolist()
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "{}.randn(2, 3)",
+        "{}.randn((2, 3))",
+        "{}.randn([2, 3])",
+        "{}.randn(size=(2, 3))",
+        "{}.rand(2, 3)",
+        "{}.rand(size=(2, 3))",
+        "{}.rand(4)",
+        "{}.zeros(2, 3)",
+        "{}.zeros(size=(2, 3))",
+        "{}.ones(size=[2, 3])",
+        "{}.empty(2, 3)",
+        "{}.empty(size=(2, 3))",
+        "{}.full((2, 3), 1.5)",
+        "{}.full([2, 3], 1)",
+        "{}.randint(0, 5, (2, 3))",
+        "{}.randint(5, (2, 3))",
+        "{}.randint(0, 5, size=(2, 3))",
+        "{}.rand_like({}.zeros(2, 3))",
+        "{}.randn_like({}.zeros(2, 3))",
+        "{}.zeros(())",
+    ],
+)
+def test_creation_takes_torchs_size_forms(expr: str) -> None:
+    theirs = eval(expr.format("torch", "torch"), {"torch": torch})
+    ours = eval(expr.format("Tensor", "Tensor"), {"Tensor": Tensor})
+    assert ours.shape == tuple(theirs.shape), f"{expr}: shape {ours.shape}, torch {tuple(theirs.shape)}"
+    assert ours.dtype.is_float == theirs.dtype.is_floating_point, f"{expr}: dtype {ours.dtype}, torch {theirs.dtype}"
+
+
+@pytest.mark.parametrize("expr", ["{}.rand()", "{}.randn()", "{}.zeros()", "{}.zeros(2, size=(2, 3))"])
+def test_creation_raises_type_error_where_torch_does(expr: str) -> None:
+    with pytest.raises(TypeError):
+        eval(expr.format("torch"), {"torch": torch})
+    with pytest.raises(TypeError):
+        eval(expr.format("Tensor"), {"Tensor": Tensor})
+
+
+def test_linspace_of_a_bool_dtype_raises_as_torch() -> None:
+    with pytest.raises(RuntimeError, match="Bool"):
+        torch.linspace(5, 10, 3, dtype=torch.bool)
+    with pytest.raises(limn.ArgumentError, match="bool dtype"):
+        Tensor.linspace(5, 10, 3, dtype=limn.bool_)
+
+
+# ---- clip / clamp with no bound ----
+
+
+@pytest.mark.parametrize("expr", ["x.clip(None, None)", "x.clamp(None, None)", "x.clamp()", "x.clip()"])
+def test_clip_with_neither_bound_raises_as_torch(expr: str) -> None:
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max'"):
+        eval(expr, {"x": torch.tensor([1.0, 2.0])})
+    with pytest.raises(limn.ArgumentError, match="both bounds are None"):
+        eval(expr, {"x": Tensor([1.0, 2.0])})
+
+
+def test_clip_of_an_int_tensor_by_bounds_past_its_range_is_still_x() -> None:
+    x = Tensor(np.array([-5, 7], np.int8))
+    assert x.clip(-1000, 1000).tolist() == torch.tensor([-5, 7], dtype=torch.int8).clamp(-1000, 1000).tolist()
+
+
+# ---- normalize with p <= 0 ----
+
+NORM_X = np.array([[1.0, -2.0, 3.0], [0.0, 2.0, -4.0], [0.0, 0.0, 0.0], [0.5, 1e-3, 5.0]], np.float32)
+NORMALIZE = Table(
+    [
+        *[
+            case(
+                f"x.normalize(p={p})",
+                f"torch.nn.functional.normalize(x, p={p})",
+                x=NORM_X,
+                signed_zeros=True,
+                tol=1e-4,
+                id=f"normalize_p_{p}_as_torch",
+            )
+            for p in (0, -1, -2, -0.5, 0.5, 0.3, 1.5, "float('-inf')")
+        ],
+        case("x.normalize(p=-1, dim=0)", "torch.nn.functional.normalize(x, p=-1, dim=0)", x=NORM_X, tol=1e-4),
+        case(
+            "(x.normalize(p=-1) * Tensor.arange(3.0)).sum()",
+            "(torch.nn.functional.normalize(x, p=-1) * torch.arange(3.0)).sum()",
+            x=NORM_X,
+            tol=1e-4,
+            id="normalize_p_minus_one_weighted_gradient_as_torch",
+        ),
+        case("x.normalize(p=0, dim=0)", "torch.nn.functional.normalize(x, p=0, dim=0)", x=np.float32(3.0)),
+        case("x.normalize(p=-2, dim=0)", "torch.nn.functional.normalize(x, p=-2, dim=0)", x=np.float32(-3.0)),
+    ]
+)
+
+
+@pytest.mark.parametrize("name", NORMALIZE.ids)
+def test_normalize_with_p_zero_and_negative_as_torch(device: str, name: str) -> None:
+    NORMALIZE.assert_agrees(device, name)
+
+
+# ---- isposinf / isneginf ----
+
+INF_X = np.array([inf, -inf, 0.0, -0.0, nan, 1.5, -3.0], np.float32)
+INFINITIES = Table(
+    [
+        case(f"x.{f}()", x=x, grad=False, id=f"{f}_{x.dtype}_as_torch")
+        for f in ("isposinf", "isneginf")
+        for x in (INF_X, INF_X.astype(np.float64), np.array([1, -2, 0], np.int32), np.array([True, False]))
+    ]
+)
+
+
+@pytest.mark.parametrize("name", INFINITIES.ids)
+def test_isposinf_and_isneginf_as_torch(device: str, name: str) -> None:
+    INFINITIES.assert_agrees(device, name)
+
+
+# ---- meshgrid as a method ----
+
+MESH_X, MESH_Y = np.array([1.0, 2.0], np.float32), np.array([3.0, 4.0, 5.0], np.float32)
+MESHGRID = Table(
+    [
+        case(
+            "Tensor.stack(list(x.meshgrid(y)))",
+            "torch.stack(torch.meshgrid(x, y, indexing='ij'))",
+            x=MESH_X,
+            y=MESH_Y,
+            id="meshgrid_as_a_method_takes_self_as_the_first_tensor",
+        ),
+        case(
+            "Tensor.stack(list(x.meshgrid(y, indexing='xy')))",
+            "torch.stack(torch.meshgrid(x, y, indexing='xy'))",
+            x=MESH_X,
+            y=MESH_Y,
+            id="meshgrid_method_xy",
+        ),
+        case(
+            "Tensor.stack(list(Tensor.meshgrid(x, y, indexing='xy')))",
+            "torch.stack(torch.meshgrid(x, y, indexing='xy'))",
+            x=MESH_X,
+            y=MESH_Y,
+            id="meshgrid_called_on_the_class_is_unchanged",
+        ),
+        case(
+            "Tensor.stack(list(Tensor.meshgrid([x, y])))",
+            "torch.stack(torch.meshgrid([x, y], indexing='ij'))",
+            x=MESH_X,
+            y=MESH_Y,
+            id="meshgrid_of_a_list",
+        ),
+    ]
+)
+
+
+@pytest.mark.parametrize("name", MESHGRID.ids)
+def test_meshgrid_as_torch(device: str, name: str) -> None:
+    MESHGRID.assert_agrees(device, name)
