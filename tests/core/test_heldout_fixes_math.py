@@ -18,7 +18,7 @@ from limn import Tensor
 nan, inf = math.nan, math.inf
 SIX = np.array([-2.0, -1.0, 0.0, 1.0, 2.0, 3.0], np.float32)
 EDGES = np.array([-inf, inf, -0.0, 0.0, nan, -1.5, 1.5], np.float32)
-POWERS = (3.3, 2.5, -2.5, 2.0, 3.0, 0.5, -1.0, 0.0)
+POWERS = (3.3, 2.5, -2.5, 2.0, 3.0, 0.5, -1.0, 0.0, -0.5, 1.5, -2.0, 0.3)  # torch: c x**(c-1), rsqrt for -0.5
 I4 = np.array([1, 2, 3, 4], np.int32)
 
 # ---- powers ----
@@ -46,6 +46,19 @@ POW = Table(
         case("x ** 2", x=I4, grad=False, id="an_int_tensor_to_a_python_int_stays_int"),
         case("x ** 2.0", x=np.array([True, False]), grad=False, id="a_bool_tensor_to_a_float_is_float32"),
         case("0.7 ** x", x=I4, grad=False, id="a_float_python_base_to_an_int_tensor_is_float32"),
+        case(
+            "x ** 2.5",
+            x=EDGES.astype(np.float64),
+            signed_zeros=True,
+            id="x_to_a_fractional_float_in_float64_at_inf_zeros_and_nan_as_torch",
+        ),
+        case(
+            "a ** b",
+            a=np.array([-inf, -inf, -0.0, -2.0, nan, 1.0, inf], np.float32),
+            b=np.array([2.5, -3.0, 0.5, 0.5, 0.0, nan, -inf], np.float32),
+            signed_zeros=True,
+            id="a_tensor_power_at_inf_zeros_nan_and_fractions_has_torchs_gradients_for_both_sides",
+        ),
     ]
 )
 

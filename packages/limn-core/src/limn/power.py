@@ -43,9 +43,8 @@ def pow(x: Tensor, exponent: TensorLike) -> Tensor:
     # integer-valued floats are all even: _pow's |x| ** y
     if isinstance(exponent, float) and exponent.is_integer() and abs(exponent) <= 2**64:
         return _int_pow(x._float(), int(exponent))
-    if isinstance(exponent, float) and exponent in (0.5, -0.5):
-        root = x._float().sqrt()
-        return root if exponent > 0 else root.reciprocal()  # torch's rsqrt: (-0.0) ** -0.5 is -inf
+    if isinstance(exponent, float):
+        return _float_pow(x._float(), exponent)
     base = x if isinstance(exponent, Tensor) else x._float()
     b, y = base._operands(exponent, "pow")
     if not b.dtype.is_float:
@@ -55,6 +54,21 @@ def pow(x: Tensor, exponent: TensorLike) -> Tensor:
         )
     dtype = b.dtype  # half widths compute in float32 and round once
     return _pow(b.cast(dtype.compute), y.cast(dtype.compute)).cast(dtype)
+
+
+def _float_pow(x: Tensor, c: float) -> Tensor:
+    """x ** c for a float tensor and a python float c that is not an integer, as torch's pow_tensor_scalar:
+    sqrt and 1/sqrt for 0.5 and -0.5 (torch's rsqrt: (-0.0) ** -0.5 is -inf), C's pow (_pow) otherwise. The
+    gradient is torch's c * x ** (c - 1), that power by the same rules, so d/dx x ** 1.5 at -inf is
+    1.5 sqrt(-inf) = NaN and d/dx x ** -0.5 at -inf is -0.5 (-inf) ** -1.5 = -0.0, as torch's."""
+    xd = x.detach()
+    if c in (0.5, -0.5):
+        root = xd.sqrt()
+        value = root if c > 0 else root.reciprocal()
+    else:
+        compute = x.dtype.compute  # half widths compute in float32 and round once
+        value = _pow(xd.cast(compute), Tensor.full(x.shape, c, dtype=compute, device=x.device)).cast(x.dtype)
+    return derivative.carry(value, (x,), lambda x, out: (pow(x, c - 1) * c,))
 
 
 def _int_pow(x: Tensor, n: int) -> Tensor:
