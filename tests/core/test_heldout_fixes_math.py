@@ -182,6 +182,25 @@ def test_clip_with_neither_bound_raises_as_torch(expr: str) -> None:
         eval(expr, {"x": Tensor([1.0, 2.0])})
 
 
+CLIP = Table(
+    [
+        case("x.clip(min=0.5)", x=EDGES, id="clip_takes_torchs_min_keyword"),
+        case("x.clip(max=0.5)", x=EDGES, id="clip_takes_torchs_max_keyword"),
+        case("x.clip(min=-1.0, max=1.0)", x=EDGES, id="clip_takes_both_keywords"),
+    ]
+)
+
+
+@pytest.mark.parametrize("name", CLIP.ids)
+def test_clip_keywords_as_torch(device: str, name: str) -> None:
+    CLIP.assert_agrees(device, name)
+
+
+def test_clip_with_a_bound_given_twice_raises_type_error() -> None:
+    with pytest.raises(TypeError, match="given twice"):
+        Tensor([1.0]).clip(0.0, min=0.0)
+
+
 def test_clip_of_an_int_tensor_by_bounds_past_its_range_is_still_x() -> None:
     x = Tensor(np.array([-5, 7], np.int8))
     assert x.clip(-1000, 1000).tolist() == torch.tensor([-5, 7], dtype=torch.int8).clamp(-1000, 1000).tolist()

@@ -355,8 +355,16 @@ def _int_bounds(x: Tensor, lo: TensorLike | None, hi: TensorLike | None) -> tupl
     return lo, hi
 
 
-def clip(x: Tensor, lo: TensorLike | None = None, hi: TensorLike | None = None) -> Tensor:
+def clip(
+    x: Tensor,
+    lo: TensorLike | None = None,
+    hi: TensorLike | None = None,
+    *,
+    min: TensorLike | None = None,  # torch's names: x.clip(min=0.0)
+    max: TensorLike | None = None,
+) -> Tensor:
     """Clamps into [lo, hi], as torch.clamp: min(max(x, lo), hi), so NaN stays NaN and lo > hi gives hi.
+    The bounds go by position, as lo= and hi=, or by torch's names min= and max=; at least one is given.
 
     With number bounds the gradient flows only strictly inside (lo < x < hi), so it is 0 at the bounds
     and at NaN, as torch's. One tensor bound is maximum(x, lo) (or minimum(x, hi)), whose ties split the
@@ -365,6 +373,9 @@ def clip(x: Tensor, lo: TensorLike | None = None, hi: TensorLike | None = None) 
     >>> Tensor([-2.0, 0.5, 3.0]).clip(-1.0, 1.0).tolist()
     [-1.0, 0.5, 1.0]
     """
+    if (lo is not None and min is not None) or (hi is not None and max is not None):
+        raise TypeError(f"clip: a bound given twice (lo={lo!r}, min={min!r}, hi={hi!r}, max={max!r}); give one of each")
+    lo, hi = (min if lo is None else lo), (max if hi is None else hi)
     if lo is None and hi is None:
         raise ArgumentError(
             f"clip/clamp of a {x.dtype.name} tensor of shape {x.shape}: both bounds are None, and at least one "
