@@ -519,11 +519,20 @@ def test_an_int_tensor_to_a_float_power_is_float32_as_torch(device: str) -> None
     agree(device, "x ** 1.5", grad=False, x=np.array([4, 2, 0], np.int32))
 
 
-def test_an_int_tensor_power_of_an_int_base_raises_type_error_naming_the_fix() -> None:
-    with pytest.raises(TypeError, match="make a side float"):
-        2 ** Tensor(np.array([1, 2], np.int32))
-    with pytest.raises(TypeError, match="make a side float"):
-        Tensor(np.array([1, 2], np.int32)) ** Tensor(np.array([1, 2], np.int32))
+@pytest.mark.parametrize("dtype", ["int32", "int8", "int16", "int64"])
+def test_an_int_tensor_to_an_int_tensor_power_is_torchs_exact_wrapping_int_power(device: str, dtype: str) -> None:
+    # torch's powi: by squaring, wrapping; for a negative power 1 ** y = 1, (-1) ** y = +-1, else 0
+    x = np.array([1, 2, 3, -1, -2, 0, 0, 0, -3, 7, -1, 5, 3], dtype)
+    y = np.array([-2, -3, -4, -3, -2, 0, 1, 2, 3, 11, -4, -1, 40], dtype)
+    agree(device, "x ** y", grad=False, x=x, y=y)
+    agree(device, "2 ** y", grad=False, y=np.array([3, 6, -1, 0, 1], dtype))
+
+
+def test_a_bool_tensor_to_a_bool_tensor_power_raises_as_torch() -> None:
+    with pytest.raises(NotImplementedError):
+        torch.tensor([True]) ** torch.tensor([True])
+    with pytest.raises(limn.ArgumentError, match="bool"):
+        Tensor([True]) ** Tensor([True])
 
 
 def test_pow_gradient_where_a_negative_base_rises_to_inf_is_torchs_inf(device: str) -> None:

@@ -1,9 +1,10 @@
-"""Powers: x ** n by squaring for integer n, and x ** y by C's pow rules with torch's gradients otherwise.
+"""Powers: x ** n by squaring for integer n (ints by the bits of an int tensor power), and x ** y by C's pow
+rules otherwise, the gradients torch's formulas.
 
 pow takes a tensor and an exponent (a python number or a tensor; rpow a number base) and gives a tensor
-composed from primitives. Any exponent but an integer goes through _pow: e**(y log|x|) with a sign, and
-where that fails (zeros, infinities, exact 1s) C's pow gives the value and torch's formulas the gradient.
-tests/core/test_edge_values.py holds every value and gradient here against torch.
+composed from primitives. Any float exponent but an integer goes through _pow: e**(y log|x|) with a sign,
+C's pow giving the value where that fails (zeros, infinities, exact 1s), and the gradient carried as torch's
+formula (limn.derivative.carry). tests/core/test_edge_values.py holds every value and gradient against torch.
 Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> device.
 """
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from limn import derivative, dtypes
+from limn.errors import ArgumentError
 from limn.primitives import Scalar, Tensor, TensorLike
 
 
@@ -26,7 +28,8 @@ def pow(x: Tensor, exponent: TensorLike) -> Tensor:
     sqrt and 1/sqrt, as torch computes them. Any other exponent, tensors included, follows C's pow (see
     _pow): a negative base to an integer-valued power is real, odd powers keeping the sign, and 0 ** 0,
     inf ** 0 and 1 ** nan are 1. The dtype is torch's: an int tensor to a python int stays int (a negative
-    int power raises, as in torch), to a python float (2.0 too) it is float32.
+    int power raises, as in torch), to a python float (2.0 too) it is float32, to an int tensor it is exact
+    and wraps, as torch's (see _int_tensor_pow).
 
     >>> (Tensor([-2.0, 3.0]) ** 3).tolist()
     [-8.0, 27.0]
@@ -48,10 +51,7 @@ def pow(x: Tensor, exponent: TensorLike) -> Tensor:
     base = x if isinstance(exponent, Tensor) else x._float()
     b, y = base._operands(exponent, "pow")
     if not b.dtype.is_float:
-        raise TypeError(
-            f"pow: a {x.dtype.name} tensor to the power of a {y.dtype.name} tensor: limn has no exact int "
-            "power with a tensor exponent (torch computes one in ints); make a side float, e.g. x.cast('float32')"
-        )
+        return _int_tensor_pow(b, y)
     dtype = b.dtype  # half widths compute in float32 and round once
     return _pow(b.cast(dtype.compute), y.cast(dtype.compute)).cast(dtype)
 
@@ -95,16 +95,33 @@ def _int_pow(x: Tensor, n: int) -> Tensor:
 
 def rpow(x: Tensor, base: Scalar) -> Tensor:
     """base ** x for a python number base, by the rules of pow: (-5.5) ** 2.0 = 30.25, 0 ** 0 = 1. An int
-    tensor power of an int base raises TypeError (limn has no exact int power with a tensor exponent)."""
+    base to an int tensor power is an int of x's dtype, as torch's (2 ** int32 tensor is int32)."""
     if isinstance(base, np.generic):
         base = base.item()
     if not x.dtype.is_float and not isinstance(base, float):
-        raise TypeError(
-            f"pow: {base!r} ** a {x.dtype.name} tensor: limn has no exact int power with a tensor exponent "
-            f"(torch computes one in ints); make a side float, e.g. {float(base)!r} ** x"
-        )
+        b, y = x._operands(base, "pow", reverse=True)
+        return _int_tensor_pow(b, y)
     x = x._float()
     return Tensor.full(x.shape, base, dtype=x.dtype, device=x.device).pow(x)
+
+
+def _int_tensor_pow(b: Tensor, y: Tensor) -> Tensor:
+    """b ** y for int tensors of one dtype and shape, as torch's powi: by squaring over the bits of y, wrapping
+    in the dtype as torch's multiplies do; for y < 0, 1 where b = 1, +-1 where b = -1 (by y's parity), else 0.
+    A bool base and exponent raise ArgumentError, a RuntimeError as torch's ("pow" not implemented for 'Bool')."""
+    if b.dtype == dtypes.bool_:
+        raise ArgumentError(  # torch's NotImplementedError, a RuntimeError
+            "pow: a bool tensor to the power of a bool tensor has no bool result (torch raises too); cast a "
+            "side to an int, e.g. x.cast('int32') ** y"
+        )
+    k = y.lt(0).where(0, y)  # the non-negative exponents, by squaring
+    result, square = Tensor.full(b.shape, 1, dtype=b.dtype, device=b.device), b
+    for i in range(b.dtype.itemsize * 8 - (0 if b.dtype.name.startswith("u") else 1)):
+        result = ((k >> i) & 1).eq(1).where(result * square, result)  # b ** k = product of b ** (2 ** i), bit i
+        square = square * square
+    odd = (y % 2).eq(1)  # floor remainder: 1 for a negative odd y too
+    negative_power = b.eq(1).where(1, b.eq(-1).where(odd.where(-1, 1), 0))  # torch's powi for y < 0
+    return y.lt(0).where(negative_power, result).cast(b.dtype)
 
 
 # ---- x ** y for float tensors, by C's pow ----
