@@ -15,6 +15,7 @@ import pytest
 import torch
 from oracle import Table, case
 
+import limn
 from limn import Tensor, sorting
 
 nan, inf = math.nan, math.inf
@@ -280,14 +281,20 @@ def test_sort_unpacks_as_values_and_indices() -> None:
     assert values.tolist() == [1.0, 2.0, 3.0] and indices.tolist() == [1, 2, 0]
 
 
-@pytest.mark.parametrize(
-    ("expr", "error"), [("x.topk(6)", IndexError), ("x.kthvalue(0)", IndexError), ("x.kthvalue(6)", IndexError)]
-)
-def test_k_out_of_range_raises_as_torch(expr: str, error: type) -> None:
-    with pytest.raises((RuntimeError, IndexError)):
+@pytest.mark.parametrize("expr", ["x.topk(6)", "x.topk(-1)", "x.kthvalue(0)", "x.kthvalue(6)", "x[0, 0, 0].topk(2)"])
+def test_k_out_of_range_raises_runtime_error_as_torch(expr: str) -> None:
+    with pytest.raises(RuntimeError, match="out of range"):
         eval(expr, {"x": torch.tensor(X)})
-    with pytest.raises(error, match="out of range"):
+    with pytest.raises(limn.ArgumentError, match="out of range"):
         eval(expr, {"x": Tensor(X)})
+
+
+@pytest.mark.parametrize("expr", ["x.kthvalue(1, dim=1)", "x.sort(dim=3)", "x.topk(1, dim=3)", "x.median(dim=3)"])
+def test_an_empty_dim_or_a_dim_out_of_range_raises_index_error_as_torch(expr: str) -> None:
+    with pytest.raises(IndexError):
+        eval(expr, {"x": torch.tensor(EMPTY)})
+    with pytest.raises(IndexError):
+        eval(expr, {"x": Tensor(EMPTY)})
 
 
 def test_median_over_an_empty_dim_raises_index_error_as_torch() -> None:

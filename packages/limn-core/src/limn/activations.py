@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from limn import derivative
 from limn.dtypes import DType
 from limn.errors import ArgumentError
 from limn.primitives import Tensor, normalize_axis
@@ -373,20 +374,43 @@ def _norm(x: Tensor, p: float, axis: int) -> Tensor:
 
 
 def normalize(x: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
-    """x / max(||x||_p, eps) along dim, as torch.nn.functional.normalize (p = 1, 2, inf or any p > 0).
+    """x / max(||x||_p, eps) along dim, as torch.nn.functional.normalize, for every p torch takes: p > 0, inf,
+    p = 0 (the norm is the count of nonzeros, with gradient 0) and p < 0 ((sum |x|**p) ** (1/p), 0 for a
+    slice holding a zero, whose |0|**p is inf).
 
-    Trap, as in torch: a zero slice gives 0 with gradient 1 / eps (1e12 by default), not NaN.
+    Trap, as in torch: a zero slice (or, for p < 0, one holding a zero) gives x / eps with gradient 1 / eps
+    (1e12 by default), not NaN.
 
     >>> Tensor([[3.0, 4.0]]).normalize().tolist()
     [[0.6000000238418579, 0.800000011920929]]
+    >>> Tensor([[3.0, 0.0, -1.0]]).normalize(p=0).tolist()
+    [[1.5, 0.0, -0.5]]
     """
     x = _floats_only(x, "normalize")
-    if not p > 0:
-        raise NotImplementedError(f"normalize: p = {p}; limn has the p-norms for p > 0 and p = inf")
+    if math.isnan(p):
+        raise ArgumentError(f"normalize: p = {p}; give a number, e.g. p=2")
     axis = normalize_axis(dim, x.ndim, "normalize")
-    if x.ndim == 0:
-        return x / _norm(x.reshape(1), p, 0).reshape(()).clip(eps)
-    return x / _norm(x, p, axis).clip(eps)  # normalize: x / max(norm, eps); the gradient stops below eps
+    flat = x.reshape(1) if x.ndim == 0 else x
+    norm = _norm(flat, p, axis) if p >= 1 else _norm_below_one(flat, p, axis)
+    norm = norm.reshape(()) if x.ndim == 0 else norm
+    return x / norm.clip(eps)  # normalize: x / max(norm, eps); the gradient stops below eps
+
+
+def _norm_below_one(x: Tensor, p: float, axis: int) -> Tensor:
+    """torch's vector_norm for p < 1 over axis, kept as a size-1 dim. p = 0 counts the nonzeros (gradient 0,
+    as torch's), p = -inf is min |x|; any other p is (sum |x|**p) ** (1/p), carrying torch's gradient for
+    p < 1, sgn(x) |x|**(p-1) norm**(1-p) with 0 where x = 0 (where |x|**(p-1) is inf: autograd's would be NaN)."""
+    if p == 0:
+        return x.ne(0).cast(x.dtype).sum(axis, keepdim=True).detach()  # ||x||_0 = the count of x != 0
+    if p == -math.inf:
+        return x.abs().min(axis, keepdim=True)  # ||x||_-inf = min |x|; ties share the gradient, as torch's
+    xd = x.detach()
+    value = (xd.abs() ** p).sum(axis, keepdim=True) ** (1 / p)  # ||x||_p = (sum |x|**p) ** (1/p)
+
+    def partial(x: Tensor, out: Tensor) -> tuple[Tensor]:
+        return (x.eq(0).where(0.0, x.sign() * x.abs() ** (p - 1)) * out ** (1 - p),)
+
+    return derivative.carry(value, (x,), partial)
 
 
 def swish(x: Tensor) -> Tensor:

@@ -32,26 +32,28 @@ def _shape(shape: Sequence[int] | int) -> tuple[int, ...]:
 
 def zeros(
     *shape: int | Sequence[int],
+    size: Sequence[int] | None = None,
     dtype: DType | str = dtypes.float32,
     device: str | None = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    """A tensor of 0s (a CONST, see Tensor.full); the shape as a sequence or as torch's varargs.
+    """A tensor of 0s (a CONST, see Tensor.full); the shape as torch takes it: varargs, a sequence or size=.
 
     >>> Tensor.zeros((2, 3)).shape, Tensor.zeros(2, dtype="int8").tolist()
     ((2, 3), [0, 0])
     """
-    return Tensor.full(sizes(shape), 0, dtype=dtype, device=device, requires_grad=requires_grad)
+    return Tensor.full(given_size(shape, size, "zeros"), 0, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def ones(
     *shape: int | Sequence[int],
+    size: Sequence[int] | None = None,
     dtype: DType | str = dtypes.float32,
     device: str | None = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    """A tensor of 1s (a CONST, see Tensor.full); the shape as a sequence or as torch's varargs."""
-    return Tensor.full(sizes(shape), 1, dtype=dtype, device=device, requires_grad=requires_grad)
+    """A tensor of 1s (a CONST, see Tensor.full); the shape as varargs, a sequence or size=, as zeros."""
+    return Tensor.full(given_size(shape, size, "ones"), 1, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def zeros_like(
@@ -80,15 +82,24 @@ def arange(
     """Evenly spaced values in [start, stop) (in [0, start) with one argument), as numpy.arange: int32 for
     int arguments, float32 otherwise. A float step accumulates rounding as numpy's does.
 
+    Trap: torch's int arange is always int64; limn's is int32 (its int default) while start, stop and the
+    last value fit, and int64 once one does not, so arange(2**31, 2**31 + 3) is int64 and does not wrap. An
+    explicit int dtype the values pass wraps, as torch's (arange(120, 130, dtype=int8) reaches -128).
+
     >>> Tensor.arange(5).tolist(), Tensor.arange(1.0, 2.0, 0.25).tolist()
     ([0, 1, 2, 3, 4], [1.0, 1.25, 1.5, 1.75])
+    >>> Tensor.arange(2**31, 2**31 + 2).dtype.name
+    'int64'
     """
     if stop is None:
         start, stop = 0, start
+    values = np.arange(start, stop, step)
     if dtype is None:
-        ints = all(isinstance(v, int) for v in (start, stop, step))
-        dtype = dtypes.int32 if ints else dtypes.float32
-    return Tensor(np.arange(start, stop, step), dtype=dtype, device=device, requires_grad=requires_grad)
+        ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (start, stop, step))
+        ends = (start, stop, values[-1] if values.size else start)
+        fits = all(-(2**31) <= int(v) < 2**31 for v in ends) if ints else True
+        dtype = (dtypes.int32 if fits else dtypes.int64) if ints else dtypes.float32
+    return Tensor(values, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def eye(
@@ -104,31 +115,47 @@ def eye(
 
 
 def rand(
-    shape: Sequence[int] | int,
-    *,
+    *shape: int | Sequence[int],
+    size: Sequence[int] | None = None,
     dtype: DType | str = dtypes.float32,
     device: str | None = None,
     requires_grad: bool = False,
     generator: rng.Generator | None = None,
 ) -> Tensor:
     """Uniform in [0, 1), made on the device by the generator limn.manual_seed seeds (limn.sampling.rand):
-    realized at this call, and drawn afresh on each replay of a step captured with limn.capture."""
+    realized at this call, and drawn afresh on each replay of a step captured with limn.capture. The shape
+    as torch takes it: rand(2, 3), rand((2, 3)) or rand(size=(2, 3)).
+
+    >>> Tensor.rand(2, 3).shape == Tensor.rand((2, 3)).shape == (2, 3)
+    True
+    """
+    shape = given_size(shape, size, "rand")
     return sampling.rand(shape, dtype=dtype, device=device, requires_grad=requires_grad, generator=generator)
 
 
 def randn(
-    shape: Sequence[int] | int,
-    *,
+    *shape: int | Sequence[int],
+    size: Sequence[int] | None = None,
     dtype: DType | str = dtypes.float32,
     device: str | None = None,
     requires_grad: bool = False,
     generator: rng.Generator | None = None,
 ) -> Tensor:
-    """Standard normal, made on the device by the generator limn.manual_seed seeds (see rand)."""
+    """Standard normal, made on the device by the generator limn.manual_seed seeds; the shape as rand's."""
+    shape = given_size(shape, size, "randn")
     return sampling.randn(shape, dtype=dtype, device=device, requires_grad=requires_grad, generator=generator)
 
 
 # ---- torch's creation functions: full, empty, linspace, logspace, meshgrid, triangle indices ----
+
+
+def given_size(shape: tuple, size: Sequence[int] | None, what: str) -> tuple[int, ...]:
+    """The shape of a creation call as torch takes it: varargs (2, 3), one sequence ((2, 3),), or size=."""
+    if size is not None and shape:
+        raise TypeError(f"{what}(): the shape given twice, as {shape} and as size={size!r}; give one of them")
+    if not shape and size is None:
+        raise TypeError(f"{what}(): needs a shape, e.g. {what}(2, 3), {what}((2, 3)) or {what}(size=(2, 3))")
+    return sizes(shape if size is None else (size,))
 
 
 def sizes(shape: tuple) -> tuple[int, ...]:
@@ -170,13 +197,14 @@ def full_like(
 
 def empty(
     *shape: int | Sequence[int],
+    size: Sequence[int] | None = None,
     dtype: DType | str = dtypes.float32,
     device: str | None = None,
     requires_grad: bool = False,
 ) -> Tensor:
     """A tensor whose values do not matter, as torch.empty. Trap: limn's are 0s (zeros), not torch's garbage,
     so nothing may read them as anything else."""
-    return zeros(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return zeros(given_size(shape, size, "empty"), dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def empty_like(
@@ -204,6 +232,11 @@ def linspace(
     if steps < 0:
         raise ArgumentError(f"linspace: steps must be non-negative, got {steps}")
     dtype = dtypes.as_dtype(dtype)
+    if dtype == dtypes.bool_:
+        raise ArgumentError(
+            f"linspace({start}, {end}, {steps}): a bool dtype has no evenly spaced values (torch raises too); "
+            "pass a float or int dtype and compare, e.g. linspace(...) != 0"
+        )
     wide = np.float64 if dtype == dtypes.float64 else np.float32  # torch computes in the dtype (halves in float32)
     i = np.arange(steps).astype(wide)
     first, last = wide(start), wide(end)
@@ -232,12 +265,13 @@ def logspace(
 def meshgrid(*tensors: Tensor | Sequence[Tensor], indexing: str = "ij") -> tuple[Tensor, ...]:
     """Coordinate grids from 1-D tensors, as torch.meshgrid: each tensor expanded over the grid of all their
     sizes (views). indexing "ij" puts tensor k's size at dim k; "xy" swaps the first two (x across columns).
+    As a method, x.meshgrid(y) is meshgrid(x, y): self is the first tensor.
 
     >>> [g.tolist() for g in Tensor.meshgrid(Tensor([1, 2]), Tensor([3, 4, 5]))][1]
     [[3, 4, 5], [3, 4, 5]]
     """
-    if len(tensors) == 1 and not isinstance(tensors[0], Tensor):
-        tensors = tuple(tensors[0])
+    # torch.meshgrid(x, y) or meshgrid([x, y]); as a method x.meshgrid(y), self is the first tensor
+    tensors = tuple(t for arg in tensors for t in ((arg,) if isinstance(arg, Tensor) else tuple(arg)))
     if indexing not in ("ij", "xy"):
         raise ArgumentError(f"meshgrid: indexing must be 'ij' or 'xy', not {indexing!r}")
     if any(t.ndim > 1 for t in tensors):

@@ -390,8 +390,16 @@ def _int_bounds(x: Tensor, lo: TensorLike | None, hi: TensorLike | None) -> tupl
     return lo, hi
 
 
-def clip(x: Tensor, lo: TensorLike | None = None, hi: TensorLike | None = None) -> Tensor:
+def clip(
+    x: Tensor,
+    lo: TensorLike | None = None,
+    hi: TensorLike | None = None,
+    *,
+    min: TensorLike | None = None,  # torch's names: x.clip(min=0.0)
+    max: TensorLike | None = None,
+) -> Tensor:
     """Clamps into [lo, hi], as torch.clamp: min(max(x, lo), hi), so NaN stays NaN and lo > hi gives hi.
+    The bounds go by position, as lo= and hi=, or by torch's names min= and max=; at least one is given.
 
     With number bounds the gradient flows only strictly inside (lo < x < hi), so it is 0 at the bounds
     and at NaN, as torch's. One tensor bound is maximum(x, lo) (or minimum(x, hi)), whose ties split the
@@ -400,6 +408,14 @@ def clip(x: Tensor, lo: TensorLike | None = None, hi: TensorLike | None = None) 
     >>> Tensor([-2.0, 0.5, 3.0]).clip(-1.0, 1.0).tolist()
     [-1.0, 0.5, 1.0]
     """
+    if (lo is not None and min is not None) or (hi is not None and max is not None):
+        raise TypeError(f"clip: a bound given twice (lo={lo!r}, min={min!r}, hi={hi!r}, max={max!r}); give one of each")
+    lo, hi = (min if lo is None else lo), (max if hi is None else hi)
+    if lo is None and hi is None:
+        raise ArgumentError(
+            f"clip/clamp of a {x.dtype.name} tensor of shape {x.shape}: both bounds are None, and at least one "
+            "of min and max must be given (torch raises too); pass min=, max= or both"
+        )
     if isinstance(lo, Tensor) or isinstance(hi, Tensor):
         if lo is not None and hi is not None:
             return _clip_both(x, lo, hi)
@@ -414,7 +430,7 @@ def clip(x: Tensor, lo: TensorLike | None = None, hi: TensorLike | None = None) 
         value = value.gt(hi).where(hi, value)  # min(., hi)
         inside = x.lt(hi) if inside is None else inside.logical_and(x.lt(hi))
     if inside is None:
-        return x
+        return x  # an int tensor's bounds past its range on both sides: no bound left
     if any(isinstance(bound, float) and math.isnan(bound) for bound in (lo, hi)):
         value = value.where(math.nan, math.nan)  # a NaN bound makes every value NaN, as in torch
     return inside.where(x, value)  # x where it is strictly inside, so the gradient flows only there

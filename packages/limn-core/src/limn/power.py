@@ -1,9 +1,10 @@
-"""Powers: x ** n by squaring for integer n, and x ** y by C's pow rules with torch's gradients otherwise.
+"""Powers: x ** n by squaring for integer n (ints by the bits of an int tensor power), and x ** y by C's pow
+rules otherwise, the gradients torch's formulas.
 
 pow takes a tensor and an exponent (a python number or a tensor; rpow a number base) and gives a tensor
-composed from primitives. Any exponent but an integer goes through _pow: e**(y log|x|) with a sign, and
-where that fails (zeros, infinities, exact 1s) C's pow gives the value and torch's formulas the gradient.
-tests/core/test_edge_values.py holds every value and gradient here against torch.
+composed from primitives. Any float exponent but an integer goes through _pow: e**(y log|x|) with a sign,
+C's pow giving the value where that fails (zeros, infinities, exact 1s), and the gradient carried as torch's
+formula (limn.derivative.carry). tests/core/test_edge_values.py holds every value and gradient against torch.
 Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> device.
 """
 
@@ -14,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from limn import autograd, dtypes
+from limn import derivative, dtypes
+from limn.errors import ArgumentError
 from limn.primitives import Scalar, Tensor, TensorLike
 
 
@@ -25,7 +27,9 @@ def pow(x: Tensor, exponent: TensorLike) -> Tensor:
     and for every n, and x ** 0 is 1 still linked to x (its gradient is 0, as torch's). 0.5 and -0.5 are
     sqrt and 1/sqrt, as torch computes them. Any other exponent, tensors included, follows C's pow (see
     _pow): a negative base to an integer-valued power is real, odd powers keeping the sign, and 0 ** 0,
-    inf ** 0 and 1 ** nan are 1. An int tensor to a negative int power raises, as in torch.
+    inf ** 0 and 1 ** nan are 1. The dtype is torch's: an int tensor to a python int stays int (a negative
+    int power raises, as in torch), to a python float (2.0 too) it is float32, to an int tensor it is exact
+    and wraps, as torch's (see _int_tensor_pow).
 
     >>> (Tensor([-2.0, 3.0]) ** 3).tolist()
     [-8.0, 27.0]
@@ -38,20 +42,33 @@ def pow(x: Tensor, exponent: TensorLike) -> Tensor:
         exponent = exponent.item()
     if isinstance(exponent, (bool, int)):
         return _int_pow(x, int(exponent))
+    # an integer-valued float power is float (int32 ** 2.0 is float32, as torch's), by squaring; larger
+    # integer-valued floats are all even: _pow's |x| ** y
     if isinstance(exponent, float) and exponent.is_integer() and abs(exponent) <= 2**64:
-        return _int_pow(x, int(exponent))  # larger integer-valued floats are all even: _pow's |x| ** y
-    if isinstance(exponent, float) and exponent in (0.5, -0.5):
-        root = x._float().sqrt()
-        return root if exponent > 0 else root.reciprocal()  # torch's rsqrt: (-0.0) ** -0.5 is -inf
+        return _int_pow(x._float(), int(exponent))
+    if isinstance(exponent, float):
+        return _float_pow(x._float(), exponent)
     base = x if isinstance(exponent, Tensor) else x._float()
     b, y = base._operands(exponent, "pow")
     if not b.dtype.is_float:
-        raise TypeError(
-            f"pow: a {x.dtype.name} tensor to the power of a {y.dtype.name} tensor: limn has no exact int "
-            "power with a tensor exponent (torch computes one in ints); make a side float, e.g. x.cast('float32')"
-        )
+        return _int_tensor_pow(b, y)
     dtype = b.dtype  # half widths compute in float32 and round once
     return _pow(b.cast(dtype.compute), y.cast(dtype.compute)).cast(dtype)
+
+
+def _float_pow(x: Tensor, c: float) -> Tensor:
+    """x ** c for a float tensor and a python float c that is not an integer, as torch's pow_tensor_scalar:
+    sqrt and 1/sqrt for 0.5 and -0.5 (torch's rsqrt: (-0.0) ** -0.5 is -inf), C's pow (_pow) otherwise. The
+    gradient is torch's c * x ** (c - 1), that power by the same rules, so d/dx x ** 1.5 at -inf is
+    1.5 sqrt(-inf) = NaN and d/dx x ** -0.5 at -inf is -0.5 (-inf) ** -1.5 = -0.0, as torch's."""
+    xd = x.detach()
+    if c in (0.5, -0.5):
+        root = xd.sqrt()
+        value = root if c > 0 else root.reciprocal()
+    else:
+        compute = x.dtype.compute  # half widths compute in float32 and round once
+        value = _pow(xd.cast(compute), Tensor.full(x.shape, c, dtype=compute, device=x.device)).cast(x.dtype)
+    return derivative.carry(value, (x,), lambda x, out: (pow(x, c - 1) * c,))
 
 
 def _int_pow(x: Tensor, n: int) -> Tensor:
@@ -78,16 +95,33 @@ def _int_pow(x: Tensor, n: int) -> Tensor:
 
 def rpow(x: Tensor, base: Scalar) -> Tensor:
     """base ** x for a python number base, by the rules of pow: (-5.5) ** 2.0 = 30.25, 0 ** 0 = 1. An int
-    tensor power of an int base raises TypeError (limn has no exact int power with a tensor exponent)."""
+    base to an int tensor power is an int of x's dtype, as torch's (2 ** int32 tensor is int32)."""
     if isinstance(base, np.generic):
         base = base.item()
     if not x.dtype.is_float and not isinstance(base, float):
-        raise TypeError(
-            f"pow: {base!r} ** a {x.dtype.name} tensor: limn has no exact int power with a tensor exponent "
-            f"(torch computes one in ints); make a side float, e.g. {float(base)!r} ** x"
-        )
+        b, y = x._operands(base, "pow", reverse=True)
+        return _int_tensor_pow(b, y)
     x = x._float()
     return Tensor.full(x.shape, base, dtype=x.dtype, device=x.device).pow(x)
+
+
+def _int_tensor_pow(b: Tensor, y: Tensor) -> Tensor:
+    """b ** y for int tensors of one dtype and shape, as torch's powi: by squaring over the bits of y, wrapping
+    in the dtype as torch's multiplies do; for y < 0, 1 where b = 1, +-1 where b = -1 (by y's parity), else 0.
+    A bool base and exponent raise ArgumentError, a RuntimeError as torch's ("pow" not implemented for 'Bool')."""
+    if b.dtype == dtypes.bool_:
+        raise ArgumentError(  # torch's NotImplementedError, a RuntimeError
+            "pow: a bool tensor to the power of a bool tensor has no bool result (torch raises too); cast a "
+            "side to an int, e.g. x.cast('int32') ** y"
+        )
+    k = y.lt(0).where(0, y)  # the non-negative exponents, by squaring
+    result, square = Tensor.full(b.shape, 1, dtype=b.dtype, device=b.device), b
+    for i in range(b.dtype.itemsize * 8 - (0 if b.dtype.name.startswith("u") else 1)):
+        result = ((k >> i) & 1).eq(1).where(result * square, result)  # b ** k = product of b ** (2 ** i), bit i
+        square = square * square
+    odd = (y % 2).eq(1)  # floor remainder: 1 for a negative odd y too
+    negative_power = b.eq(1).where(1, b.eq(-1).where(odd.where(-1, 1), 0))  # torch's powi for y < 0
+    return y.lt(0).where(negative_power, result).cast(b.dtype)
 
 
 # ---- x ** y for float tensors, by C's pow ----
@@ -150,49 +184,21 @@ def _pow_rules(x: Tensor, y: Tensor) -> _PowRules:
 def _pow(x: Tensor, y: Tensor) -> Tensor:
     """x ** y for float tensors of one shape and dtype, by C's pow, with torch's gradients.
 
-    Away from the edges it is sign * e**(y log|x|), sign -1 for a negative base to an odd power (a finite
-    negative base to a non-integer power keeps x, and log x makes it NaN), which autograd differentiates as
-    written. At the edges (x = +-0 or +-inf, and 1s such as 1 ** nan) that gradient is 0/0 or inf/inf, so
-    the value comes from the rules and the gradient from torch's formulas, d/dx = y x**(y-1) (0 where y = 0)
-    and d/dy = x**y log x (0 where x = 0 <= y), by _gradient_carrier. The one gradient it cannot carry is
-    torch's +inf for (-inf) ** 2.5 (no composition rises to +inf at -inf): there it is 0."""
-    rules = _pow_rules(x.detach(), y.detach())
-    safe_base = rules.edge.where(1.0, rules.use_abs.where(-x, x))  # 1 ** 0 at the edges: gradient 0, not NaN
-    safe_y = rules.edge.where(0.0, y)
-    smooth = rules.sign * (safe_y * safe_base.log()).exp()  # x ** y = sign * e**(y log|x|)
-    at_edge = rules.edge_value
+    The value comes from detached x and y: sign * e**(y log|x|), sign -1 for a negative base to an odd
+    power (a finite negative base to a non-integer power keeps x, and log x makes it NaN), and C's rules at
+    the edges (x = +-0 or +-inf, and 1s such as 1 ** nan). The gradient is torch's formulas, carried
+    (derivative.carry) with their infs and NaNs: d/dx = y x**(y-1) (0 where y = 0), so (-inf) ** 2.5 has
+    +inf, and d/dy = x**y log x (0 where x = 0 <= y), NaN for a negative base as log x is."""
     xd, yd = x.detach(), y.detach()
-    if autograd.is_grad_enabled() and x.requires_grad:
-        dx = yd.eq(0).where(0.0, yd * _pow(xd, yd - 1))  # torch: y x**(y-1), 0 where y = 0
-        at_edge = _carrying(at_edge, _gradient_carrier(x, dx, at_edge, rules.edge))
-    if autograd.is_grad_enabled() and y.requires_grad:
-        dy = xd.eq(0).logical_and(yd.ge(0)).where(0.0, rules.edge_value * xd.log())  # torch: x**y log x
-        at_edge = _carrying(at_edge, _gradient_carrier(y, dy, at_edge, rules.edge))
-    return rules.edge.where(at_edge, smooth)
+    rules = _pow_rules(xd, yd)
+    safe_base = rules.edge.where(1.0, rules.use_abs.where(-xd, xd))
+    smooth = rules.sign * (rules.edge.where(0.0, yd) * safe_base.log()).exp()  # x ** y = sign * e**(y log|x|)
+    value = rules.edge.where(rules.edge_value, smooth)
+    return derivative.carry(value, (x, y), _pow_partials)
 
 
-def _carrying(value: Tensor, carrier: Tensor) -> Tensor:
-    """value itself, with carrier's gradient: value - (0 - carrier) is exactly value (-0.0 included) for a
-    carrier that is +-0, or value's own infinity where value is infinite (_gradient_carrier makes one)."""
-    return value - (0 - carrier)
-
-
-def _gradient_carrier(t: Tensor, d: Tensor, value: Tensor, at: Tensor) -> Tensor:
-    """A tensor whose gradient w.r.t. t is d (detached; inf and NaN too) where `at` holds and 0 elsewhere, and
-    whose value leaves `value` as it is under _carrying: +-0, or value's own infinity where t is infinite.
-
-    Three carriers, each for the points it can serve, fed values whose gradient is finite where it is not
-    taken, so no NaN leaks through the where:
-      linear  (t finite, d finite)    z * d, with z = t - t.detach(): exactly +0, gradient 1
-      steep   (t finite, d = +-inf)   sqrt(z) with d's sign: 0, gradient 1 / (2 sqrt 0) = inf (times 0: NaN)
-      along   (t infinite)            t * d where that is value's infinity (t = -inf, d = -inf, value = inf);
-                                      z is NaN there, and nothing else carries a gradient"""
-    finite_t = at.logical_and(t.isfinite())
-    linear = finite_t.logical_and(d.isfinite())
-    steep = finite_t.logical_and(d.isfinite().logical_not())
-    along = at.logical_and(t.isinf()).logical_and(value.isinf()).logical_and((t.detach() * d).eq(value))
-    z = t - t.detach()
-    by_linear = z * linear.where(d, 0.0)
-    by_steep = steep.where(z, 1.0).sqrt() * d.isnan().where(0.0, d.gt(0).where(1.0, -1.0))
-    by_along = t * along.where(d, 1.0)
-    return linear.where(by_linear, steep.where(by_steep, along.where(by_along, 0.0)))
+def _pow_partials(x: Tensor, y: Tensor, out: Tensor) -> tuple[Tensor, Tensor]:
+    """torch's pow_backward: d/dx = y x**(y-1), 0 where y = 0; d/dy = x**y log x, 0 where x = 0 and y >= 0."""
+    dx = y.eq(0).where(0.0, y * _pow(x, y - 1))
+    dy = x.eq(0).logical_and(y.ge(0)).where(0.0, out * x.log())
+    return dx, dy

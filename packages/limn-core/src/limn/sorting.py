@@ -171,7 +171,9 @@ def topk(
     axis = normalize_axis(dim if axis is None else axis, x.ndim, "topk")
     n = x.shape[axis] if x.ndim else 1
     if not 0 <= k <= n:
-        raise IndexError(f"topk: k={k} is out of range for dim {dim} of size {n} in shape {x.shape}; use 0 <= k <= {n}")
+        raise ArgumentError(  # torch's RuntimeError "selected index k out of range"
+            f"topk: k={k} is out of range for dim {dim} of size {n} in shape {x.shape}; use 0 <= k <= {n}"
+        )
     if x.ndim == 0:
         return x.sort()
     return _pick(x.sort(axis, descending=largest), axis, 0, k)
@@ -188,8 +190,12 @@ def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, axis: i
     """
     axis = normalize_axis(dim if axis is None else axis, x.ndim, "kthvalue")
     n = x.shape[axis] if x.ndim else 1
+    if n == 0:  # torch: IndexError, a reduction over an empty dim
+        raise IndexError(f"kthvalue: dim {dim} of shape {x.shape} is empty, and it has no k-th value")
     if not 1 <= k <= n:
-        raise IndexError(f"kthvalue: k={k} is out of range for dim {dim} of size {n} in shape {x.shape}; use 1..{n}")
+        raise ArgumentError(  # torch's RuntimeError "selected number k out of range"
+            f"kthvalue: k={k} is out of range for dim {dim} of size {n} in shape {x.shape}; use 1..{n}"
+        )
     if x.ndim == 0:
         return x.sort()
     picked = _pick(x.sort(axis), axis, k - 1, k)

@@ -20,6 +20,7 @@ from limn import (
     einsum,
     elementwise,
     indexing,
+    infinity,
     logexp,
     lookups,
     losses,
@@ -277,7 +278,7 @@ Tensor.empty = staticmethod(creation.empty)
 Tensor.empty_like = creation.empty_like
 Tensor.linspace = staticmethod(creation.linspace)
 Tensor.logspace = staticmethod(creation.logspace)
-Tensor.meshgrid = staticmethod(creation.meshgrid)
+Tensor.meshgrid = creation.meshgrid  # not static: x.meshgrid(y) takes self as the first tensor
 Tensor.tril_indices = staticmethod(creation.tril_indices)
 Tensor.triu_indices = staticmethod(creation.triu_indices)
 Tensor.new_full = creation.new_full
@@ -409,6 +410,11 @@ Tensor.__lshift__ = bitwise.left_shift
 Tensor.__rlshift__ = _rlshift
 Tensor.__rshift__ = bitwise.right_shift
 Tensor.__rrshift__ = _rrshift
+
+
+# ---- math fixes: isposinf, isneginf (limn.infinity) ----
+Tensor.isposinf = infinity.isposinf
+Tensor.isneginf = infinity.isneginf
 
 
 # ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----
