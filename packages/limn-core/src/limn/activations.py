@@ -403,7 +403,7 @@ def _norm_below_one(x: Tensor, p: float, axis: int) -> Tensor:
     if p == 0:
         return x.ne(0).cast(x.dtype).sum(axis, keepdim=True).detach()  # ||x||_0 = the count of x != 0
     if p == -math.inf:
-        return x.abs().min(axis, keepdim=True)  # ||x||_-inf = min |x|; ties share the gradient, as torch's
+        return x.abs().min(axis=axis, keepdim=True)  # ||x||_-inf = min |x|; ties share the gradient, as torch's
     xd = x.detach()
     value = (xd.abs() ** p).sum(axis, keepdim=True) ** (1 / p)  # ||x||_p = (sum |x|**p) ** (1/p)
 
