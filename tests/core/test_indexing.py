@@ -457,7 +457,7 @@ def test_an_out_of_range_tensor_index_raises_index_error_when_computed(device: s
 MISTAKES = {
     "negative_step": (lambda x: x[::-1], ValueError, "steps must be positive"),
     "python_bool_index": (lambda x: x[True], TypeError, "python bool"),
-    "two_ellipses": (lambda x: x[..., ...], IndexError, "only one `...`"),
+    "two_ellipses": (lambda x: x[..., ...], IndexError, "single ellipsis"),
     "scatter_unknown_reduce": (lambda x: x.scatter(0, Tensor(GRID), 1.0, reduce="max"), ValueError, "'add' or"),
     "scatter_reduce_unknown": (
         lambda x: x.scatter_reduce(0, Tensor(GRID), Tensor(X), "max"),

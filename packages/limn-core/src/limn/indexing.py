@@ -54,7 +54,7 @@ def _items(x: Tensor, index: Any) -> list:
         items.extend(_parse(i))
     consumed = sum(_width(i) for i in items)
     if sum(1 for i in items if i is Ellipsis) > 1:
-        raise IndexError("an index can hold only one `...`")
+        raise IndexError("an index can hold only a single ellipsis ('...'), as torch's")
     if consumed > x.ndim:
         raise IndexError(f"too many indices ({consumed}) for a tensor with {x.ndim} dims of shape {x.shape}")
     fill = [slice(None)] * (x.ndim - consumed)

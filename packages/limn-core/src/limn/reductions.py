@@ -397,11 +397,11 @@ def log_softmax(x: Tensor, axis: int | None = None, *, dim: int | None = None, d
 
 def argmax(x: Tensor, axis: int | None = None, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
     """Index of the first maximum along axis or dim= (over the flattened tensor when None), int32 (torch:
-    int64). NaN counts as the largest value, as in torch. Bool tensors and empty axes raise, as in torch
-    (torch raises NotImplementedError for bools; limn a TypeError naming the cast). No gradient."""
+    int64). NaN counts as the largest value, as in torch. An empty axis raises, as in torch; a bool tensor,
+    which torch refuses, ranks False < True (the index of the first True). No gradient."""
     axis = _dim(axis, dim, "argmax")
     if x.dtype == dtypes.bool_:
-        raise TypeError("argmax of a bool tensor: torch does not define it; cast first, x.cast('int32').argmax()")
+        x = x.cast(dtypes.int32)
     if axis is None:
         _check_nonempty(x, x._axes(None, "argmax"), "argmax")
         flat = x.reshape(-1).argmax(0, keepdim=False)
@@ -425,7 +425,7 @@ def argmin(x: Tensor, axis: int | None = None, keepdim: bool = False, *, dim: in
     """Index of the first minimum, by the rules of argmax (NaN counts as the smallest value here)."""
     axis = _dim(axis, dim, "argmin")
     if x.dtype == dtypes.bool_:
-        raise TypeError("argmin of a bool tensor: torch does not define it; cast first, x.cast('int32').argmin()")
+        x = x.cast(dtypes.int32)
     _check_nonempty(x, x._axes(axis, "argmin"), "argmin")
     # the first minimum of x is the first maximum of -x; for ints of ~x = -x - 1, since -x wraps at -128
     flipped = -x - 1 if x.dtype.is_int else -x
