@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from oracle import Table, case
 
+import limn
 from limn import Tensor
 
 
@@ -84,3 +86,27 @@ def test_bitwise_ops_on_floats_raise_as_torch(expr: str) -> None:
     x = Tensor(np.array([1.0, 2.0], np.float32))
     with pytest.raises(TypeError, match="float32 tensor has no bits"):
         eval(expr, {"x": x})
+
+
+I64 = np.iinfo(np.int64)
+INT64_EDGES = np.array(
+    [-3, -1, -5, 0, 1, I64.max, I64.min, I64.min + 1, 2**32, -(2**32), 2**32 - 1, -(2**31), 2**53 + 1, -(2**53) - 1],
+    np.int64,
+)
+
+
+def test_int64_bitwise_and_shifts_are_exact_at_every_width_as_torch(device: str) -> None:
+    """int64 has more bits than a float64 holds: each value is cut into two exact 32-bit halves first (and
+    -3 & 1 was 0 before, every value past 2**53 off)."""
+    rng = np.random.default_rng(0)
+    a = np.concatenate([INT64_EDGES, rng.integers(I64.min, I64.max, 200, dtype=np.int64)])
+    b = np.concatenate([INT64_EDGES[::-1], rng.integers(I64.min, I64.max, 200, dtype=np.int64)])
+    n = rng.integers(0, 64, a.size).astype(np.int64)
+    n[:3] = (0, 63, 32)
+    ta, tb, tn = torch.tensor(a), torch.tensor(b), torch.tensor(n)
+    la, lb, ln = Tensor(a), Tensor(b), Tensor(n)
+    got = [la & lb, la | lb, la ^ lb, la & 1, la >> ln, la << ln, ~la]
+    want = [ta & tb, ta | tb, ta ^ tb, ta & 1, ta >> tn, ta << tn, ~ta]
+    limn.realize(*got)
+    for i, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(g.numpy(), w.numpy(), err_msg=f"op {i}: a={a[:4]}...")

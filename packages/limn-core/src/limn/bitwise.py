@@ -4,7 +4,9 @@ Each takes an int or bool tensor (and a second operand, promoted and broadcast a
 the promoted dtype. ~x is -x - 1; a left shift multiplies by 2**n wrapped to the width (ints wrap, so the bits
 shifted out vanish); an arithmetic right shift is floor(x / 2**n), exact in float64. and/or/xor on ints read
 each operand's bits (q mod 2, q halved, in float64) and rebuild the result: one fused kernel of about 20
-elementwise ops per bit (160 for int8, 640 for int32), correct for every value. Floats raise, as in torch.
+elementwise ops per bit (160 for int8, 640 for int32), correct for every value. int64 has more bits than a
+float64 holds, so its values are first cut exactly into two 32-bit halves (`_halves`) and each half combined
+or shifted as an int32's would be. Floats raise, as in torch.
 Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> device.
 """
 
@@ -38,8 +40,17 @@ def _half_floor(q: Tensor) -> Tensor:
 
 def _combine(a: Tensor, b: Tensor, op: str) -> Tensor:
     """a op b bit by bit for int tensors of one dtype and shape, op one of and, or, xor."""
+    if a.dtype == dtypes.int64:
+        (ha, la), (hb, lb) = _halves(a), _halves(b)
+        hi = _signed(_combine_bits(_unsigned_float(ha, 32), _unsigned_float(hb, 32), 32, op), 32)
+        lo = _combine_bits(la, lb, 32, op)
+        return hi.cast(dtypes.int64) * 2**32 + lo.cast(dtypes.int64)  # int64 arithmetic wraps: exact
     bits = a.dtype.bits
-    qa, qb = _unsigned(a), _unsigned(b)
+    return _signed(_combine_bits(_unsigned(a), _unsigned(b), bits, op), bits).cast(a.dtype)
+
+
+def _combine_bits(qa: Tensor, qb: Tensor, bits: int, op: str) -> Tensor:
+    """qa op qb for float64 integers in [0, 2**bits), bits <= 32, read and rebuilt one bit at a time."""
     out = None
     for k in range(bits):
         ha, hb = _half_floor(qa), _half_floor(qb)
@@ -54,8 +65,28 @@ def _combine(a: Tensor, b: Tensor, op: str) -> Tensor:
         term = bit * 2.0**k
         out = term if out is None else out + term
         qa, qb = ha, hb
-    signed = out.ge(2.0 ** (bits - 1)).where(out - 2.0**bits, out)  # back to two's complement
-    return signed.cast(a.dtype)
+    return out
+
+
+def _signed(q: Tensor, bits: int) -> Tensor:
+    """A float64 integer in [0, 2**bits) read back as two's complement."""
+    return q.ge(2.0 ** (bits - 1)).where(q - 2.0**bits, q)
+
+
+def _unsigned_float(v: Tensor, bits: int) -> Tensor:
+    """A float64 integer in [-2**(bits-1), 2**(bits-1)) as its two's complement bits, in [0, 2**bits)."""
+    return v.lt(0).where(v + 2.0**bits, v)
+
+
+def _halves(x: Tensor) -> tuple[Tensor, Tensor]:
+    """An int64 x as float64 integers (hi, lo) with x = hi * 2**32 + lo exactly, hi in [-2**31, 2**31) and lo
+    in [0, 2**32). x / 2**32 in float64 is off by at most 2**-22 (x rounds to 53 bits), so its floor is hi or
+    one away; the remainder, computed in int64, says which."""
+    hi = (x.cast(dtypes.float64) * 2.0**-32).floor().cast(dtypes.int64)
+    lo = x - hi * 2**32
+    hi = lo.lt(0).where(hi - 1, lo.ge(2**32).where(hi + 1, hi))
+    lo = x - hi * 2**32
+    return hi.cast(dtypes.float64), lo.cast(dtypes.float64)
 
 
 def _bitwise(x: Tensor, other: TensorLike, op: str, reverse: bool) -> Tensor:
@@ -111,10 +142,15 @@ def _shift_operands(x: Tensor, other: TensorLike, what: str, reverse: bool) -> t
 
 
 def _power_of_two(n: Tensor) -> Tensor:
-    """2**n as float64 for an int tensor 0 <= n < 64: e**(n ln 2) rounded to the integer it is."""
-    approx = (n.cast(dtypes.float64) * 0.6931471805599453).exp()
-    t = (approx + _BIG) - _BIG  # below 2**52 the nearest integer; 2**52 and up are integers already
-    return approx.lt(_BIG).where(t, approx)
+    """2**n as float64 for an int tensor 0 <= n <= 64, exactly: the product of 2**k over the bits k of n
+    (every factor and product a power of two, so no rounding; e**(n ln 2) is off past 2**52)."""
+    power, rest = None, n
+    for k in (64, 32, 16, 8, 4, 2, 1):
+        take = rest.ge(k)
+        factor = take.where(2.0**k, 1.0)
+        power = factor if power is None else power * factor
+        rest = take.where(rest - k, rest)
+    return power
 
 
 def left_shift(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
@@ -144,6 +180,24 @@ def right_shift(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
     bits = a.dtype.bits
     inside = n.ge(0).logical_and(n.lt(bits))
     count = inside.where(n, bits)  # past the width: a shift by the width, which leaves only the sign
-    scaled = a.cast(dtypes.float64) * _power_of_two(count).reciprocal()  # exact: a power of two
-    t = (scaled + 1.5 * _BIG) - 1.5 * _BIG  # |scaled| < 2**31: the nearest integer
-    return t.gt(scaled).where(t - 1.0, t).cast(a.dtype)  # floor
+    if a.dtype == dtypes.int64:
+        return _right_shift_64(a, count)
+    return _floor_shift(a.cast(dtypes.float64), count).cast(a.dtype)
+
+
+def _floor_shift(v: Tensor, count: Tensor) -> Tensor:
+    """floor(v / 2**count) for float64 integers |v| < 2**32 and int counts 0 <= count <= 64."""
+    scaled = v * _power_of_two(count).reciprocal()  # exact: a power of two
+    t = (scaled + 1.5 * _BIG) - 1.5 * _BIG  # |scaled| < 2**32: the nearest integer
+    return t.gt(scaled).where(t - 1.0, t)  # floor
+
+
+def _right_shift_64(a: Tensor, count: Tensor) -> Tensor:
+    """a >> count for int64 a and 0 <= count <= 64, from a's halves: below 32 the high half moves down into
+    the result's top (hi * 2**(32 - n), exact) beside lo >> n; from 32 on only the high half is left."""
+    hi, lo = _halves(a)
+    low_count = count.lt(32)
+    n = low_count.where(count, 0)
+    top = (hi * _power_of_two(32 - n)).cast(dtypes.int64) + _floor_shift(lo, n).cast(dtypes.int64)
+    rest = _floor_shift(hi, low_count.where(32, count) - 32).cast(dtypes.int64)
+    return low_count.where(top, rest)
