@@ -262,6 +262,30 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return max_pool(input, 3, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
+def max_pool_method(
+    self: Tensor,
+    kernel_size: IntOrSeq = (2, 2),
+    stride: IntOrSeq | None = None,
+    padding: IntOrSeq = 0,
+    dilation: IntOrSeq = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
+    """Tensor.max_pool2d, as tinygrad's: a max pool over as many spatial dims as kernel_size has ints (an int
+    kernel is 2-d), so kernel_size=(3,) pools (N, C, L) and (2, 2, 2) pools (N, C, D, H, W); otherwise
+    max_pool2d's arguments and rules (limn.nn.max_pool2d keeps torch's 2-d rank check).
+
+    >>> Tensor.ones((1, 1, 6)).max_pool2d((3,)).shape
+    (1, 1, 2)
+    """
+    return max_pool(self, _method_dims(kernel_size), kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def _method_dims(kernel_size: IntOrSeq) -> int:
+    """The spatial dims a pool method works over: kernel_size's length, 2 for an int (tinygrad's rule)."""
+    return 2 if isinstance(kernel_size, int) else max(1, len(kernel_size))
+
+
 # ---- average pools ----
 
 
@@ -338,6 +362,26 @@ def avg_pool3d(
 ):
     """torch.nn.functional.avg_pool3d: (N, C, D, H, W) -> (N, C, D_out, H_out, W_out); see avg_pool2d."""
     return avg_pool(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def avg_pool_method(
+    self: Tensor,
+    kernel_size: IntOrSeq = (2, 2),
+    stride: IntOrSeq | None = None,
+    padding: IntOrSeq = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor:
+    """Tensor.avg_pool2d, as tinygrad's: an average pool over as many spatial dims as kernel_size has ints
+    (an int kernel is 2-d), so kernel_size=(8, 8, 8) pools (N, C, D, H, W); otherwise avg_pool2d's arguments
+    and rules (limn.nn.avg_pool2d keeps torch's 2-d rank check).
+
+    >>> Tensor.ones((1, 1, 4, 4, 4)).avg_pool2d((2, 2, 2)).shape
+    (1, 1, 2, 2, 2)
+    """
+    n = _method_dims(kernel_size)
+    return avg_pool(self, n, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
 # ---- adaptive pools ----

@@ -20,8 +20,8 @@ import numpy as np
 # resample, spatial) are re-exported here, as torch.nn and torch.nn.functional hold them
 from limn import activations, dtypes, lookups, losses
 from limn.containers import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
-from limn.conv_transpose import conv_transpose, conv_transpose1d, conv_transpose2d
-from limn.convolution import as_tuple, conv, conv1d, conv2d, padding_pairs
+from limn.conv_transpose import conv_transpose, conv_transpose1d, conv_transpose2d, conv_transpose3d
+from limn.convolution import as_tuple, conv, conv1d, conv2d, conv3d, padding_pairs
 from limn.dropout import Dropout, Dropout1d, Dropout2d, dropout, dropout1d, dropout2d
 from limn.dtypes import DType
 from limn.norms import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d, InstanceNorm2d, RMSNorm
@@ -57,6 +57,7 @@ from limn.spatial import (
     UpsamplingNearest2d,
 )
 from limn.tensor import Tensor
+from limn.unpooling import max_unpool1d, max_unpool2d, max_unpool3d
 
 # isort: split
 # the train family's names: the parameter walk, Module, limn.nn.init and limn.nn.utils (gradient clipping)
@@ -161,8 +162,10 @@ __all__ += [
     "avg_pool3d",
     "conv1d",
     "conv2d",
+    "conv3d",
     "conv_transpose1d",
     "conv_transpose2d",
+    "conv_transpose3d",
     "dropout",
     "dropout1d",
     "dropout2d",
@@ -170,6 +173,9 @@ __all__ += [
     "max_pool1d",
     "max_pool2d",
     "max_pool3d",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
     "pad",
 ]
 
