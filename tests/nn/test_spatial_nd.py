@@ -167,3 +167,44 @@ def test_unpool_needs_indices_of_the_inputs_shape_and_float_values():
         nn.max_unpool2d(v, i[..., :1], 2)
     with pytest.raises(TypeError, match="int32"):
         nn.max_unpool2d(v.cast(limn.int32), i, 2)
+
+
+# conv mistakes torch raises a RuntimeError for: limn.ArgumentError is one (and a ValueError)
+X16, W16 = np.ones((2, 16, 2, 2), np.float32), np.ones((32, 16, 3, 3), np.float32)
+CONV_MISTAKES = {
+    "kernel_larger_than_the_input": (lambda: nn.conv2d(limn.Tensor(X16), limn.Tensor(W16)), "smaller than the kernel"),
+    "dilated_kernel_larger_than_the_input": (
+        lambda: nn.conv2d(limn.Tensor(np.ones((2, 16, 5, 5), np.float32)), limn.Tensor(W16), dilation=3),
+        r"spans \(7, 7\)",
+    ),
+    "negative_padding": (lambda: nn.conv2d(limn.Tensor(X16), limn.Tensor(W16), padding=-1), "padding must be >= 0"),
+    "negative_padding_per_side": (
+        lambda: limn.Tensor(X16).conv2d(limn.Tensor(W16), padding=(-1, 0, -1, 0)),
+        "padding must be >= 0",
+    ),
+    "negative_padding_conv1d": (
+        lambda: nn.conv1d(limn.Tensor(X1), limn.Tensor(W1G), padding=-1),
+        "padding must be >= 0",
+    ),
+    "three_paddings_for_a_conv2d": (
+        lambda: limn.Tensor(X16).conv2d(limn.Tensor(W16), padding=(1, 1, 1)),
+        "an int or 2 ints",
+    ),
+    "conv_transpose_negative_padding": (
+        lambda: limn.Tensor(X16).conv_transpose2d(limn.Tensor(W16).transpose(0, 1), padding=-1),
+        "must be >= 0",
+    ),
+    "conv_transpose_three_paddings": (
+        lambda: limn.Tensor(X16).conv_transpose2d(limn.Tensor(W16).transpose(0, 1), padding=(1, 1, 1)),
+        "an int or 2 ints",
+    ),
+    "zero_stride": (lambda: nn.conv2d(limn.Tensor(X16), limn.Tensor(W16), stride=0), "must be >= 1"),
+}
+
+
+@pytest.mark.parametrize("mistake", CONV_MISTAKES)
+def test_a_conv_mistake_raises_argument_error_a_runtime_error_as_torch(mistake):
+    action, message = CONV_MISTAKES[mistake]
+    with pytest.raises(limn.ArgumentError, match=message) as raised:
+        action()
+    assert isinstance(raised.value, RuntimeError) and isinstance(raised.value, ValueError)

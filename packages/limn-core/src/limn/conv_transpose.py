@@ -42,8 +42,13 @@ def conv_transpose(
     stride, dilation = as_tuple(stride, n, "conv_transpose stride"), as_tuple(dilation, n, "conv_transpose dilation")
     padding = as_tuple(padding, n, "conv_transpose padding")
     output_padding = as_tuple(output_padding, n, "conv_transpose output_padding")
-    if min(stride + dilation) < 1 or min(padding + output_padding) < 0:
-        raise ArgumentError(f"conv_transpose: stride {stride} and dilation {dilation} must be >= 1, padding >= 0")
+    if min(stride + dilation) < 1:
+        raise ArgumentError(f"conv_transpose: stride {stride} and dilation {dilation} must be >= 1")
+    if min(padding + output_padding) < 0:
+        raise ArgumentError(
+            f"conv_transpose: padding {padding} and output_padding {output_padding} must be >= 0 (torch does "
+            "not support negative padding)"
+        )
     for op, s, d in zip(output_padding, stride, dilation):
         if op >= max(s, d):
             raise ArgumentError(

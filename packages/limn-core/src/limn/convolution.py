@@ -63,7 +63,10 @@ def padding_pairs(
     else:
         out = tuple((p, p) for p in as_tuple(padding, n, f"{what} padding"))
     if any(p < 0 for pair in out for p in pair):
-        raise ArgumentError(f"{what}: padding must be >= 0, got {padding!r}")
+        raise ArgumentError(
+            f"{what}: padding must be >= 0, got {padding!r} (torch does not support negative padding); crop the "
+            "input first instead, e.g. x[..., 1:-1] or x.pad with negative widths"
+        )
     return out
 
 
@@ -100,9 +103,10 @@ def conv(
     padded = tuple(i + b + a for i, (b, a) in zip(x.shape[2:], pads))
     outs = tuple((i - d * (k - 1) - 1) // s + 1 for i, k, s, d in zip(padded, kernel, stride, dilation))
     if min(outs) < 1:
+        spans = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
         raise ArgumentError(
-            f"conv: input {padded} (padded) is smaller than the dilated kernel {kernel} "
-            f"(dilation {tuple(dilation)}); the output would be empty"
+            f"conv: the padded input {padded} is smaller than the kernel {kernel} (with dilation {dilation} it "
+            f"spans {spans}), so the output would be empty (torch raises too); pad the input or use a smaller kernel"
         )
     b, c, o, g = x.shape[0], x.shape[1], weight.shape[0], groups
     cg, og = c // g, o // g
