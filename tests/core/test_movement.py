@@ -194,6 +194,13 @@ PADS = Table(
             id="pad_limn_positional_value",
         ),
         case("x.pad((None, (2, 0)))", "torch.nn.functional.pad(x, (2, 0))", x=X, id="pad_none_pair_keeps_a_dim"),
+        case("x.pad(padding=(1, 2))", "torch.nn.functional.pad(x, pad=(1, 2))", x=X, id="pad_tinygrads_keyword"),
+        case(
+            "x.pad(pad=(1, 2), value=3.0)",
+            "torch.nn.functional.pad(x, pad=(1, 2), value=3.0)",
+            x=X,
+            id="pad_torchs_keyword",
+        ),
         case(
             "x.pad((-1, 2, 2, -1), mode='reflect')",
             "torch.nn.functional.pad(x, (-1, 2, 2, -1), mode='reflect')",
@@ -379,6 +386,12 @@ MISTAKES = {
     "unfold_zero_step": (lambda: Tensor(X).unfold(1, 2, 0), ValueError, "step must be positive"),
     "pad_odd_flat_list": (lambda: Tensor(X).pad((1, 2, 3)), ValueError, "two per dim"),
     "pad_unknown_mode": (lambda: Tensor(X).pad((1, 1), mode="mirror"), ValueError, "mode 'mirror'"),
+    "pad_unknown_mode_not_implemented_as_torch": (
+        lambda: Tensor(X).pad((3, 0), mode="typo"),
+        NotImplementedError,
+        "mode 'typo'",
+    ),
+    "pad_widths_twice": (lambda: Tensor(X).pad((1, 1), padding=(1, 1)), ValueError, "give the widths once"),
     "pad_reflect_too_wide": (lambda: Tensor(X).pad((4, 0), mode="reflect"), ValueError, "below the size 4"),
     "pad_crop_too_much": (lambda: Tensor(X).pad((-3, -2)), ValueError, "crop more than the 4"),
     "pad_reflect_too_wide_before_its_crop": (

@@ -23,11 +23,18 @@ _pad_movement = Tensor.pad  # the primitive: non-negative (before, after) per di
 MODES = {"constant": None, "reflect": "reflect", "replicate": "edge", "circular": "wrap"}  # -> numpy.pad's mode
 
 
+class UnknownModeError(ArgumentError, NotImplementedError):
+    """A pad mode limn does not know: an ArgumentError, and a NotImplementedError, which torch raises for it."""
+
+
 def pad(
     x: Tensor,
-    widths: Sequence[int] | Sequence[tuple[int, int]],
+    widths: Sequence[int] | Sequence[tuple[int, int]] | None = None,
     mode: str | Scalar = "constant",
     value: Scalar | None = None,
+    *,
+    pad: Sequence[int] | None = None,
+    padding: Sequence[int] | Sequence[tuple[int, int]] | None = None,
 ) -> Tensor:
     """x padded by `widths`, as torch.nn.functional.pad.
 
@@ -36,18 +43,22 @@ def pad(
     does not reach are not padded. A negative width crops (reflect and replicate, as torch's, pad x first
     and crop the result, so (-1, 2) mirrors x's own edge; circular crops first). mode is "constant" (filled
     with value, 0 by default, cast to x's dtype), "reflect" (mirrored, the edge not repeated), "replicate"
-    (the edge repeated) or "circular" (wrapped around). pad(widths, number) is limn's older spelling of value=number.
+    (the edge repeated) or "circular" (wrapped around). pad(widths, number) is limn's older spelling of
+    value=number. The widths may also be passed as pad= (torch's keyword) or padding= (tinygrad's).
 
     >>> Tensor([1, 2, 3]).pad((2, 1), mode="reflect").tolist()
     [3, 2, 1, 2, 3, 2]
     >>> Tensor([[1, 2]]).pad(((0, 0), (1, 0)), value=9).tolist()
     [[9, 1, 2]]
     """
+    given = [w for w in (widths, pad, padding) if w is not None]
+    if len(given) != 1:
+        raise ArgumentError(f"pad: give the widths once (positionally, pad= or padding=), got {len(given)} of them")
     if not isinstance(mode, str):  # limn's older spelling, pad(widths, value)
         mode, value = "constant", mode
-    pairs = _pairs(x, widths)
+    pairs = _pairs(x, given[0])
     if mode not in MODES:
-        raise ArgumentError(f"pad: mode {mode!r} is not one of {', '.join(map(repr, MODES))}")
+        raise UnknownModeError(f"pad: mode {mode!r} is not one of {', '.join(map(repr, MODES))}")
     if mode != "constant" and value not in (None, 0):
         raise ArgumentError(f"pad: mode {mode!r} takes no value (got value={value})")
     if all(b >= 0 and a >= 0 for b, a in pairs) and mode == "constant":
