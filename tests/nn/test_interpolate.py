@@ -175,3 +175,17 @@ def test_other_int_dtypes_raise_even_in_nearest(dtype):
         nn.interpolate(limn.Tensor(x), scale_factor=2)
     with pytest.raises(NotImplementedError):
         torch.nn.functional.interpolate(torch.tensor(x), scale_factor=2)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_uint8_to_width_1_with_many_channels_is_torchs_few_channel_kernel_unlike_torch(mode):
+    # torch's uint8 kernel for more than 4 channels (its generic path) gives every output row the first row's
+    # value when the width shrinks to 1 (torch 2.15, an arange input: (4, 5) -> (2, 1) gives 5, 5 where floats give
+    # 4.5, 14.5); limn resizes each channel as torch's kernel for up to 4 channels does, channel by channel
+    x = U8_WIDE  # (1, 6, 4, 5)
+    ours = nn.interpolate(limn.Tensor(x), size=(2, 1), mode=mode).numpy()
+    per_channel = [
+        torch.nn.functional.interpolate(torch.tensor(x[:, c : c + 1]), size=(2, 1), mode=mode).numpy()
+        for c in range(x.shape[1])
+    ]
+    np.testing.assert_array_equal(ours, np.concatenate(per_channel, axis=1))
