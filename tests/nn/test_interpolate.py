@@ -80,6 +80,13 @@ TABLE = Table(
         _interp("size=(7, 3), mode='bicubic'", "uint8-bicubic-many-channels", x=U8_WIDE),
         _interp("size=(7, 7), mode='bicubic'", "uint8-bicubic-saturates", x=CHECKER),
         _interp("size=(5, 4), mode='bilinear'", "uint8-same-size-is-a-copy", x=U8),
+        _interp("size=(3, 2), mode='bilinear', antialias=True", "antialias-bilinear-down", x=X),
+        _interp("size=(2, 3), mode='bicubic', antialias=True", "antialias-bicubic-down", x=X),
+        _interp("size=(7, 9), mode='bilinear', antialias=True", "antialias-bilinear-up", x=X),
+        _interp("size=(3, 2), mode='bicubic', antialias=True, align_corners=True", "antialias-bicubic-corners", x=X),
+        _interp("scale_factor=0.6, mode='bilinear', antialias=True", "antialias-scale-factor", x=X),
+        _interp("size=(3, 2), mode='bilinear', antialias=True", "uint8-antialias-bilinear", x=U8),
+        _interp("size=(2, 3), mode='bicubic', antialias=True", "uint8-antialias-bicubic", x=U8),
         case(
             "x.interpolate((7, 9))",
             f"{F}.interpolate(x, (7, 9), mode='bilinear')",
@@ -138,9 +145,21 @@ def test_a_linear_mode_of_the_wrong_rank_raises():
         nn.interpolate(limn.Tensor(X), size=3, mode="cubic")
 
 
-def test_antialias_is_not_implemented():
-    with pytest.raises(NotImplementedError, match="antialias"):
-        nn.interpolate(limn.Tensor(X), size=3, mode="bilinear", antialias=True)
+def test_antialias_outside_bilinear_and_bicubic_raises():
+    with pytest.raises(ValueError, match="antialias"):
+        nn.interpolate(limn.Tensor(X), size=3, mode="nearest", antialias=True)
+    with pytest.raises(ValueError, match="Anti-alias"):
+        torch.nn.functional.interpolate(torch.tensor(X), size=3, mode="nearest", antialias=True)
+
+
+def test_antialias_to_width_1_is_torchs_width_2_column_unlike_torch():
+    # torch's float antialias kernel gives every row the first row's value when the output width is 1 (torch
+    # 2.15: arange(10) as (10, 1) -> (5, 1) gives 0.714 five times); limn gives what torch gives at width 2
+    x = np.arange(10, dtype=np.float32).reshape(1, 1, 10, 1)
+    ours = nn.interpolate(limn.Tensor(x), size=(5, 1), mode="bilinear", antialias=True).numpy()
+    wide = torch.tensor(np.repeat(x, 2, axis=3))
+    want = torch.nn.functional.interpolate(wide, size=(5, 2), mode="bilinear", antialias=True)[..., :1].numpy()
+    np.testing.assert_allclose(ours, want, rtol=1e-6)
 
 
 def test_bicubic_needs_a_4d_input():

@@ -44,6 +44,8 @@ def interpolate(
     other cells than in / out would). The linear modes blend the two nearest cells: align_corners=True
     maps the corner cells onto each other, False (the default) maps cell edges, clamped at 0. bicubic
     blends four cells with Keys' cubic (a = -0.75), the edge cell standing in for those past it.
+    antialias=True (bilinear and bicubic) filters as torch's separable kernel: a shrink by s widens the
+    triangle (or Keys' cubic with a = -0.5) s times, so every input cell counts.
 
     Floats, and uint8 in the modes torch's CPU kernels take it (nearest, nearest-exact, bilinear, bicubic):
     uint8 resizes as torch's fixed-point kernel, with int16 weights and a rounded shift per dim, the last dim
@@ -54,8 +56,10 @@ def interpolate(
     ([[[1.0, 1.0, 2.0, 2.0]]], [[[1.0, 1.5, 2.0]]])
     """
     n = input.ndim - 2
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not in limn yet; resize without it")
+    if antialias and mode not in ("bilinear", "bicubic"):
+        raise ArgumentError(
+            f"interpolate: antialias=True goes only with 'bilinear' and 'bicubic' (torch's rule), not {mode!r}"
+        )
     if mode not in MODES:
         raise ArgumentError(f"interpolate: mode must be one of {', '.join(MODES)}, not {mode!r}")
     _check_dtype(input.dtype, mode)
@@ -70,9 +74,10 @@ def interpolate(
     x = input
     for d in reversed(range(n)):
         axis, i, o = 2 + d, input.shape[2 + d], sizes[d]
-        if mode in RANKS and input.dtype == dtypes.uint8:
-            if i != o:  # torch's uint8 kernel skips a dim whose size stays
-                x = _fixed_point_along(x, axis, i, o, scales[d], bool(align_corners), mode == "bicubic")
+        if mode in RANKS and (input.dtype == dtypes.uint8 or antialias):
+            if i != o:  # torch's separable kernels skip a dim whose size stays
+                along = _fixed_point_along if input.dtype == dtypes.uint8 else _filtered_along
+                x = along(x, axis, i, o, scales[d], bool(align_corners), mode == "bicubic", antialias)
         elif mode in LINEAR:
             x = _linear_along(x, axis, i, o, scales[d], bool(align_corners))
         elif mode == "bicubic":
@@ -190,10 +195,28 @@ def _cubic_along(x: Tensor, axis: int, i: int, o: int, factor: float | None, ali
     return out
 
 
-def _fixed_point_along(x: Tensor, axis: int, i: int, o: int, factor, align_corners: bool, cubic: bool) -> Tensor:
+def _filtered_along(x: Tensor, axis: int, i: int, o: int, factor, align_corners: bool, cubic: bool, antialias: bool):
+    """torch's antialiased float resize along axis: out = sum_j w_j x[start + j], the filter's weights (see
+    _filter_weights) in x's precision."""
+    compute = np.float64 if x.dtype.np == np.float64 else np.float32  # torch's scalar_t for the weights
+    starts, weights = _filter_weights(i, o, factor, align_corners, cubic, antialias, compute)
+    out = None
+    for j in range(weights.shape[1]):
+        if not weights[:, j].any():
+            continue
+        cells = np.minimum(starts + j, i - 1)  # the taps past the end have weight 0
+        w = Tensor(_along(weights[:, j], axis, x.ndim), dtype=x.dtype, device=x.device)
+        term = x.gather(_index(x, axis, cells), axis) * w
+        out = term if out is None else out + term
+    return out
+
+
+def _fixed_point_along(
+    x: Tensor, axis: int, i: int, o: int, factor, align_corners: bool, cubic: bool, antialias: bool
+) -> Tensor:
     """torch's uint8 resize along axis: out = clamp((2^(p-1) + sum_j w16_j x[start + j]) >> p, 0, 255), with
     the weights rounded to int16 at p bits of precision (UpSampleKernel's compute_indices_int16_weights_aa)."""
-    starts, weights, precision = _int16_weights(i, o, factor, align_corners, cubic)
+    starts, weights, precision = _int16_weights(i, o, factor, align_corners, cubic, antialias)
     wide = x.cast(dtypes.int32)
     total = Tensor.full((), 1 << (precision - 1), dtype=dtypes.int32, device=x.device)
     for j in range(weights.shape[1]):
@@ -205,17 +228,19 @@ def _fixed_point_along(x: Tensor, axis: int, i: int, o: int, factor, align_corne
     return (total >> precision).clamp(0, 255).cast(dtypes.uint8)
 
 
-def _int16_weights(i: int, o: int, factor, align_corners: bool, cubic: bool) -> tuple[np.ndarray, np.ndarray, int]:
+def _int16_weights(
+    i: int, o: int, factor, align_corners: bool, cubic: bool, antialias: bool
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Each output cell's first source cell, its taps' weights as int16 at `precision` bits (rounded half away
     from zero), and the precision: the most bits, up to 22, that keep 2 * the largest weight under 2^15."""
-    if cubic:  # torch's bicubic taps, those past an edge added onto the edge cell
+    if cubic and not antialias:  # torch's bicubic taps, those past an edge added onto the edge cell
         left, coefficients = _cubic_sources(i, o, factor, align_corners, np.float64)
         taps = np.clip(left[:, None] + np.arange(-1, 3)[None, :], 0, i - 1)  # (o, 4)
         starts = taps.min(axis=1)
         weights = np.zeros((o, 5))
         np.add.at(weights, (np.arange(o)[:, None], taps - starts[:, None]), coefficients)
     else:
-        starts, weights = _triangle_weights(i, o, factor, align_corners)
+        starts, weights = _filter_weights(i, o, factor, align_corners, cubic, antialias, np.float64)
     largest = weights.max()
     precision = 0
     while precision < 22 and int(0.5 + largest * (1 << (precision + 1))) < (1 << 15):
@@ -224,22 +249,41 @@ def _int16_weights(i: int, o: int, factor, align_corners: bool, cubic: bool) -> 
     return starts, np.trunc(scaled + np.where(scaled < 0, -0.5, 0.5)).astype(np.int64), precision
 
 
-def _triangle_weights(i: int, o: int, factor, align_corners: bool) -> tuple[np.ndarray, np.ndarray]:
-    """torch's bilinear taps for uint8 (the antialias kernel's form, support 1): each output cell's first
-    source cell and up to 3 weights of the triangle filter 1 - |x|, normalized to sum to 1."""
+def _filter_weights(
+    i: int, o: int, factor, align_corners: bool, cubic: bool, antialias: bool, compute
+) -> tuple[np.ndarray, np.ndarray]:
+    """torch's separable-kernel taps (_compute_indices_min_size_weights_aa): each output cell's first source
+    cell and the weights of the filter (the triangle 1 - |x|, or Keys' cubic with a = -0.5) over the cells
+    within its support of the cell's center, normalized to sum to 1. Antialiasing a shrink by s widens the
+    support and the filter s times, so every input cell counts."""
+    taps = 4 if cubic else 2
     if align_corners:
-        scale, delta = ((i - 1) / (o - 1) if o > 1 else 0.0), 0.5
+        scale = compute(i - 1) / compute(o - 1) if o > 1 else compute(0)
     else:
-        scale, delta = (1.0 / factor if factor is not None and factor > 0 else i / o), 0.0
-    center = scale * (np.arange(o) + 0.5 - delta)
-    starts = np.maximum(np.trunc(center - 1 + 0.5 + delta), 0).astype(np.int64)  # C's cast truncates
-    ends = np.minimum(np.trunc(center + 1 + 0.5 + delta).astype(np.int64), i)
-    count = np.clip(ends - starts, 0, 3)
-    j = np.arange(3)[None, :]
-    weights = np.maximum(0.0, 1 - np.abs(j + starts[:, None] - center[:, None] + 0.5 - delta))
-    weights = np.where(j < count[:, None], weights, 0.0)  # (o, 3)
-    totals = weights.sum(axis=1, keepdims=True)
+        scale = compute(1.0 / factor) if factor is not None and factor > 0 else compute(i) / compute(o)
+    wide = antialias and scale >= 1
+    support = compute(taps * 0.5) * (scale if wide else compute(1))
+    invscale = compute(1) / scale if wide else compute(1)
+    delta = compute(0.5 if align_corners and not antialias else 0.0)
+    size = int(np.ceil(support)) * 2 + 1
+    center = scale * (np.arange(o, dtype=compute) + compute(0.5) - delta)
+    starts = np.maximum(np.trunc(center - support + compute(0.5) + delta), 0).astype(np.int64)  # C's cast
+    ends = np.minimum(np.trunc(center + support + compute(0.5) + delta).astype(np.int64), i)
+    count = np.clip(ends - starts, 0, size)
+    j = np.arange(size)[None, :]
+    offsets = ((j + starts[:, None]).astype(compute) - center[:, None] + compute(0.5) - delta) * invscale
+    weights = (_keys(np.abs(offsets), -0.5) if cubic else np.maximum(0, 1 - np.abs(offsets))).astype(compute)
+    weights = np.where(j < count[:, None], weights, compute(0))  # (o, size)
+    totals = weights.sum(axis=1, keepdims=True, dtype=compute)
     return starts, np.divide(weights, totals, out=np.zeros_like(weights), where=totals != 0)
+
+
+def _keys(x: np.ndarray, a: float) -> np.ndarray:
+    """Keys' cubic convolution kernel at |x|: (a + 2)|x|^3 - (a + 3)|x|^2 + 1 within 1, a|x|^3 - 5a|x|^2 + 8a|x|
+    - 4a within 2, 0 past it."""
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return np.where(x < 1, near, np.where(x < 2, far, 0))
 
 
 def _along(a: np.ndarray, axis: int, ndim: int) -> np.ndarray:
