@@ -128,6 +128,29 @@ TABLE = Table(
             x=X1,
         ),
         _fn("max_unpool2d", "v, i, 2, 1", "unpool2d-repeated-index-every-write-gets-the-gradient", v=V, i=DUPLICATES),
+        case(
+            "limn.nn.MaxUnpool2d(3, 2, 1)(*limn.nn.MaxPool2d(3, 2, 1, return_indices=True)(x), (7, 6))",
+            "torch.nn.MaxUnpool2d(3, 2, 1)(*torch.nn.MaxPool2d(3, 2, 1, return_indices=True)(x), (7, 6))",
+            id="unpool-layer",
+            x=X2,
+        ),
+        case(
+            "limn.nn.MaxUnpool1d(3, 2, 1)(*limn.nn.MaxPool1d(3, 2, 1, return_indices=True)(x))",
+            "torch.nn.MaxUnpool1d(3, 2, 1)(*torch.nn.MaxPool1d(3, 2, 1, return_indices=True)(x))",
+            id="unpool1d-layer",
+            x=X1,
+        ),
+        _fn("adaptive_max_pool3d", "x, (2, 3, 3)", "adaptive-max-pool3d", x=X3),
+        case(
+            "limn.nn.AdaptiveMaxPool3d(2)(x)", "torch.nn.AdaptiveMaxPool3d(2)(x)", id="adaptive-max-pool3d-layer", x=X3
+        ),
+        # lp pools: (sum x^p)^(1/p) over each window, torch's formula step for step
+        _fn("lp_pool2d", "x, 2, 2", "lp-pool2d-p2", x=np.abs(X2) + 0.5),
+        _fn("lp_pool2d", "x, 3, (3, 2), 2, True", "lp-pool2d-p3-ceil", x=np.abs(X2) + 0.5),
+        _fn("lp_pool1d", "x, 1.5, 3", "lp-pool1d", x=np.abs(X1) + 0.5),
+        _fn("lp_pool3d", "x, 2, 2, 1", "lp-pool3d", x=np.abs(X3) + 0.5),
+        _fn("lp_pool2d", "x, 2, 2", "lp-pool2d-negative-values", x=X2),
+        case("limn.nn.LPPool2d(2, 3, 2)(x)", "torch.nn.LPPool2d(2, 3, 2)(x)", id="lp-pool2d-layer", x=np.abs(X2) + 0.5),
     ]
 )
 

@@ -1,4 +1,4 @@
-"""Pooling, composed from views and selects: max_pool, avg_pool and adaptive pools in 1, 2 and 3 dims.
+"""Pooling, composed from views and selects: max, avg, adaptive and power-average pools in 1, 2 and 3 dims.
 
 Takes (N, C, *in) or (C, *in) and gives (N, C, *out), as torch.nn.functional's pools. A window is a box, so
 pools go one spatial dim at a time, the last first. A max pool finds each window's cell with torch's own loop
@@ -461,3 +461,39 @@ def adaptive_max_pool1d(input: Tensor, output_size: OutputSize, return_indices: 
 def adaptive_max_pool2d(input: Tensor, output_size: OutputSize, return_indices: bool = False):
     """torch.nn.functional.adaptive_max_pool2d: (N, C, H, W) -> (N, C, *output_size)."""
     return adaptive_max_pool(input, 2, output_size, return_indices)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size: OutputSize, return_indices: bool = False):
+    """torch.nn.functional.adaptive_max_pool3d: (N, C, D, H, W) -> (N, C, *output_size)."""
+    return adaptive_max_pool(input, 3, output_size, return_indices)
+
+
+# ---- power-average pools ----
+
+
+def lp_pool(input: Tensor, n: int, norm_type: float, kernel_size: IntOrSeq, stride=None, ceil_mode: bool = False):
+    """The power-average pool over n spatial dims, torch's formula step for step (so its gradient is torch's):
+    lp_pool: (sign(a) relu(|a|) prod(k)) ** (1 / p), a the average pool of x ** p without padding."""
+    kernel = as_tuple(kernel_size, n, f"lp_pool{n}d kernel_size")
+    out = avg_pool(input.pow(norm_type), n, kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu() * int(np.prod(kernel))).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: IntOrSeq, stride=None, ceil_mode: bool = False):
+    """torch.nn.functional.lp_pool1d: (N, C, L) -> (N, C, L_out), each window's p-norm."""
+    return lp_pool(input, 1, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size: IntOrSeq, stride=None, ceil_mode: bool = False):
+    """torch.nn.functional.lp_pool2d: (N, C, H, W) -> (N, C, H_out, W_out), each window's p-norm
+    (sum x ** p) ** (1 / p), sized as avg_pool2d without padding.
+
+    >>> lp_pool2d(Tensor([[[[3.0, 4.0]]]]), 2, (1, 2)).tolist()
+    [[[[5.0]]]]
+    """
+    return lp_pool(input, 2, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: IntOrSeq, stride=None, ceil_mode: bool = False):
+    """torch.nn.functional.lp_pool3d: (N, C, D, H, W) -> (N, C, *out), each window's p-norm."""
+    return lp_pool(input, 3, norm_type, kernel_size, stride, ceil_mode)
