@@ -158,15 +158,7 @@ def _linear_along(x: Tensor, axis: int, i: int, o: int, factor: float | None, al
 def _cubic_coefficients(t: np.ndarray) -> np.ndarray:
     """Keys' cubic weights of the taps at -1, 0, 1, 2 for an offset t in [0, 1), torch's
     get_cubic_upsample_coefficients: (len(t),) -> (len(t), 4)."""
-    a = CUBIC_A
-
-    def near(x):  # |x| <= 1: (a + 2) x^3 - (a + 3) x^2 + 1
-        return ((a + 2) * x - (a + 3)) * x * x + 1
-
-    def far(x):  # 1 < |x| < 2: a x^3 - 5a x^2 + 8a x - 4a
-        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
-
-    return np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], axis=-1)
+    return _keys(np.stack([t + 1, t, 1 - t, 2 - t], axis=-1), CUBIC_A)
 
 
 def _cubic_sources(i: int, o: int, factor: float | None, align_corners: bool, compute) -> tuple[np.ndarray, np.ndarray]:
@@ -186,13 +178,8 @@ def _cubic_along(x: Tensor, axis: int, i: int, o: int, factor: float | None, ali
     """Bicubic interpolation along axis: out[o] = sum_j w_j x[clamp(i0 - 1 + j)], torch's taps and weights."""
     compute = np.float64 if x.dtype.np == np.float64 else np.float32  # torch's opmath type
     left, weights = _cubic_sources(i, o, factor, align_corners, compute)
-    out = None
-    for j in range(4):
-        cells = np.clip(left - 1 + j, 0, i - 1)  # the edge cell stands in for those past it
-        w = Tensor(_along(weights[:, j], axis, x.ndim), dtype=x.dtype, device=x.device)
-        term = x.gather(_index(x, axis, cells), axis) * w
-        out = term if out is None else out + term
-    return out
+    cells = np.clip(left[:, None] + np.arange(-1, 3)[None, :], 0, i - 1)  # the edge cell stands in past it
+    return _blend(x, axis, cells, weights)
 
 
 def _filtered_along(x: Tensor, axis: int, i: int, o: int, factor, align_corners: bool, cubic: bool, antialias: bool):
@@ -200,13 +187,19 @@ def _filtered_along(x: Tensor, axis: int, i: int, o: int, factor, align_corners:
     _filter_weights) in x's precision."""
     compute = np.float64 if x.dtype.np == np.float64 else np.float32  # torch's scalar_t for the weights
     starts, weights = _filter_weights(i, o, factor, align_corners, cubic, antialias, compute)
+    cells = np.minimum(starts[:, None] + np.arange(weights.shape[1])[None, :], i - 1)  # past the end: weight 0
+    return _blend(x, axis, cells, weights)
+
+
+def _blend(x: Tensor, axis: int, cells: np.ndarray, weights: np.ndarray) -> Tensor:
+    """out[.., o, ..] = sum_j weights[o, j] x[.., cells[o, j], ..]: one gather per tap (a tap whose weights
+    are all 0 is left out), the weights in x's dtype."""
     out = None
-    for j in range(weights.shape[1]):
+    for j in range(cells.shape[1]):
         if not weights[:, j].any():
             continue
-        cells = np.minimum(starts + j, i - 1)  # the taps past the end have weight 0
         w = Tensor(_along(weights[:, j], axis, x.ndim), dtype=x.dtype, device=x.device)
-        term = x.gather(_index(x, axis, cells), axis) * w
+        term = x.gather(_index(x, axis, cells[:, j]), axis) * w
         out = term if out is None else out + term
     return out
 
