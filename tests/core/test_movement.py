@@ -25,6 +25,9 @@ Z = np.array(2.5, np.float32)  # 0-d
 I = np.arange(12, dtype=np.int32).reshape(3, 4)  # noqa: E741
 B = np.array([[True, False, True, True], [False, False, True, False], [True, True, False, False]])
 F64 = RNG.standard_normal((3, 4))
+# reflect and replicate with negative widths: torch pads x, then crops (the mirrored side is checked against x)
+P3 = RNG.standard_normal((3, 3, 3, 3)).astype(np.float32)
+P5 = RNG.standard_normal((1, 1, 5, 5)).astype(np.float32)
 SPECIAL = np.array([[np.nan, -0.0, np.inf], [-np.inf, 1.0, np.nan]], np.float32)
 
 FLIP_ROLL = Table(
@@ -191,6 +194,79 @@ PADS = Table(
             id="pad_limn_positional_value",
         ),
         case("x.pad((None, (2, 0)))", "torch.nn.functional.pad(x, (2, 0))", x=X, id="pad_none_pair_keeps_a_dim"),
+        case("x.pad(padding=(1, 2))", "torch.nn.functional.pad(x, pad=(1, 2))", x=X, id="pad_tinygrads_keyword"),
+        case(
+            "x.pad(pad=(1, 2), value=3.0)",
+            "torch.nn.functional.pad(x, pad=(1, 2), value=3.0)",
+            x=X,
+            id="pad_torchs_keyword",
+        ),
+        case(
+            "x.pad((-1, 2, 2, -1), mode='reflect')",
+            "torch.nn.functional.pad(x, (-1, 2, 2, -1), mode='reflect')",
+            x=P3,
+            id="pad_reflect_negative_m1_2_2_m1",
+        ),
+        case(
+            "x.pad((-1, 2, 2, -1), mode='replicate')",
+            "torch.nn.functional.pad(x, (-1, 2, 2, -1), mode='replicate')",
+            x=P3,
+            id="pad_replicate_negative_m1_2_2_m1",
+        ),
+        case(
+            "x.pad((3, -3, 0, -3), mode='reflect')",
+            "torch.nn.functional.pad(x, (3, -3, 0, -3), mode='reflect')",
+            x=P5,
+            id="pad_reflect_negative_3_m3_0_m3",
+        ),
+        case(
+            "x.pad((3, -3, 0, -3), mode='replicate')",
+            "torch.nn.functional.pad(x, (3, -3, 0, -3), mode='replicate')",
+            x=P5,
+            id="pad_replicate_negative_3_m3_0_m3",
+        ),
+        case(
+            "x.pad((3, -5, 1, -5), mode='reflect')",
+            "torch.nn.functional.pad(x, (3, -5, 1, -5), mode='reflect')",
+            x=P5,
+            id="pad_reflect_negative_3_m5_1_m5",
+        ),
+        case(
+            "x.pad((3, -5, 1, -5), mode='replicate')",
+            "torch.nn.functional.pad(x, (3, -5, 1, -5), mode='replicate')",
+            x=P5,
+            id="pad_replicate_negative_3_m5_1_m5",
+        ),
+        case(
+            "x.pad((-6, 2, 0, 0), mode='reflect')",
+            "torch.nn.functional.pad(x, (-6, 2, 0, 0), mode='reflect')",
+            x=P5,
+            id="pad_reflect_negative_m6_2_0_0",
+        ),
+        case(
+            "x.pad((-6, 2, 0, 0), mode='replicate')",
+            "torch.nn.functional.pad(x, (-6, 2, 0, 0), mode='replicate')",
+            x=P5,
+            id="pad_replicate_negative_m6_2_0_0",
+        ),
+        case(
+            "x.pad((5, -1, 0, 0), mode='replicate')",
+            "torch.nn.functional.pad(x, (5, -1, 0, 0), mode='replicate')",
+            x=P5,
+            id="pad_replicate_negative_5_m1_0_0",
+        ),
+        case(
+            "x.pad((-1, 2, 2, -1), mode='circular')",
+            "torch.nn.functional.pad(x, (-1, 2, 2, -1), mode='circular')",
+            x=P3,
+            id="pad_circular_negative_m1_2_2_m1",
+        ),
+        case(
+            "x.pad((1, -2, 2, -1), mode='circular')",
+            "torch.nn.functional.pad(x, (1, -2, 2, -1), mode='circular')",
+            x=P5,
+            id="pad_circular_negative_1_m2_2_m1",
+        ),
     ]
 )
 
@@ -310,8 +386,35 @@ MISTAKES = {
     "unfold_zero_step": (lambda: Tensor(X).unfold(1, 2, 0), ValueError, "step must be positive"),
     "pad_odd_flat_list": (lambda: Tensor(X).pad((1, 2, 3)), ValueError, "two per dim"),
     "pad_unknown_mode": (lambda: Tensor(X).pad((1, 1), mode="mirror"), ValueError, "mode 'mirror'"),
+    "pad_unknown_mode_not_implemented_as_torch": (
+        lambda: Tensor(X).pad((3, 0), mode="typo"),
+        NotImplementedError,
+        "mode 'typo'",
+    ),
+    "pad_widths_twice": (lambda: Tensor(X).pad((1, 1), padding=(1, 1)), ValueError, "give the widths once"),
     "pad_reflect_too_wide": (lambda: Tensor(X).pad((4, 0), mode="reflect"), ValueError, "below the size 4"),
     "pad_crop_too_much": (lambda: Tensor(X).pad((-3, -2)), ValueError, "crop more than the 4"),
+    "pad_reflect_too_wide_before_its_crop": (
+        lambda: Tensor(P5).pad((5, -1), mode="reflect"),
+        RuntimeError,
+        r"reflect widths \(5, 0\) must be below the size 5",
+    ),
+    "pad_reflect_output_empty": (
+        lambda: Tensor(P5).pad((0, 0, 0, -5), mode="reflect"),
+        RuntimeError,
+        "leave 0 cells of dim 2",
+    ),
+    "pad_replicate_output_negative": (
+        lambda: Tensor(P5).pad((-3, -3), mode="replicate"),
+        RuntimeError,
+        "leave -1 cells of dim 3",
+    ),
+    # torch wraps past the cropped dim into memory outside the input (its values are garbage): limn raises
+    "pad_circular_wrap_past_the_crop": (
+        lambda: Tensor(P5).pad((4, -2), mode="circular"),
+        RuntimeError,
+        "must not exceed the size 3 of dim 3 after its crop",
+    ),
     "narrow_past_the_end": (lambda: Tensor(X).narrow(1, 3, 2), IndexError, "do not fit dim 1 of size 4"),
     "select_out_of_range": (lambda: Tensor(X).select(0, 3), IndexError, "index 3 is out of bounds for dimension 0"),
     "movedim_repeated": (lambda: Tensor(X3).movedim((0, 0), (1, 2)), ValueError, "repeated dim"),

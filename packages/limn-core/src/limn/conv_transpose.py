@@ -1,4 +1,4 @@
-"""Transposed convolution (the gradient of a conv with respect to its input, as a layer): conv_transpose1d/2d.
+"""Transposed convolution (the gradient of a conv with respect to its input, as a layer): conv_transpose1d/2d/3d.
 
 Takes (B, C_in, *in) and a weight (C_in, C_out / groups, *k) in torch's layout, and gives (B, C_out, *out)
 with out = (in - 1) stride - 2 padding + dilation (k - 1) + output_padding + 1. It is a plain conv
@@ -42,8 +42,13 @@ def conv_transpose(
     stride, dilation = as_tuple(stride, n, "conv_transpose stride"), as_tuple(dilation, n, "conv_transpose dilation")
     padding = as_tuple(padding, n, "conv_transpose padding")
     output_padding = as_tuple(output_padding, n, "conv_transpose output_padding")
-    if min(stride + dilation) < 1 or min(padding + output_padding) < 0:
-        raise ArgumentError(f"conv_transpose: stride {stride} and dilation {dilation} must be >= 1, padding >= 0")
+    if min(stride + dilation) < 1:
+        raise ArgumentError(f"conv_transpose: stride {stride} and dilation {dilation} must be >= 1")
+    if min(padding + output_padding) < 0:
+        raise ArgumentError(
+            f"conv_transpose: padding {padding} and output_padding {output_padding} must be >= 0 (torch does "
+            "not support negative padding)"
+        )
     for op, s, d in zip(output_padding, stride, dilation):
         if op >= max(s, d):
             raise ArgumentError(
@@ -122,6 +127,46 @@ def conv_transpose2d(
     """
     _check_rank(weight, 4, "conv_transpose2d")
     return conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: IntOrSeq = 1,
+    padding: IntOrSeq = 0,
+    output_padding: IntOrSeq = 0,
+    groups: int = 1,
+    dilation: IntOrSeq = 1,
+) -> Tensor:
+    """torch.nn.functional.conv_transpose3d: (B, C_in, D, H, W) and weight (C_in, C_out / groups, kD, kH, kW)
+    -> (B, C_out, D_out, H_out, W_out), each dim sized as in conv_transpose1d."""
+    _check_rank(weight, 5, "conv_transpose3d")
+    return conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose_method(
+    self: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: IntOrSeq = 1,
+    padding: IntOrSeq = 0,
+    output_padding: IntOrSeq = 0,
+    groups: int = 1,
+    dilation: IntOrSeq = 1,
+) -> Tensor:
+    """Tensor.conv_transpose2d, as tinygrad's: a transposed conv over as many spatial dims as the weight has
+    (weight.ndim - 2), so a weight (C_in, C_out, k) makes it a conv_transpose1d and (C_in, C_out, kD, kH, kW)
+    a conv_transpose3d (limn.nn.conv_transpose2d keeps torch's 4-d rank check).
+
+    >>> Tensor.ones((1, 2, 3)).conv_transpose2d(Tensor.ones((2, 4, 3)), stride=2).shape
+    (1, 4, 7)
+    """
+    if weight.ndim < 3:
+        raise ArgumentError(
+            f"conv_transpose2d: the weight must have 3 or more dims (in, out / groups, *kernel), got {weight.shape}"
+        )
+    return conv_transpose(self, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 def _check_rank(weight: Tensor, ndim: int, what: str) -> None:

@@ -1,4 +1,4 @@
-"""Convolution, composed from movements and one matmul: conv, conv1d, conv2d (and Tensor.conv2d).
+"""Convolution, composed from movements and one matmul: conv, conv1d, conv2d, conv3d (and Tensor.conv2d).
 
 Takes an input (B, C, *in) (or (C, *in) unbatched, as torch) and a weight (O, C / groups, *k) in torch's
 layout, and gives (B, O, *out). Each kernel tap is a view of the input; one copy lays the taps out as
@@ -63,7 +63,10 @@ def padding_pairs(
     else:
         out = tuple((p, p) for p in as_tuple(padding, n, f"{what} padding"))
     if any(p < 0 for pair in out for p in pair):
-        raise ArgumentError(f"{what}: padding must be >= 0, got {padding!r}")
+        raise ArgumentError(
+            f"{what}: padding must be >= 0, got {padding!r} (torch does not support negative padding); crop the "
+            "input first instead, e.g. x[..., 1:-1] or x.pad with negative widths"
+        )
     return out
 
 
@@ -100,9 +103,10 @@ def conv(
     padded = tuple(i + b + a for i, (b, a) in zip(x.shape[2:], pads))
     outs = tuple((i - d * (k - 1) - 1) // s + 1 for i, k, s, d in zip(padded, kernel, stride, dilation))
     if min(outs) < 1:
+        spans = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
         raise ArgumentError(
-            f"conv: input {padded} (padded) is smaller than the dilated kernel {kernel} "
-            f"(dilation {tuple(dilation)}); the output would be empty"
+            f"conv: the padded input {padded} is smaller than the kernel {kernel} (with dilation {dilation} it "
+            f"spans {spans}), so the output would be empty (torch raises too); pad the input or use a smaller kernel"
         )
     b, c, o, g = x.shape[0], x.shape[1], weight.shape[0], groups
     cg, og = c // g, o // g
@@ -281,6 +285,44 @@ def conv2d(
     """
     _check_rank(weight, 4, "conv2d")
     return conv(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: IntOrSeq = 1,
+    padding: Padding = 0,
+    dilation: IntOrSeq = 1,
+    groups: int = 1,
+) -> Tensor:
+    """torch.nn.functional.conv3d: (B, C, D, H, W) and weight (O, C / groups, kD, kH, kW) -> (B, O, D_out,
+    H_out, W_out), each dim sized as in conv2d."""
+    _check_rank(weight, 5, "conv3d")
+    return conv(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_method(
+    self: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: IntOrSeq = 1,
+    padding: Padding = 0,
+    dilation: IntOrSeq = 1,
+    groups: int = 1,
+) -> Tensor:
+    """Tensor.conv2d, as tinygrad's: a conv over as many spatial dims as the weight has (weight.ndim - 2),
+    so x (N, C, L) with a weight (O, C, k) is a conv1d and x (N, C, D, H, W) with (O, C, kD, kH, kW) a conv3d;
+    torch's arguments and padding spellings otherwise (limn.nn.conv2d keeps torch's 4-d rank check).
+
+    >>> Tensor.ones((1, 2, 5)).conv2d(Tensor.ones((3, 2, 3)), padding=1).shape
+    (1, 3, 5)
+    """
+    if weight.ndim < 3:
+        raise ArgumentError(
+            f"conv2d: the weight must have 3 or more dims (out, in / groups, *kernel), got {weight.shape}"
+        )
+    return conv(self, weight, bias, stride, padding, dilation, groups)
 
 
 def _check_rank(weight: Tensor, ndim: int, what: str) -> None:

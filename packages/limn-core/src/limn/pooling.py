@@ -1,4 +1,4 @@
-"""Pooling, composed from views and selects: max_pool, avg_pool and adaptive pools in 1, 2 and 3 dims.
+"""Pooling, composed from views and selects: max, avg, adaptive and power-average pools in 1, 2 and 3 dims.
 
 Takes (N, C, *in) or (C, *in) and gives (N, C, *out), as torch.nn.functional's pools. A window is a box, so
 pools go one spatial dim at a time, the last first. A max pool finds each window's cell with torch's own loop
@@ -262,6 +262,30 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return max_pool(input, 3, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
+def max_pool_method(
+    self: Tensor,
+    kernel_size: IntOrSeq = (2, 2),
+    stride: IntOrSeq | None = None,
+    padding: IntOrSeq = 0,
+    dilation: IntOrSeq = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
+    """Tensor.max_pool2d, as tinygrad's: a max pool over as many spatial dims as kernel_size has ints (an int
+    kernel is 2-d), so kernel_size=(3,) pools (N, C, L) and (2, 2, 2) pools (N, C, D, H, W); otherwise
+    max_pool2d's arguments and rules (limn.nn.max_pool2d keeps torch's 2-d rank check).
+
+    >>> Tensor.ones((1, 1, 6)).max_pool2d((3,)).shape
+    (1, 1, 2)
+    """
+    return max_pool(self, _method_dims(kernel_size), kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def _method_dims(kernel_size: IntOrSeq) -> int:
+    """The spatial dims a pool method works over: kernel_size's length, 2 for an int (tinygrad's rule)."""
+    return 2 if isinstance(kernel_size, int) else max(1, len(kernel_size))
+
+
 # ---- average pools ----
 
 
@@ -338,6 +362,26 @@ def avg_pool3d(
 ):
     """torch.nn.functional.avg_pool3d: (N, C, D, H, W) -> (N, C, D_out, H_out, W_out); see avg_pool2d."""
     return avg_pool(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def avg_pool_method(
+    self: Tensor,
+    kernel_size: IntOrSeq = (2, 2),
+    stride: IntOrSeq | None = None,
+    padding: IntOrSeq = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor:
+    """Tensor.avg_pool2d, as tinygrad's: an average pool over as many spatial dims as kernel_size has ints
+    (an int kernel is 2-d), so kernel_size=(8, 8, 8) pools (N, C, D, H, W); otherwise avg_pool2d's arguments
+    and rules (limn.nn.avg_pool2d keeps torch's 2-d rank check).
+
+    >>> Tensor.ones((1, 1, 4, 4, 4)).avg_pool2d((2, 2, 2)).shape
+    (1, 1, 2, 2, 2)
+    """
+    n = _method_dims(kernel_size)
+    return avg_pool(self, n, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
 # ---- adaptive pools ----
@@ -417,3 +461,39 @@ def adaptive_max_pool1d(input: Tensor, output_size: OutputSize, return_indices: 
 def adaptive_max_pool2d(input: Tensor, output_size: OutputSize, return_indices: bool = False):
     """torch.nn.functional.adaptive_max_pool2d: (N, C, H, W) -> (N, C, *output_size)."""
     return adaptive_max_pool(input, 2, output_size, return_indices)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size: OutputSize, return_indices: bool = False):
+    """torch.nn.functional.adaptive_max_pool3d: (N, C, D, H, W) -> (N, C, *output_size)."""
+    return adaptive_max_pool(input, 3, output_size, return_indices)
+
+
+# ---- power-average pools ----
+
+
+def lp_pool(input: Tensor, n: int, norm_type: float, kernel_size: IntOrSeq, stride=None, ceil_mode: bool = False):
+    """The power-average pool over n spatial dims, torch's formula step for step (so its gradient is torch's):
+    lp_pool: (sign(a) relu(|a|) prod(k)) ** (1 / p), a the average pool of x ** p without padding."""
+    kernel = as_tuple(kernel_size, n, f"lp_pool{n}d kernel_size")
+    out = avg_pool(input.pow(norm_type), n, kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu() * int(np.prod(kernel))).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: IntOrSeq, stride=None, ceil_mode: bool = False):
+    """torch.nn.functional.lp_pool1d: (N, C, L) -> (N, C, L_out), each window's p-norm."""
+    return lp_pool(input, 1, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size: IntOrSeq, stride=None, ceil_mode: bool = False):
+    """torch.nn.functional.lp_pool2d: (N, C, H, W) -> (N, C, H_out, W_out), each window's p-norm
+    (sum x ** p) ** (1 / p), sized as avg_pool2d without padding.
+
+    >>> lp_pool2d(Tensor([[[[3.0, 4.0]]]]), 2, (1, 2)).tolist()
+    [[[[5.0]]]]
+    """
+    return lp_pool(input, 2, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: IntOrSeq, stride=None, ceil_mode: bool = False):
+    """torch.nn.functional.lp_pool3d: (N, C, D, H, W) -> (N, C, *out), each window's p-norm."""
+    return lp_pool(input, 3, norm_type, kernel_size, stride, ceil_mode)

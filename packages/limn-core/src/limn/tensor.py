@@ -38,6 +38,7 @@ from limn import (
     sorting,
     triangles,
     trig,
+    unpooling,
 )
 from limn.creation import manual_seed
 from limn.engine import observers, realize
@@ -297,11 +298,24 @@ Tensor.bernoulli = sampling.bernoulli
 Tensor.dropout = sampling.dropout
 Tensor.multinomial = sampling.multinomial
 
-# ---- nn layers as methods, as tinygrad's (limn.convolution, limn.pooling, limn.resample) ----
-Tensor.conv2d = convolution.conv2d
-Tensor.conv_transpose2d = conv_transpose.conv_transpose2d
-Tensor.max_pool2d = pooling.max_pool2d
-Tensor.avg_pool2d = pooling.avg_pool2d
+# ---- nn layers as methods, as tinygrad's (limn.convolution, limn.pooling, limn.unpooling, limn.resample) ----
+# the 2d names take any number of spatial dims, read from the weight or kernel_size (tinygrad's rule); the
+# 1d and 3d names are torch's functions, rank checks included
+Tensor.conv2d = convolution.conv_method
+Tensor.conv1d = convolution.conv1d
+Tensor.conv3d = convolution.conv3d
+Tensor.conv_transpose2d = conv_transpose.conv_transpose_method
+Tensor.conv_transpose1d = conv_transpose.conv_transpose1d
+Tensor.conv_transpose3d = conv_transpose.conv_transpose3d
+Tensor.max_pool2d = pooling.max_pool_method
+Tensor.max_pool1d = pooling.max_pool1d
+Tensor.max_pool3d = pooling.max_pool3d
+Tensor.avg_pool2d = pooling.avg_pool_method
+Tensor.avg_pool1d = pooling.avg_pool1d
+Tensor.avg_pool3d = pooling.avg_pool3d
+Tensor.max_unpool2d = unpooling.max_unpool_method
+Tensor.max_unpool1d = unpooling.max_unpool1d
+Tensor.max_unpool3d = unpooling.max_unpool3d
 Tensor.interpolate = resample.interpolate_method
 
 

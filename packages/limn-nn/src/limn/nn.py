@@ -21,8 +21,8 @@ import numpy as np
 from limn import activations, dtypes, lookups, losses
 from limn.activation_layers import GELU, LeakyReLU, ReLU, Sigmoid, SiLU, Tanh
 from limn.containers import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
-from limn.conv_transpose import conv_transpose, conv_transpose1d, conv_transpose2d
-from limn.convolution import as_tuple, conv, conv1d, conv2d, padding_pairs
+from limn.conv_transpose import conv_transpose, conv_transpose1d, conv_transpose2d, conv_transpose3d
+from limn.convolution import as_tuple, conv, conv1d, conv2d, conv3d, padding_pairs
 from limn.dropout import Dropout, Dropout1d, Dropout2d, dropout, dropout1d, dropout2d
 from limn.dtypes import DType
 from limn.loss_layers import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
@@ -43,9 +43,13 @@ from limn.pooling import (
     adaptive_avg_pool3d,
     adaptive_max_pool1d,
     adaptive_max_pool2d,
+    adaptive_max_pool3d,
     avg_pool1d,
     avg_pool2d,
     avg_pool3d,
+    lp_pool1d,
+    lp_pool2d,
+    lp_pool3d,
     max_pool1d,
     max_pool2d,
     max_pool3d,
@@ -57,17 +61,25 @@ from limn.spatial import (
     AdaptiveAvgPool3d,
     AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
     Upsample,
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
 )
 from limn.tensor import Tensor
+from limn.unpooling import max_unpool1d, max_unpool2d, max_unpool3d
 
 # isort: split
 # the train family's names: the parameter walk, Module, limn.nn.init and limn.nn.utils (gradient clipping)
@@ -143,6 +155,7 @@ __all__ += [
     "AdaptiveAvgPool3d",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
     "AvgPool1d",
     "AvgPool2d",
     "AvgPool3d",
@@ -158,9 +171,15 @@ __all__ += [
     "Identity",
     "InstanceNorm1d",
     "InstanceNorm2d",
+    "LPPool1d",
+    "LPPool2d",
+    "LPPool3d",
     "MaxPool1d",
     "MaxPool2d",
     "MaxPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
     "ModuleDict",
     "ModuleList",
     "RMSNorm",
@@ -174,20 +193,29 @@ __all__ += [
     "adaptive_avg_pool3d",
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
+    "adaptive_max_pool3d",
     "avg_pool1d",
     "avg_pool2d",
     "avg_pool3d",
     "conv1d",
     "conv2d",
+    "conv3d",
     "conv_transpose1d",
     "conv_transpose2d",
+    "conv_transpose3d",
     "dropout",
     "dropout1d",
     "dropout2d",
     "interpolate",
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
     "max_pool1d",
     "max_pool2d",
     "max_pool3d",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
     "pad",
 ]
 # torch.nn's activation and loss layers (limn.activation_layers, limn.loss_layers)

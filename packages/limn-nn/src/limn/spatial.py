@@ -1,13 +1,14 @@
-"""Layers without weights that resize the spatial dims: the pools and Upsample, as torch.nn names them.
+"""Layers without weights that resize the spatial dims: the pools, unpools and Upsample, as torch.nn names them.
 
 Each is a plain class holding torch's constructor arguments under torch's attribute names, and calls the
-function of limn.pooling or limn.resample in __call__: (N, C, *in) -> (N, C, *out). limn.nn re-exports them.
+function of limn.pooling, limn.unpooling or limn.resample in __call__: (N, C, *in) -> (N, C, *out).
+limn.nn re-exports them.
 Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -> device.
 """
 
 from __future__ import annotations
 
-from limn import pooling, resample
+from limn import pooling, resample, unpooling
 from limn.pooling import IntOrSeq, OutputSize
 from limn.tensor import Tensor
 
@@ -165,6 +166,74 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """torch.nn.AdaptiveMaxPool2d: limn.pooling.adaptive_max_pool2d to output_size."""
 
     dims = 2
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """torch.nn.AdaptiveMaxPool3d: limn.pooling.adaptive_max_pool3d to output_size."""
+
+    dims = 3
+
+
+class _MaxUnpoolNd:
+    dims = 0
+
+    def __init__(self, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0):
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    def __call__(self, x: Tensor, indices: Tensor, output_size=None) -> Tensor:
+        return unpooling.max_unpool(x, indices, self.dims, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """torch.nn.MaxUnpool1d: limn.unpooling.max_unpool1d with these arguments."""
+
+    dims = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """torch.nn.MaxUnpool2d: limn.unpooling.max_unpool2d with these arguments; call it on a MaxPool2d's
+    values and indices (return_indices=True).
+
+    >>> out, idx = MaxPool2d(2, return_indices=True)(Tensor.ones((1, 1, 4, 4)))
+    >>> MaxUnpool2d(2)(out, idx).shape
+    (1, 1, 4, 4)
+    """
+
+    dims = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """torch.nn.MaxUnpool3d: limn.unpooling.max_unpool3d with these arguments."""
+
+    dims = 3
+
+
+class _LPPoolNd:
+    dims = 0
+
+    def __init__(self, norm_type: float, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, ceil_mode=False):
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return pooling.lp_pool(x, self.dims, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool1d(_LPPoolNd):
+    """torch.nn.LPPool1d: limn.pooling.lp_pool1d with these arguments."""
+
+    dims = 1
+
+
+class LPPool2d(_LPPoolNd):
+    """torch.nn.LPPool2d: limn.pooling.lp_pool2d with these arguments."""
+
+    dims = 2
+
+
+class LPPool3d(_LPPoolNd):
+    """torch.nn.LPPool3d: limn.pooling.lp_pool3d with these arguments."""
+
+    dims = 3
 
 
 class Upsample:
