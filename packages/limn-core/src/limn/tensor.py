@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from limn import (
     activations,
+    attention,
     bitwise,
     conv_transpose,
     conversions,
@@ -299,6 +300,7 @@ Tensor.dropout = sampling.dropout
 Tensor.multinomial = sampling.multinomial
 
 # ---- nn layers as methods, as tinygrad's (limn.convolution, limn.pooling, limn.unpooling, limn.resample) ----
+Tensor.scaled_dot_product_attention = attention.scaled_dot_product_attention
 # the 2d names take any number of spatial dims, read from the weight or kernel_size (tinygrad's rule); the
 # 1d and 3d names are torch's functions, rank checks included
 Tensor.conv2d = convolution.conv_method

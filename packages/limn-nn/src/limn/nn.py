@@ -20,6 +20,7 @@ import numpy as np
 # resample, spatial) are re-exported here, as torch.nn and torch.nn.functional hold them
 from limn import activations, dtypes, lookups, losses
 from limn.activation_layers import GELU, LeakyReLU, ReLU, Sigmoid, SiLU, Tanh
+from limn.attention import scaled_dot_product_attention
 from limn.containers import Flatten, Identity, ModuleDict, ModuleList, Sequential, Unflatten
 from limn.conv_transpose import conv_transpose, conv_transpose1d, conv_transpose2d, conv_transpose3d
 from limn.convolution import as_tuple, conv, conv1d, conv2d, conv3d, padding_pairs
@@ -94,6 +95,7 @@ sys.modules[f"{__name__}.init"], sys.modules[f"{__name__}.utils"] = init, utils 
 functional = sys.modules[f"{__name__}.functional"] = sys.modules[__name__]
 
 __all__ = [
+    "scaled_dot_product_attention",
     "Conv1d",
     "Conv2d",
     "Embedding",
