@@ -5,7 +5,7 @@ the promoted dtype. ~x is -x - 1; a left shift multiplies by 2**n wrapped to the
 shifted out vanish); an arithmetic right shift is floor(x / 2**n), exact in float64. and/or/xor on ints read
 each operand's bits (q mod 2, q halved, in float64) and rebuild the result: one fused kernel of about 20
 elementwise ops per bit (160 for int8, 640 for int32), correct for every value. int64 has more bits than a
-float64 holds, so its values are first cut exactly into two 32-bit halves (`_halves`) and each half combined
+float64 holds, so its values are first cut exactly into two 32-bit halves (`halves`) and each half combined
 or shifted as an int32's would be. Floats raise, as in torch.
 Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> device.
 """
@@ -31,7 +31,7 @@ def _unsigned(x: Tensor) -> Tensor:
     return wide.lt(0).where(wide + 2.0**x.dtype.bits, wide)
 
 
-def _half_floor(q: Tensor) -> Tensor:
+def half_floor(q: Tensor) -> Tensor:
     """floor(q / 2) for a float64 integer 0 <= q < 2**52."""
     h = q * 0.5
     t = (h + _BIG) - _BIG  # h rounded to an integer, ties to even
@@ -41,7 +41,7 @@ def _half_floor(q: Tensor) -> Tensor:
 def _combine(a: Tensor, b: Tensor, op: str) -> Tensor:
     """a op b bit by bit for int tensors of one dtype and shape, op one of and, or, xor."""
     if a.dtype == dtypes.int64:
-        (ha, la), (hb, lb) = _halves(a), _halves(b)
+        (ha, la), (hb, lb) = halves(a), halves(b)
         hi = _signed(_combine_bits(_unsigned_float(ha, 32), _unsigned_float(hb, 32), 32, op), 32)
         lo = _combine_bits(la, lb, 32, op)
         return hi.cast(dtypes.int64) * 2**32 + lo.cast(dtypes.int64)  # int64 arithmetic wraps: exact
@@ -53,7 +53,7 @@ def _combine_bits(qa: Tensor, qb: Tensor, bits: int, op: str) -> Tensor:
     """qa op qb for float64 integers in [0, 2**bits), bits <= 32, read and rebuilt one bit at a time."""
     out = None
     for k in range(bits):
-        ha, hb = _half_floor(qa), _half_floor(qb)
+        ha, hb = half_floor(qa), half_floor(qb)
         bit_a, bit_b = qa - 2.0 * ha, qb - 2.0 * hb  # bit k of each, 0 or 1
         both = bit_a * bit_b
         if op == "and":
@@ -78,7 +78,7 @@ def _unsigned_float(v: Tensor, bits: int) -> Tensor:
     return v.lt(0).where(v + 2.0**bits, v)
 
 
-def _halves(x: Tensor) -> tuple[Tensor, Tensor]:
+def halves(x: Tensor) -> tuple[Tensor, Tensor]:
     """An int64 x as float64 integers (hi, lo) with x = hi * 2**32 + lo exactly, hi in [-2**31, 2**31) and lo
     in [0, 2**32). x / 2**32 in float64 is off by at most 2**-22 (x rounds to 53 bits), so its floor is hi or
     one away; the remainder, computed in int64, says which."""
@@ -195,7 +195,7 @@ def _floor_shift(v: Tensor, count: Tensor) -> Tensor:
 def _right_shift_64(a: Tensor, count: Tensor) -> Tensor:
     """a >> count for int64 a and 0 <= count <= 64, from a's halves: below 32 the high half moves down into
     the result's top (hi * 2**(32 - n), exact) beside lo >> n; from 32 on only the high half is left."""
-    hi, lo = _halves(a)
+    hi, lo = halves(a)
     low_count = count.lt(32)
     n = low_count.where(count, 0)
     top = (hi * _power_of_two(32 - n)).cast(dtypes.int64) + _floor_shift(lo, n).cast(dtypes.int64)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from limn import derivative, dtypes
+from limn import bitwise, derivative, dtypes
 from limn.errors import ArgumentError
 from limn.primitives import Scalar, Tensor, TensorLike
 
@@ -116,12 +116,29 @@ def _int_tensor_pow(b: Tensor, y: Tensor) -> Tensor:
         )
     k = y.lt(0).where(0, y)  # the non-negative exponents, by squaring
     result, square = Tensor.full(b.shape, 1, dtype=b.dtype, device=b.device), b
-    for i in range(b.dtype.itemsize * 8 - (0 if b.dtype.name.startswith("u") else 1)):
-        result = ((k >> i) & 1).eq(1).where(result * square, result)  # b ** k = product of b ** (2 ** i), bit i
+    for bit in _bits(k):
+        result = bit.eq(1).where(result * square, result)  # b ** k = product of b ** (2 ** i) over k's bits i
         square = square * square
     odd = (y % 2).eq(1)  # floor remainder: 1 for a negative odd y too
     negative_power = b.eq(1).where(1, b.eq(-1).where(odd.where(-1, 1), 0))  # torch's powi for y < 0
     return y.lt(0).where(negative_power, result).cast(b.dtype)
+
+
+def _bits(k: Tensor) -> list[Tensor]:
+    """The bits of a non-negative int tensor, lowest first, as float64 0s and 1s: read off its value in float64
+    (an int64 through its two exact 32-bit halves, as limn.bitwise cuts it), a few ops a bit."""
+    if k.dtype == dtypes.int64:
+        hi, lo = bitwise.halves(k)
+        parts = [(lo, 32), (hi, 31)]
+    else:
+        parts = [(k.cast(dtypes.float64), k.dtype.bits - (0 if k.dtype == dtypes.uint8 else 1))]
+    bits = []
+    for q, count in parts:
+        for _ in range(count):
+            half = bitwise.half_floor(q)
+            bits.append(q - 2.0 * half)
+            q = half
+    return bits
 
 
 # ---- x ** y for float tensors, by C's pow ----
