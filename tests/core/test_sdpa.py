@@ -92,6 +92,16 @@ TABLE = Table(
         row("batch dims broadcast", Q, K[:1], V[:1]),
         row("ragged tiles", Q_RAGGED, K_RAGGED, V_RAGGED, ", causal=True", ", is_causal=True"),
         row("scale", Q, K, V, ", scale=0.3", ", scale=0.3"),
+        row(
+            "key_mask with a float attn_mask (composed)",
+            Q,
+            K,
+            V,
+            ", attn_mask=a, key_mask=m",
+            ", attn_mask=a.masked_fill(~m[..., None, :], -math.inf)",
+            a=r(5, 7),
+            m=MASK,
+        ),
         row("gqa", Q, K[:, :1], V[:, :1], ", enable_gqa=True", ", enable_gqa=True"),
     ]
 )

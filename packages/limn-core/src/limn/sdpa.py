@@ -64,7 +64,7 @@ def forward(q, k, v, key_mask, causal: bool, scale: float, tile: int = TILE) -> 
     """O and L of attention, streaming the keys in tiles with a running max m, denominator l and weighted sum
     per query row: O = acc / l, L = m + log l. Arrays in the layout above; returns them in the compute dtype.
 
-    >>> q = np.ones((1, 2, 4), np.float32)
+    >>> q = np.ones((1, 2, 4))
     >>> forward(q, q, q, None, causal=True, scale=0.5)[1].round(4).tolist()
     [[2.0, 2.6931]]
     """
