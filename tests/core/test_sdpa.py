@@ -86,6 +86,8 @@ TABLE = Table(
             m=CAUSAL_DEAD,
         ),
         row("d = 1", r(2, 5, 1), r(2, 7, 1), r(2, 7, 1)),
+        row("d = 80", r(2, 9, 80), r(2, 11, 80), r(2, 11, 80), ", causal=True", ", is_causal=True"),
+        row("d = 128, float64", *(r(2, 9, 128, dtype=np.float64) for _ in range(3))),
         row("t = 1", r(3, 1, 8), r(3, 1, 8), r(3, 1, 8), ", causal=True", ", is_causal=True"),
         row("no batch dims", Q[0, 0], K[0, 0], V[0, 0]),
         row("batch of 0", r(0, 3, 5, 8), r(0, 3, 7, 8), r(0, 3, 7, 4)),

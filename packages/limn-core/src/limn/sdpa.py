@@ -162,7 +162,7 @@ def _forward_compose(*inputs: Tensor, causal: bool, scale: float, masked: bool) 
     return [out, lse]
 
 
-def _forward_backward(
+def _sdpa_gradient(
     inputs: list[Tensor], output: int, outs: list[Tensor], grad: Tensor, params: dict[str, Any]
 ) -> list[Tensor | None]:
     """The gradient of O through the two backward kernels. Under create_graph=True they have inputs that
@@ -215,24 +215,20 @@ def _backward_compose(*inputs: Tensor, causal: bool, scale: float, masked: bool)
     return d_s @ k * scale, d_s.transpose(-2, -1) @ q * scale, d_v
 
 
+def _backward_q_compose(*inputs: Tensor, causal: bool, scale: float, masked: bool) -> list[Tensor]:
+    return [_backward_compose(*inputs, causal=causal, scale=scale, masked=masked)[0]]
+
+
+def _backward_kv_compose(*inputs: Tensor, causal: bool, scale: float, masked: bool) -> list[Tensor]:
+    return list(_backward_compose(*inputs, causal=causal, scale=scale, masked=masked)[1:])
+
+
 SDPA = custom.register(
-    custom.CustomOp("sdpa", 2, _forward_signature, _forward_reference, _forward_compose, _forward_backward)
+    custom.CustomOp("sdpa", 2, _forward_signature, _forward_reference, _forward_compose, _sdpa_gradient)
 )
 SDPA_BWD_Q = custom.register(
-    custom.CustomOp(
-        "sdpa_bwd_q",
-        1,
-        _backward_q_signature,
-        _backward_q_reference,
-        lambda *inputs, **params: [_backward_compose(*inputs, **params)[0]],
-    )
+    custom.CustomOp("sdpa_bwd_q", 1, _backward_q_signature, _backward_q_reference, _backward_q_compose)
 )
 SDPA_BWD_KV = custom.register(
-    custom.CustomOp(
-        "sdpa_bwd_kv",
-        2,
-        _backward_kv_signature,
-        _backward_kv_reference,
-        lambda *inputs, **params: list(_backward_compose(*inputs, **params)[1:]),
-    )
+    custom.CustomOp("sdpa_bwd_kv", 2, _backward_kv_signature, _backward_kv_reference, _backward_kv_compose)
 )
