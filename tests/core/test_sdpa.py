@@ -5,8 +5,9 @@ torch's F.scaled_dot_product_attention (a key_mask spelled to torch as attn_mask
    ragged tiles, batch and head dims (0 included), causal top-left as torch's, key_mask, both, dead rows;
  - float16 and bfloat16 on numpy, computed in float32 and diffed at their own rounding;
  - a key_mask is the same as slicing the hidden keys away; the references called directly, at several tile
-   sizes, equal the composition; the fused backward holds no (t_q, t_k) node; create_graph=True gets the
-   composed backward and its second derivative is torch's; bad shapes and dtypes raise, naming the shapes."""
+   sizes, equal the composition; the fused backward holds no (t_q, t_k) node and a training step schedules
+   one call of each kernel; create_graph=True gets the composed backward and its second derivative is
+   torch's; bad shapes and dtypes raise, naming the shapes."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import limn
 from limn import Tensor, attention, custom, sdpa
 from limn.autograd import grad
 from limn.ops import Op, toposort
+from limn.schedule import schedule
 
 rng = np.random.default_rng(0)
 
@@ -207,6 +209,18 @@ def test_the_fused_backward_never_holds_a_score_matrix() -> None:
     assert {"sdpa", "sdpa_bwd_q", "sdpa_bwd_kv"} <= {n.arg.name for n in nodes if n.op is Op.CUSTOM}
     scores = [n for n in nodes if n.shape[-2:] in ((5, 7), (7, 5))]
     assert scores == [], f"nodes of the scores' shape: {[(n.op, n.shape) for n in scores]}"
+
+
+def test_a_training_step_schedules_one_call_of_each_kernel() -> None:
+    """Forward and backward in one graph: sdpa runs once, writing O and L (the backward reads the forward's own
+    sibling nodes), then sdpa_bwd_q and sdpa_bwd_kv (which writes dK and dV) once each."""
+    q, k, v = (Tensor(x, requires_grad=True) for x in (Q, K, V))
+    out = Tensor.scaled_dot_product_attention(q, k, v, key_mask=Tensor(MASK), causal=True)
+    loss = (out * Tensor(r(2, 3, 5, 4))).sum()
+    loss.backward()
+    kernels = schedule([loss.node, q.grad.node, k.grad.node, v.grad.node]).kernels
+    calls = sorted((k.custom.name, len(k.outputs)) for k in kernels if k.op is Op.CUSTOM)
+    assert calls == [("sdpa", 2), ("sdpa_bwd_kv", 2), ("sdpa_bwd_q", 1)]
 
 
 def test_create_graph_gets_the_composed_backward_and_second_derivatives_are_torchs(device: str) -> None:
