@@ -148,11 +148,16 @@ def _gather_grad(ctx: Context, g: Tensor) -> tuple:
 
 
 def _custom_grad(ctx: Context, g: Tensor) -> tuple:
+    # ctx.arg: every output node of the call (limn.custom.apply); the rule gets them all as live tensors
     from limn import custom
+    from limn.tensor import Tensor
 
-    op = custom.REGISTRY[ctx.arg.name]
+    arg = ctx.out.arg
+    op = custom.REGISTRY[arg.name]
     assert op.backward is not None, f"CUSTOM {op.name!r} was recorded for autograd without a backward rule"
-    return tuple(op.backward(list(ctx.parents), ctx.arg.output, ctx.output(), g, dict(ctx.arg.params)))
+    device = ctx.parents[0].device
+    outs = [Tensor._from_node(n, device, ctx=Context(Op.CUSTOM, ctx.parents, n, ctx.arg)) for n in ctx.arg]
+    return tuple(op.backward(list(ctx.parents), arg.output, outs, g, dict(arg.params)))
 
 
 def _carried_grad(ctx: Context, g: Tensor) -> tuple:

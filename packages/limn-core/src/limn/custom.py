@@ -20,7 +20,7 @@ from limn.autograd import is_grad_enabled
 from limn.device import get_device
 from limn.dtypes import DType
 from limn.ops import CustomArg, Node, Op, Shape
-from limn.tensor import Tensor
+from limn.primitives import Tensor  # not limn.tensor: it imports limn.attention, which imports this module
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,9 @@ class CustomOp:
     reference: Callable[[Sequence[np.ndarray], dict[str, Any]], list[np.ndarray]]
     # Tensors in, Tensors out: the same op spelled in primitives
     compose: Callable[..., list[Any]]
-    # (inputs, output index, output, its grad, params) -> input grads as Tensors; None: use compose
+    # (inputs, output index, all outputs, the grad of outputs[index], params) -> input grads as Tensors (None
+    # where none flows); None: use compose. A backward that calls other custom ops gets them composed under
+    # create_graph=True (apply's rule for ops without a backward), so its gradient differentiates again.
     backward: Callable[..., list[Any]] | None = None
 
 
@@ -85,5 +87,7 @@ def apply(name: str, *inputs: Any, **params: Any) -> list[Tensor]:
     needs_grad = is_grad_enabled() and any(t.requires_grad for t in tensors)
     if needs_grad and op.backward is None:
         return list(op.compose(*tensors, **params))  # only the composition knows its gradient
-    out = nodes(op, tuple(t.node for t in tensors), params)
-    return [tensors[0]._result(n, Op.CUSTOM, tuple(tensors), n.arg) for n in out]
+    out = tuple(nodes(op, tuple(t.node for t in tensors), params))
+    # each output's context holds every sibling node, so the backward of one output sees all of them (the
+    # same nodes, which the executor merges into the one call the forward made)
+    return [tensors[0]._result(n, Op.CUSTOM, tuple(tensors), out) for n in out]

@@ -35,6 +35,7 @@ from limn import (
     sampling,
     scans,
     scatter,
+    sdpa,  # noqa: F401 (registers the fused attention CUSTOM ops, which limn.attention calls by name)
     shaping,
     sorting,
     triangles,
