@@ -61,7 +61,8 @@ class CausalSelfAttention(nn.Module):
         k = k.view(B, T, HEADS, C // HEADS).transpose(1, 2)  # (B, nh, T, hs)
         q = q.view(B, T, HEADS, C // HEADS).transpose(1, 2)
         v = v.view(B, T, HEADS, C // HEADS).transpose(1, 2)
-        # nanoGPT takes F.scaled_dot_product_attention when torch has it; limn has not, so a port takes this path
+        # nanoGPT's slow path (its flash path, F.scaled_dot_product_attention, is tests/core/test_sdpa.py's):
+        # the masked softmax written out, so the port trains every primitive of it
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))  # (B, nh, T, T)
         att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
         att = self.attn_dropout(F.softmax(att, dim=-1))
