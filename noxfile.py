@@ -7,7 +7,7 @@
   wheels           every package built with `uv build --all-packages`, installed from dist/ as a user
                    would: limn-core with limn-c, then limn-core alone
   plugin           limn-core plus examples/third_party_device: limn finds a device it has never heard of
-  isa              the slow c tests (pytest -m isa): every ISA's kernels, sweeps, half of the corpus' rewrites
+  isa              the slow c tests (pytest -m isa): every ISA's kernels, sweeps, two thirds of the corpus' rewrites
   ops              the c device's half of the op tables against torch (pytest -m ops)
 
 Third-party versions (pytest, torch, ruff, ...) are pinned to uv.lock, so a session tests what

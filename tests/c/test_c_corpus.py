@@ -110,11 +110,10 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return a.tobytes() == b.tobytes()
 
 
-@pytest.mark.parametrize(
-    "case", [pytest.param(c, id=str(c), marks=pytest.mark.isa if i % 2 else ()) for i, c in enumerate(CASES)]
-)
+@pytest.mark.isa  # the default suite diffs the whole corpus on c in tests/test_backend_corpus.py
+@pytest.mark.parametrize("case", CASES, ids=str)
 def test_c_matches_numpy_device(case: Case):
-    # half of the corpus in the default suite (each case one cold compile), all of it in nox -s isa and CI
+    # beside test_backend_corpus's diff: dtypes and shapes exact, and a reproducer for the c device
     expected, got = on("numpy", case), on("c", case)
     rtol, atol = tolerance(case.dtypes[0])
     for i, (e, g) in enumerate(zip(expected, got)):

@@ -512,7 +512,8 @@ def _in_tiles() -> CDevice:
 limn.register_device("c_epilogue_in_tiles", _in_tiles)
 
 
-@pytest.mark.parametrize("device", ["c", "c_epilogue_in_tiles"])
+# the in-tile epilogue is off by default (Options.tile_epilogues): its rows run in nox -s isa (and CI)
+@pytest.mark.parametrize("device", ["c", pytest.param("c_epilogue_in_tiles", marks=pytest.mark.isa)])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_tile_sized_and_edge_sized_matmuls_with_epilogues_match_numpy_and_torch(device, dtype):
     # >= 8 rows and >= 32 columns reach the C tile; 17x13x70 has edges both ways, 1xKxN and Mx1 none of it
