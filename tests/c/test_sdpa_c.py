@@ -205,13 +205,12 @@ def test_half_widths_compute_in_float32_and_round_once_as_numpy(dtype) -> None:
 
 # the float32 loops that must be vector code, by a piece of their statement
 VECTOR_LOOPS = {
-    "a block of a dot (scores, dP)": "block[j] = limn_madd(xc, tile[",
-    "exp of a tile": "s[j] = limn_expf(s[j] - shift)",
-    "forward weighted sum": "a[c] = limn_madd(pj, vj[c], a[c])",
+    "a dot's blocks, four terms a pass (scores, dP)": "block[j] = limn_madd(x3, t0[3 * LIMN_SDPA_KEYS + j]",
+    "a dot's blocks, one term a pass": "block[j] = limn_madd(xc, tile[",
+    "the exp of a tile": "s[j] = limn_expf(s[j] - shift)",
+    "the weighted sums of rows (O, dQ)": "a[c] = limn_madd(w3, r3[c]",
     "recomputed P": "p[j] = limn_pickf(",
-    "dQ sum": "a[c] = limn_madd(g, kj[c], a[c])",
-    "dV sum": "dvj[c] = limn_madd(pj, gi[c], dvj[c])",
-    "dK sum": "dkj[c] = limn_madd(gj, qi[c], dkj[c])",
+    "one row's share of dK, dV": "mj[c] = limn_madd(wj, x[c], mj[c])",
 }
 
 
@@ -230,6 +229,7 @@ def test_the_inner_loops_vectorize(march: str) -> None:
     vectorized = {int(m) for m in re.findall(rf"{re.escape(str(path))}:(\d+):\d+: optimized: loop vectorized", report)}
     lines = unit.splitlines()
     for what, text in VECTOR_LOOPS.items():
-        at = [i for i, line in enumerate(lines, 1) if text in line]
-        assert at, f"{what}: no line holds {text!r}"
+        held = [i for i, line in enumerate(lines, 1) if text in line]
+        assert held, f"{what}: no line holds {text!r}"
+        at = [max(n for n in range(1, i + 1) if "for (" in lines[n - 1]) for i in held]  # the loop's `for` line
         assert all(i in vectorized for i in at), f"{what} ({march}): gcc did not vectorize lines {at}\n{report}"

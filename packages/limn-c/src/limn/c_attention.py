@@ -48,39 +48,136 @@ TEMPLATE = r"""
 /* k[j0 .. j0+width) of one batch row (t, d) transposed into kt (d, KEYS), so a score loop runs over keys */
 static void limn_sdpa_transpose_SUFFIX(const REAL* restrict src, REAL* restrict kt, int64_t d, int64_t width) {
     for (int64_t c = 0; c < d; c++)
-        for (int64_t j = 0; j < width; j++) kt[c * LIMN_SDPA_KEYS + j] = src[j * d + c];
+        for (int64_t j = 0; j < LIMN_SDPA_KEYS; j++) kt[c * LIMN_SDPA_KEYS + j] = j < width ? src[j * d + c] : 0;
 }
 
 /* dots[j] = x . column j of a transposed tile (d, KEYS), j < width: the terms of each dot are added in blocks of
    LIMN_SDPA_BLOCK, each block's total then into the dot, which keeps a long d's rounding error near that of a
    pairwise sum (the references' matmuls); the order is fixed, so the bits are too */
-static void limn_sdpa_dots_SUFFIX(const REAL* restrict x, const REAL* restrict tile, REAL* restrict dots, int64_t d,
-                                  int64_t width) {
+static inline __attribute__((always_inline)) void limn_sdpa_dots_n_SUFFIX(const REAL* restrict x,
+                                                                         const REAL* restrict tile,
+                                                                         REAL* restrict dots, int64_t d) {
     REAL block[LIMN_SDPA_KEYS];
-    for (int64_t j = 0; j < width; j++) dots[j] = 0;
+    for (int64_t j = 0; j < LIMN_SDPA_KEYS; j++) dots[j] = 0;
     for (int64_t c0 = 0; c0 < d; c0 += LIMN_SDPA_BLOCK) {
         const int64_t c1 = c0 + LIMN_SDPA_BLOCK < d ? c0 + LIMN_SDPA_BLOCK : d;
-        for (int64_t j = 0; j < width; j++) block[j] = 0;
-        for (int64_t c = c0; c < c1; c++) {
+        for (int64_t j = 0; j < LIMN_SDPA_KEYS; j++) block[j] = 0;
+        int64_t c = c0;
+        for (; c + 4 <= c1; c += 4) { /* four terms per pass over the block, added in order */
+            const REAL x0 = x[c], x1 = x[c + 1], x2 = x[c + 2], x3 = x[c + 3];
+            const REAL* t0 = tile + c * LIMN_SDPA_KEYS;
+            LIMN_IVDEP
+            for (int64_t j = 0; j < LIMN_SDPA_KEYS; j++) {
+                const REAL b = MADD(x1, t0[LIMN_SDPA_KEYS + j], MADD(x0, t0[j], block[j]));
+                block[j] = MADD(x3, t0[3 * LIMN_SDPA_KEYS + j], MADD(x2, t0[2 * LIMN_SDPA_KEYS + j], b));
+            }
+        }
+        for (; c < c1; c++) {
             const REAL xc = x[c];
             LIMN_IVDEP
-            for (int64_t j = 0; j < width; j++) block[j] = MADD(xc, tile[c * LIMN_SDPA_KEYS + j], block[j]);
+            for (int64_t j = 0; j < LIMN_SDPA_KEYS; j++) block[j] = MADD(xc, tile[c * LIMN_SDPA_KEYS + j], block[j]);
         }
         LIMN_IVDEP
-        for (int64_t j = 0; j < width; j++) dots[j] = dots[j] + block[j];
+        for (int64_t j = 0; j < LIMN_SDPA_KEYS; j++) dots[j] = dots[j] + block[j];
     }
+}
+
+/* a[c] += sum over j < width of w[j] * rows[j][c] (rows of length n, `stride` apart), folding j in order:
+   four rows per pass over a, the same roundings as one row per pass with a quarter of the loads of a */
+static inline __attribute__((always_inline)) void limn_sdpa_rows_n_SUFFIX(REAL* restrict a, const REAL* restrict w,
+                                                                         const REAL* restrict rows, int64_t n,
+                                                                         int64_t width) {
+    int64_t j = 0;
+    for (; j + 4 <= width; j += 4) {
+        const REAL w0 = w[j], w1 = w[j + 1], w2 = w[j + 2], w3 = w[j + 3];
+        const REAL *r0 = rows + j * n, *r1 = r0 + n, *r2 = r1 + n, *r3 = r2 + n;
+        LIMN_IVDEP
+        for (int64_t c = 0; c < n; c++) a[c] = MADD(w3, r3[c], MADD(w2, r2[c], MADD(w1, r1[c], MADD(w0, r0[c], a[c]))));
+    }
+    for (; j < width; j++) {
+        const REAL wj = w[j];
+        const REAL* rj = rows + j * n;
+        LIMN_IVDEP
+        for (int64_t c = 0; c < n; c++) a[c] = MADD(wj, rj[c], a[c]);
+    }
+}
+
+/* limn_sdpa_rows_n with the common head widths made constants, so each copy's loop over c is unrolled whole */
+static void limn_sdpa_rows_SUFFIX(REAL* restrict a, const REAL* restrict w, const REAL* restrict rows, int64_t n,
+                                  int64_t width) {
+    switch (n) {
+    case 32: limn_sdpa_rows_n_SUFFIX(a, w, rows, 32, width); break;
+    case 64: limn_sdpa_rows_n_SUFFIX(a, w, rows, 64, width); break;
+    case 128: limn_sdpa_rows_n_SUFFIX(a, w, rows, 128, width); break;
+    default: limn_sdpa_rows_n_SUFFIX(a, w, rows, n, width);
+    }
+}
+
+/* limn_sdpa_dots_n, and limn_sdpa_outer_n below, with the common head widths made constants (as rows) */
+static void limn_sdpa_dots_SUFFIX(const REAL* restrict x, const REAL* restrict tile, REAL* restrict dots, int64_t d) {
+    switch (d) {
+    case 32: limn_sdpa_dots_n_SUFFIX(x, tile, dots, 32); break;
+    case 64: limn_sdpa_dots_n_SUFFIX(x, tile, dots, 64); break;
+    case 128: limn_sdpa_dots_n_SUFFIX(x, tile, dots, 128); break;
+    default: limn_sdpa_dots_n_SUFFIX(x, tile, dots, d);
+    }
+}
+
+/* m[j][c] += w[j] * x[c] for j < width, c < n: one query row's share of dK or dV for a tile of keys */
+static inline __attribute__((always_inline)) void limn_sdpa_outer_n_SUFFIX(REAL* restrict m, const REAL* restrict w,
+                                                                          const REAL* restrict x, int64_t n,
+                                                                          int64_t width) {
+    for (int64_t j = 0; j < width; j++) {
+        const REAL wj = w[j];
+        REAL* mj = m + j * n;
+        LIMN_IVDEP
+        for (int64_t c = 0; c < n; c++) mj[c] = MADD(wj, x[c], mj[c]);
+    }
+}
+
+static void limn_sdpa_outer_SUFFIX(REAL* restrict m, const REAL* restrict w, const REAL* restrict x, int64_t n,
+                                   int64_t width) {
+    switch (n) {
+    case 32: limn_sdpa_outer_n_SUFFIX(m, w, x, 32, width); break;
+    case 64: limn_sdpa_outer_n_SUFFIX(m, w, x, 64, width); break;
+    case 128: limn_sdpa_outer_n_SUFFIX(m, w, x, 128, width); break;
+    default: limn_sdpa_outer_n_SUFFIX(m, w, x, n, width);
+    }
+}
+
+/* the largest of top and s[0 .. width) (exact in any order), and the sum of s[0 .. width): each over 8 lanes
+   (j % 8, the tail in lane 0), so 8 chains run side by side, folded in lane order at the end */
+static REAL limn_sdpa_max_SUFFIX(const REAL* restrict s, int64_t width, REAL top) {
+    REAL lane[8];
+    for (int l = 0; l < 8; l++) lane[l] = top;
+    int64_t j = 0;
+    for (; j + 8 <= width; j += 8)
+        for (int l = 0; l < 8; l++) lane[l] = s[j + l] > lane[l] ? s[j + l] : lane[l];
+    for (; j < width; j++) lane[0] = s[j] > lane[0] ? s[j] : lane[0];
+    for (int l = 0; l < 8; l++) top = lane[l] > top ? lane[l] : top;
+    return top;
+}
+
+static REAL limn_sdpa_sum_SUFFIX(const REAL* restrict s, int64_t width) {
+    REAL lane[8] = {0};
+    int64_t j = 0;
+    for (; j + 8 <= width; j += 8)
+        for (int l = 0; l < 8; l++) lane[l] = lane[l] + s[j + l];
+    for (; j < width; j++) lane[0] = lane[0] + s[j];
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
 
 /* scores of query row x (d) against one transposed key tile, scaled, -inf where key j0+j is hidden from row i */
 static void limn_sdpa_scores_SUFFIX(const REAL* restrict x, const REAL* restrict kt, REAL* restrict s, int64_t d,
                                     int64_t width, REAL scale, int causal, const uint8_t* mask, int64_t i,
                                     int64_t j0) {
-    limn_sdpa_dots_SUFFIX(x, kt, s, d, width);
+    limn_sdpa_dots_SUFFIX(x, kt, s, d);
     LIMN_IVDEP
     for (int64_t j = 0; j < width; j++) {
         const int visible = (!causal || j0 + j <= i) && (mask == 0 || mask[j0 + j] != 0);
         s[j] = PICK(visible, s[j] * scale, -INFINITY);
     }
+    for (int64_t j = width; j < LIMN_SDPA_KEYS; j++) s[j] = -INFINITY; /* past the last key: the padding */
 }
 
 /* p[j] = exp(s[j] - lse), 0 where hidden; then ds[j] = p[j] (dp[j] - delta), dp[j] = dO_i . v[j0 + j] */
@@ -89,7 +186,7 @@ static void limn_sdpa_grad_tile_SUFFIX(const REAL* restrict s, const REAL* restr
                                        REAL delta) {
     LIMN_IVDEP
     for (int64_t j = 0; j < width; j++) p[j] = PICK(s[j] == -INFINITY, 0, EXP(s[j] - lse));
-    limn_sdpa_dots_SUFFIX(d_o, vt, ds, d_v, width);
+    limn_sdpa_dots_SUFFIX(d_o, vt, ds, d_v);
     LIMN_IVDEP
     for (int64_t j = 0; j < width; j++) ds[j] = p[j] * (ds[j] - delta);
 }
@@ -135,24 +232,16 @@ void limn_sdpa_forward_SUFFIX(const REAL* q, const REAL* k, const REAL* v, const
             for (int64_t i = r0; i < r1; i++) {
                 if (causal && j0 > i) continue; /* every key of the tile is hidden from row i */
                 limn_sdpa_scores_SUFFIX(qb + i * d, kt, s, d, width, scale, causal, mb, i, j0);
-                REAL top = m[i - r0];
-                for (int64_t j = 0; j < width; j++) top = s[j] > top ? s[j] : top;
+                const REAL top = limn_sdpa_max_SUFFIX(s, width, m[i - r0]);
                 const REAL shift = top == -INFINITY ? 0 : top; /* a row that has seen no key shifts by 0 */
                 LIMN_IVDEP
                 for (int64_t j = 0; j < width; j++) s[j] = EXP(s[j] - shift); /* 0 where hidden */
                 const REAL rescale = EXP(m[i - r0] - shift); /* the old terms, moved onto the new max */
-                REAL total = 0;
-                for (int64_t j = 0; j < width; j++) total = total + s[j];
-                l[i - r0] = l[i - r0] * rescale + total;
+                l[i - r0] = l[i - r0] * rescale + limn_sdpa_sum_SUFFIX(s, width);
                 REAL* a = acc + (i - r0) * d_v;
                 LIMN_IVDEP
                 for (int64_t c = 0; c < d_v; c++) a[c] = a[c] * rescale;
-                for (int64_t j = 0; j < width; j++) {
-                    const REAL pj = s[j];
-                    const REAL* vj = vb + (j0 + j) * d_v;
-                    LIMN_IVDEP
-                    for (int64_t c = 0; c < d_v; c++) a[c] = MADD(pj, vj[c], a[c]);
-                }
+                limn_sdpa_rows_SUFFIX(a, s, vb + j0 * d_v, d_v, width);
                 m[i - r0] = top;
             }
         }
@@ -200,13 +289,7 @@ void limn_sdpa_backward_q_SUFFIX(const REAL* q, const REAL* k, const REAL* v, co
                 limn_sdpa_scores_SUFFIX(qb + i * d, kt, s, d, width, scale, causal, mb, i, j0);
                 limn_sdpa_grad_tile_SUFFIX(s, d_out + (b * t_q + i) * d_v, vt, p, ds, d_v, width, row_lse,
                                            delta[b * t_q + i]);
-                REAL* a = acc + (i - r0) * d;
-                for (int64_t j = 0; j < width; j++) {
-                    const REAL g = ds[j];
-                    const REAL* kj = kb + (j0 + j) * d;
-                    LIMN_IVDEP
-                    for (int64_t c = 0; c < d; c++) a[c] = MADD(g, kj[c], a[c]);
-                }
+                limn_sdpa_rows_SUFFIX(acc + (i - r0) * d, ds, kb + j0 * d, d, width);
             }
         }
         for (int64_t i = r0; i < r1; i++) {
@@ -249,14 +332,8 @@ void limn_sdpa_backward_kv_SUFFIX(const REAL* q, const REAL* k, const REAL* v, c
             const REAL *qi = qb + i * d, *gi = d_out + (b * t_q + i) * d_v;
             limn_sdpa_scores_SUFFIX(qi, kt, s, d, width, scale, causal, mb, i, j0);
             limn_sdpa_grad_tile_SUFFIX(s, gi, vt, p, ds, d_v, width, row_lse, delta[b * t_q + i]);
-            for (int64_t j = 0; j < width; j++) {
-                const REAL pj = p[j], gj = ds[j];
-                REAL *dvj = dv + j * d_v, *dkj = dk + j * d;
-                LIMN_IVDEP
-                for (int64_t c = 0; c < d_v; c++) dvj[c] = MADD(pj, gi[c], dvj[c]);
-                LIMN_IVDEP
-                for (int64_t c = 0; c < d; c++) dkj[c] = MADD(gj, qi[c], dkj[c]);
-            }
+            limn_sdpa_outer_SUFFIX(dv, p, gi, d_v, width);
+            limn_sdpa_outer_SUFFIX(dk, ds, qi, d, width);
         }
         for (int64_t j = 0; j < width; j++) {
             LIMN_IVDEP
