@@ -211,6 +211,7 @@ VECTOR_LOOPS = {
     "the weighted sums of rows (O, dQ)": "a[c] = limn_madd(w3, r3[c]",
     "recomputed P": "p[j] = limn_pickf(",
     "one row's share of dK, dV": "mj[c] = limn_madd(wj, x[c], mj[c])",
+    "two rows' shares of dK, dV": "mj[c] = limn_madd(b, x1[c], limn_madd(a, x0[c], mj[c]))",
 }
 
 

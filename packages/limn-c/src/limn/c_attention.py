@@ -145,6 +145,32 @@ static void limn_sdpa_outer_SUFFIX(REAL* restrict m, const REAL* restrict w, con
     }
 }
 
+/* the same for two query rows, w0 x0 then w1 x1 added into each cell: the roundings of two calls of outer, with
+   half the loads and stores of m */
+static inline __attribute__((always_inline)) void limn_sdpa_outer2_n_SUFFIX(REAL* restrict m,
+                                                                           const REAL* restrict w0,
+                                                                           const REAL* restrict x0,
+                                                                           const REAL* restrict w1,
+                                                                           const REAL* restrict x1, int64_t n,
+                                                                           int64_t width) {
+    for (int64_t j = 0; j < width; j++) {
+        const REAL a = w0[j], b = w1[j];
+        REAL* mj = m + j * n;
+        LIMN_IVDEP
+        for (int64_t c = 0; c < n; c++) mj[c] = MADD(b, x1[c], MADD(a, x0[c], mj[c]));
+    }
+}
+
+static void limn_sdpa_outer2_SUFFIX(REAL* restrict m, const REAL* restrict w0, const REAL* restrict x0,
+                                    const REAL* restrict w1, const REAL* restrict x1, int64_t n, int64_t width) {
+    switch (n) {
+    case 32: limn_sdpa_outer2_n_SUFFIX(m, w0, x0, w1, x1, 32, width); break;
+    case 64: limn_sdpa_outer2_n_SUFFIX(m, w0, x0, w1, x1, 64, width); break;
+    case 128: limn_sdpa_outer2_n_SUFFIX(m, w0, x0, w1, x1, 128, width); break;
+    default: limn_sdpa_outer2_n_SUFFIX(m, w0, x0, w1, x1, n, width);
+    }
+}
+
 /* the largest of top and s[0 .. width) (exact in any order), and the sum of s[0 .. width): each over 8 lanes
    (j % 8, the tail in lane 0), so 8 chains run side by side, folded in lane order at the end */
 static REAL limn_sdpa_max_SUFFIX(const REAL* restrict s, int64_t width, REAL top) {
@@ -321,7 +347,9 @@ void limn_sdpa_backward_kv_SUFFIX(const REAL* q, const REAL* k, const REAL* v, c
         REAL* vt = kt + d * LIMN_SDPA_KEYS;
         REAL* dk = vt + d_v * LIMN_SDPA_KEYS; /* (keys, d): sum of dS q over the queries seen */
         REAL* dv = dk + d * LIMN_SDPA_KEYS;   /* (keys, d_v): sum of P dO over the queries seen */
-        REAL s[LIMN_SDPA_KEYS], p[LIMN_SDPA_KEYS], ds[LIMN_SDPA_KEYS];
+        REAL s[LIMN_SDPA_KEYS], p[2][LIMN_SDPA_KEYS], ds[2][LIMN_SDPA_KEYS];
+        const REAL *qs[2], *gs[2]; /* the query rows and dO rows of p and ds not yet added in */
+        int pending = 0;
         for (int64_t c = 0; c < (d + d_v) * LIMN_SDPA_KEYS; c++) dk[c] = 0;
         limn_sdpa_transpose_SUFFIX(kb + j0 * d, kt, d, width);
         limn_sdpa_transpose_SUFFIX(vb + j0 * d_v, vt, d_v, width);
@@ -331,9 +359,18 @@ void limn_sdpa_backward_kv_SUFFIX(const REAL* q, const REAL* k, const REAL* v, c
             if (row_lse == -INFINITY) continue; /* a row that sees no key passes no gradient */
             const REAL *qi = qb + i * d, *gi = d_out + (b * t_q + i) * d_v;
             limn_sdpa_scores_SUFFIX(qi, kt, s, d, width, scale, causal, mb, i, j0);
-            limn_sdpa_grad_tile_SUFFIX(s, gi, vt, p, ds, d_v, width, row_lse, delta[b * t_q + i]);
-            limn_sdpa_outer_SUFFIX(dv, p, gi, d_v, width);
-            limn_sdpa_outer_SUFFIX(dk, ds, qi, d, width);
+            limn_sdpa_grad_tile_SUFFIX(s, gi, vt, p[pending], ds[pending], d_v, width, row_lse, delta[b * t_q + i]);
+            qs[pending] = qi;
+            gs[pending] = gi;
+            if (++pending == 2) { /* two rows' shares, in row order */
+                limn_sdpa_outer2_SUFFIX(dv, p[0], gs[0], p[1], gs[1], d_v, width);
+                limn_sdpa_outer2_SUFFIX(dk, ds[0], qs[0], ds[1], qs[1], d, width);
+                pending = 0;
+            }
+        }
+        if (pending == 1) {
+            limn_sdpa_outer_SUFFIX(dv, p[0], gs[0], d_v, width);
+            limn_sdpa_outer_SUFFIX(dk, ds[0], qs[0], d, width);
         }
         for (int64_t j = 0; j < width; j++) {
             LIMN_IVDEP
