@@ -350,7 +350,7 @@ void limn_sdpa_backward_kv_SUFFIX(const REAL* q, const REAL* k, const REAL* v, c
         REAL s[LIMN_SDPA_KEYS], p[2][LIMN_SDPA_KEYS], ds[2][LIMN_SDPA_KEYS];
         const REAL *qs[2], *gs[2]; /* the query rows and dO rows of p and ds not yet added in */
         int pending = 0;
-        for (int64_t c = 0; c < (d + d_v) * LIMN_SDPA_KEYS; c++) dk[c] = 0;
+        for (int64_t c = 0; c < (d + d_v) * LIMN_SDPA_KEYS; c++) dk[c] = 0; /* dk and dv, side by side */
         limn_sdpa_transpose_SUFFIX(kb + j0 * d, kt, d, width);
         limn_sdpa_transpose_SUFFIX(vb + j0 * d_v, vt, d_v, width);
         /* rows before j0 see none of these keys (causal) */
