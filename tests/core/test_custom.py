@@ -92,6 +92,19 @@ def test_a_schedule_merges_siblings_into_one_kernel_writing_both():
     assert len(customs) == 1 and len(customs[0].outputs) == 2
 
 
+def test_a_schedule_gives_a_sibling_the_graph_never_reads_a_scratch_buffer():
+    """Only q is asked for (s was realized before, or is never needed): the call still writes both outputs, s
+    into a scratch slot of the shape the op's signature gives, which no sink reads."""
+    x = Tensor(np.ones((2, 3), np.float32))
+    _s, q = custom.apply("test_row_moments", x, scale=1.0)
+    sched = schedule([(q * 2).node])
+    (kernel,) = [k for k in sched.kernels if k.op is Op.CUSTOM]
+    assert len(kernel.outputs) == 2
+    scratch = sched.slots[kernel.outputs[0]]
+    assert scratch.shape == (2, 1) and scratch.dtype == limn.float32
+    assert kernel.outputs[0] not in [sink.slot for sink in sched.sinks]
+
+
 @pytest.mark.parametrize("name", ["test_row_moments", "test_row_moments_no_backward"])
 def test_gradients_match_torch(name):
     """With a backward rule the gradient is the rule's; without one the op is composed, and either way it is

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from limn import c_isa, c_source_index
+from limn import c_attention, c_isa, c_source_index
 from limn.c_matmul import VECTOR_PRELUDE
 from limn.c_pool import HostPool
 from limn.c_prelude import PRELUDE
@@ -192,6 +192,7 @@ class CDevice(CompiledDevice):
 
     name = "c"
     host = True
+    custom_kernels = c_attention.NAMES  # fused attention, fixed C (c_attention.py)
 
     def __init__(
         self,
@@ -394,6 +395,16 @@ class CDevice(CompiledDevice):
 
     def launch(self, program: Any, kernel: KernelIR, handles: list[np.ndarray]) -> None:
         program(*[h.ctypes.data for h in handles])
+
+    def run_custom(self, kernel: KernelIR, handles: list[np.ndarray]) -> None:
+        """A CUSTOM kernel: fused attention's C (c_attention.py), built on first use through the kernel cache
+        with the prelude it calls, run by this device's team (one thread when threads=False)."""
+        if kernel.custom not in c_attention.NAMES:
+            super().run_custom(kernel, handles)
+        kernels = self.__dict__.get("_attention")
+        if kernels is None:
+            kernels = self._attention = c_attention.functions(self._library(PRELUDE + c_attention.source()))
+        c_attention.run(kernels, kernel, handles, self.options.threads)
 
     # ---- the five hooks: buffers are host numpy arrays ----
 

@@ -311,7 +311,7 @@ class _Lowerer:
             BufferArg(f"out{i}", s, self.sched.slots[s].dtype, self.sched.slots[s].shape)
             for i, s in enumerate(k.custom_outputs)
         )
-        return KernelIR(k.name, k.op, k.loop_shape, ins, outs, (), custom=k.custom.name)
+        return KernelIR(k.name, k.op, k.loop_shape, ins, outs, (), custom=k.custom.name, params=k.custom.params)
 
 
 def _views(order: list[Expr]) -> list[View]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -295,6 +295,7 @@ class KernelIR:
     outputs: tuple[BufferArg, ...]
     body: tuple[Instr, ...]
     custom: str | None = None
+    params: tuple[tuple[str, Any], ...] = ()  # a CUSTOM kernel's parameters (limn.ops.CustomArg's), sorted
     nest: str = field(default="", compare=False, repr=False)
 
     def __str__(self) -> str:
@@ -308,7 +309,8 @@ class KernelIR:
         if self.custom is not None:
             ins = ", ".join(b.name for b in self.inputs)
             outs = ", ".join(b.name for b in self.outputs)
-            lines.append(f"  CUSTOM  {self.custom}({ins}) -> {outs}")
+            params = "".join(f", {name}={value!r}" for name, value in self.params)
+            lines.append(f"  CUSTOM  {self.custom}({ins}{params}) -> {outs}")
         return lines
 
     def body_lines(self) -> list[str]:

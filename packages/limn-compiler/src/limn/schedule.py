@@ -12,6 +12,7 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import replace
 
+from limn import custom
 from limn.cse import common_values
 from limn.epilogue import fold_epilogues
 from limn.fusion import (
@@ -233,11 +234,10 @@ def _custom_kernel(build: _Build, node: Node, order: list[Node], calls: dict[tup
         if sib.op is Op.CUSTOM and (sib.arg.name, sib.arg.params, sib.srcs) == same_call:
             reason = build.decisions.stored[id(sib)]
             outs[sib.arg.output] = build.slot_of[id(sib)] = build.new_slot(sib, SlotKind.TEMP, reason)
-    if -1 in outs:
-        raise ScheduleError(
-            f"CUSTOM {arg.name!r}: output {outs.index(-1)} has no node in the graph; a multi-output "
-            "kernel needs one node per output (limn.custom.apply makes them all)"
-        )
+    for i in [i for i, slot in enumerate(outs) if slot == -1]:
+        # an output this graph never reads (L alone asked for, O realized before): the call still writes it,
+        # into a scratch buffer of the shape the op's signature gives
+        outs[i] = build.new_slot(_sibling(node, i), SlotKind.TEMP, None)
     calls[key] = outs
     inputs = tuple(build.slot_of[id(s)] for s in node.srcs)
     build.reads[len(build.kernels)] = set(inputs)
@@ -253,6 +253,16 @@ def _custom_kernel(build: _Build, node: Node, order: list[Node], calls: dict[tup
         custom_outputs=tuple(outs),
     )
     build.kernels.append(kernel)
+
+
+def _sibling(node: Node, output: int) -> Node:
+    """The CUSTOM node for output `output` of the call `node` belongs to, made from its op's signature."""
+    arg: CustomArg = node.arg
+    op = custom.REGISTRY.get(arg.name)
+    if op is None:
+        raise ScheduleError(f"CUSTOM kernel {arg.name!r} is not registered; import the module that defines it")
+    (sibling,) = [n for n in custom.nodes(op, node.srcs, dict(arg.params)) if n.arg.output == output]
+    return sibling
 
 
 def _assign_kernel(build: _Build, node: Node) -> None:
