@@ -2,8 +2,9 @@
 
     uv run python examples/bench_step.py [--steps 20]
 
-The model: byte vocabulary 256, d_model 128, 4 layers of 4 heads, context 128, batch 16, AdamW. Each
-framework runs in its own child process (so peak memory is its own), trains on the same TinyStories
+The model: byte vocabulary 256, d_model 128, 4 layers of 4 heads, context 128, batch 16, AdamW. limn runs it
+twice, with fused attention (Tensor.scaled_dot_product_attention: the device's CUSTOM kernels) and with the
+masked softmax composed from primitives; torch uses its SDPA. Each run is a child process (so peak memory is its own), trains on the same TinyStories
 bytes, and reports the median ms per step after the first, the time to the first step (limn: tracing,
 scheduling, compiling and capturing), the loss after the last step and the peak resident memory.
 """
@@ -24,6 +25,7 @@ import numpy as np
 from _limits import Limits, measure, report
 
 VOCAB, D_MODEL, LAYERS, HEADS, CONTEXT, BATCH = 256, 128, 4, 4, 128, 16
+FRAMEWORKS = ("limn-fused", "limn-composed", "torch")  # each in its own child process
 DATA = Path(__file__).resolve().parent / "data" / "tinystories-sample.txt"  # see data/README.md
 
 
@@ -63,7 +65,10 @@ def machine_limits() -> Limits | None:
 # ---- limn ----
 
 
-def limn_gpt():
+def limn_gpt(attention: str = "composed"):
+    """limn, and the GPT in limn.nn; attention "fused" takes Tensor.scaled_dot_product_attention (the c and numpy
+    devices run its CUSTOM kernels), "composed" writes the masked softmax out (the default, as bench_plan and the
+    vectorization test read it)."""
     import limn
     from limn import Tensor, nn
 
@@ -80,9 +85,12 @@ def limn_gpt():
             hs = c // HEADS
             qkv = self.attn(self.ln_1(x))  # (B, T, 3C)
             q, k, v = qkv.reshape(b, t, 3, HEADS, hs).permute(2, 0, 3, 1, 4)  # each (B, nh, T, hs)
-            scores = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T)
-            att = causal.where(scores, float("-inf")).softmax(-1)
-            y = (att @ v).permute(0, 2, 1, 3).reshape(b, t, c)  # (B, nh, T, hs) -> (B, T, C)
+            if attention == "fused":
+                y = Tensor.scaled_dot_product_attention(q, k, v, causal=True)  # (B, nh, T, hs)
+            else:
+                scores = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T)
+                y = causal.where(scores, float("-inf")).softmax(-1) @ v
+            y = y.permute(0, 2, 1, 3).reshape(b, t, c)  # (B, nh, T, hs) -> (B, T, C)
             x = x + self.proj(y)
             return x + self.fc_proj(self.fc(self.ln_2(x)).gelu())
 
@@ -104,8 +112,8 @@ def limn_gpt():
     return limn, GPT
 
 
-def run_limn(steps: int, device: str) -> dict:
-    limn, GPT = limn_gpt()
+def run_limn(steps: int, device: str, attention: str) -> dict:
+    limn, GPT = limn_gpt(attention)
     from limn import Tensor, nn, optim
     from limn.capture import capture
 
@@ -202,7 +210,10 @@ def run_torch(steps: int, threads: int) -> dict:
 
 
 def child(framework: str, steps: int, device: str, threads: int) -> None:
-    result = run_limn(steps, device) if framework == "limn" else run_torch(steps, threads)
+    if framework.startswith("limn"):
+        result = run_limn(steps, device, framework.removeprefix("limn-"))
+    else:
+        result = run_torch(steps, threads)
     result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(result))
 
@@ -212,7 +223,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3, help="alternating runs of each; medians are reported")
     parser.add_argument("--device", default="c")
-    parser.add_argument("--child", choices=["limn", "torch"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=FRAMEWORKS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     from limn.backend_c import team_size
 
@@ -222,25 +233,30 @@ def main() -> None:
         return
     limits = machine_limits()
     # the two alternate for a few rounds, so a noisy stretch of the machine lands on both
-    runs: dict[str, list[dict]] = {"limn": [], "torch": []}
+    runs: dict[str, list[dict]] = {f: [] for f in FRAMEWORKS}
     for _ in range(args.rounds):
-        for framework in ("limn", "torch"):
+        for framework in FRAMEWORKS:
             cmd = [sys.executable, __file__, "--child", framework, "--steps", str(args.steps), "--device", args.device]
             done = subprocess.run(cmd, capture_output=True, text=True, check=True)
             runs[framework].append(json.loads(done.stdout.strip().splitlines()[-1]))
-    limn_r, torch_r = ({k: statistics.median(r[k] for r in rs) for k in rs[0]} for rs in runs.values())
+    fused, composed, torch_r = ({k: statistics.median(r[k] for r in rs) for k in rs[0]} for rs in runs.values())
     if limits is not None:
         print(report(limits))
     print(
         f"GPT training step: vocab {VOCAB}, d_model {D_MODEL}, {LAYERS} layers x {HEADS} heads, context {CONTEXT}, "
         f"batch {BATCH}, AdamW; {args.steps} steps x {args.rounds} alternating rounds, {threads} threads"
     )
-    print(f"{'':22}{'limn ' + args.device + ' (captured)':>22}{'torch CPU':>14}")
-    print(f"{'ms per step (median)':22}{limn_r['median'] * 1e3:>22.1f}{torch_r['median'] * 1e3:>14.1f}")
-    print(f"{'first step (s)':22}{limn_r['first']:>22.2f}{torch_r['first']:>14.2f}")
-    print(f"{'peak memory (MB)':22}{limn_r['peak_mb']:>22.0f}{torch_r['peak_mb']:>14.0f}")
-    print(f"{'loss after last step':22}{limn_r['loss']:>22.3f}{torch_r['loss']:>14.3f}")
-    print(f"limn / torch step time: {limn_r['median'] / torch_r['median']:.2f}x")
+    cols = [f"limn {args.device} fused", f"limn {args.device} composed", "torch CPU (SDPA)"]
+    print(f"{'(limn captured)':22}" + "".join(f"{c:>22}" for c in cols))
+    rows = [("ms per step (median)", "median", 1e3, ".1f"), ("first step (s)", "first", 1, ".2f")]
+    rows += [("peak memory (MB)", "peak_mb", 1, ".0f"), ("loss after last step", "loss", 1, ".3f")]
+    for label, key, unit, spec in rows:
+        print(f"{label:22}" + "".join(f"{r[key] * unit:>22{spec}}" for r in (fused, composed, torch_r)))
+    print(
+        f"limn / torch step time: fused {fused['median'] / torch_r['median']:.2f}x, "
+        f"composed {composed['median'] / torch_r['median']:.2f}x"
+    )
+    limn_r = fused
     if limits is not None and limits.fma_gflops is not None and args.device == "c":
         flops = matmul_flops()
         at_peak = flops / (limits.fma_gflops * 1e9)
