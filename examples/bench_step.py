@@ -4,9 +4,10 @@
 
 The model: byte vocabulary 256, d_model 128, 4 layers of 4 heads, context 128, batch 16, AdamW. limn runs it
 twice, with fused attention (Tensor.scaled_dot_product_attention: the device's CUSTOM kernels) and with the
-masked softmax composed from primitives; torch uses its SDPA. Each run is a child process (so peak memory is its own), trains on the same TinyStories
-bytes, and reports the median ms per step after the first, the time to the first step (limn: tracing,
-scheduling, compiling and capturing), the loss after the last step and the peak resident memory.
+masked softmax composed from primitives; torch uses its SDPA. Each run is a child process (so peak memory is
+its own), trains on the same TinyStories bytes, and reports the median ms per step after the first, the
+time to the first step (limn: tracing, scheduling, compiling and capturing), the loss after the last step and
+the peak resident memory.
 """
 
 from __future__ import annotations
