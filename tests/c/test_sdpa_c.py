@@ -1,12 +1,14 @@
 """The c device's fused attention kernels (limn.c_attention) against the numpy references of limn.sdpa:
 - sdpa, sdpa_bwd_q and sdpa_bwd_kv called through custom.apply on c, diffed against sdpa.forward, backward_q and
   backward_kv (float32 at 1e-5, float64 at 1e-12) over t_q != t_k both ways, causal, key_mask, both, rows
-  that see no key, d = 1 and 128, tiles that are ragged in rows and keys, N = 0 and t_k = 0;
+  that see no key, d = 1, 32, 80 and 128 (rows used in place, rows padded to whole vectors), tiles that are
+  ragged in rows and keys, N = 0 and t_k = 0;
 - threaded equals serial bit for bit (and a team of 5), and two runs give the same bits;
 - the frontend on c (Tensor.scaled_dot_product_attention and its backward) is torch's, runs the three CUSTOM
   kernels, and its backward schedules no buffer of the scores' (t_q, t_k) shape; half widths are computed
   in float32 and rounded once, as the numpy device does; L alone is a realize of its own;
-- (isa) gcc vectorizes the kernels' inner loops: the scores, the exp, the weighted sums."""
+- (isa) gcc vectorizes the kernels' elementwise loops (the masks, the exp, the rescales) and every product of
+  two tiles is a register tile of vector fmas on x86-64-v3 and v4."""
 
 from __future__ import annotations
 
@@ -64,6 +66,8 @@ CASES = {
     "rows that see no key": (3, 5, 7, 8, 4, True, _mask(3, 7, dead=1)),
     "d = 1": (2, 5, 7, 1, 1, False, None),
     "d = 128": (2, 9, 11, 128, 128, True, None),
+    "d = 80, rows of padded vectors": (2, 70, 131, 80, 48, True, _mask(2, 131)),
+    "d = 32, rows of whole vectors": (2, 130, 70, 32, 64, False, None),
     "ragged tiles": (2, 67, 130, 8, 8, True, _mask(2, 130)),
     "one row, one key": (2, 1, 1, 8, 4, True, None),
     "N = 0": (0, 5, 7, 8, 4, False, None),
@@ -205,32 +209,54 @@ def test_half_widths_compute_in_float32_and_round_once_as_numpy(dtype) -> None:
 
 # the float32 loops that must be vector code, by a piece of their statement
 VECTOR_LOOPS = {
-    "a dot's blocks, four terms a pass (scores, dP)": "block[j] = limn_madd(x3, t0[3 * LIMN_SDPA_KEYS + j]",
-    "a dot's blocks, one term a pass": "block[j] = limn_madd(xc, tile[",
-    "the exp of a tile": "s[j] = limn_expf(s[j] - shift)",
-    "the weighted sums of rows (O, dQ)": "a[c] = limn_madd(w3, r3[c]",
-    "recomputed P": "p[j] = limn_pickf(",
-    "one row's share of dK, dV": "mj[c] = limn_madd(wj, x[c], mj[c])",
-    "two rows' shares of dK, dV": "mj[c] = limn_madd(b, x1[c], limn_madd(a, x0[c], mj[c]))",
+    "scores scaled and masked": "s[j] = limn_pickf(visible, s[j] * scale, -INFINITY)",
+    "the exp of a tile (forward)": "s[j] = limn_expf(s[j] - shift)",
+    "the running sums rescaled": "a[c] = a[c] * rescale",
+    "recomputed P, a row per query (dQ)": "const float p = limn_pickf(s[j] == -INFINITY, 0, limn_expf(",
+    "recomputed P, a row per key (dK, dV)": "const float p = limn_pickf(visible, limn_expf(",
 }
+REGISTER = {"x86-64-v3": "ymm", "x86-64-v4": "zmm"}  # the vector registers of each target
+
+
+def _compile(march: str, tmp: str, *extra: str) -> tuple[str, str]:
+    """The prelude and kernels built for `march`: the C unit and what gcc wrote with `extra` (a report or asm)."""
+    device = CDevice(march=march)
+    flags = [f for f in device.toolchain.flags if f != "-shared"]
+    unit = PRELUDE + c_attention.source()
+    path = Path(tmp) / "attention.c"
+    path.write_text(unit)
+    out = Path(tmp) / "a.out"
+    cmd = [device.toolchain.cc, *flags, *extra, str(path), "-o", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return unit, done.stderr if "-c" in extra else out.read_text()
 
 
 @pytest.mark.isa
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc: its -fopt-info report is what is read")
 @pytest.mark.parametrize("march", ["x86-64-v3", "x86-64-v4"])
 def test_the_inner_loops_vectorize(march: str) -> None:
-    device = CDevice(march=march)
-    flags = [f for f in device.toolchain.flags if f != "-shared"]
-    unit = PRELUDE + c_attention.source()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "attention.c"
-        path.write_text(unit)
-        cmd = [device.toolchain.cc, *flags, "-fopt-info-vec-optimized", "-c", str(path), "-o", str(Path(tmp) / "a.o")]
-        report = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
-    vectorized = {int(m) for m in re.findall(rf"{re.escape(str(path))}:(\d+):\d+: optimized: loop vectorized", report)}
+        unit, report = _compile(march, tmp, "-fopt-info-vec-optimized", "-c")
+    vectorized = {int(m) for m in re.findall(r"attention\.c:(\d+):\d+: optimized: loop vectorized", report)}
     lines = unit.splitlines()
     for what, text in VECTOR_LOOPS.items():
         held = [i for i, line in enumerate(lines, 1) if text in line]
         assert held, f"{what}: no line holds {text!r}"
         at = [max(n for n in range(1, i + 1) if "for (" in lines[n - 1]) for i in held]  # the loop's `for` line
         assert all(i in vectorized for i in at), f"{what} ({march}): gcc did not vectorize lines {at}\n{report}"
+
+
+@pytest.mark.isa
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc: its assembly is what is read")
+@pytest.mark.parametrize("march", ["x86-64-v3", "x86-64-v4"])
+def test_the_tile_products_are_vector_fmas(march: str) -> None:
+    """limn_sdpa_gemm (every product of two tiles) keeps its register tile in the target's widest registers."""
+    with tempfile.TemporaryDirectory() as tmp:
+        _unit, asm = _compile(march, tmp, "-S")
+    bodies = re.findall(r"^(limn_sdpa_gemm_f(?:32|64)[\w.]*):\n(.*?)\.size", asm, flags=re.S | re.M)
+    assert {name.split(".")[0] for name, _ in bodies} == {"limn_sdpa_gemm_f32", "limn_sdpa_gemm_f64"}, asm[:2000]
+    tile_rows = 8 if march == "x86-64-v4" else 4  # LIMN_SDPA_MR, rows of two vectors each
+    for name, body in bodies:
+        kind = "ps" if name.startswith("limn_sdpa_gemm_f32") else "pd"
+        fmas = re.findall(rf"vfmadd\d*{kind}\s[^\n]*%{REGISTER[march]}", body)
+        assert len(fmas) >= 2 * tile_rows, f"{name} ({march}): {len(fmas)} vector fmas, want a tile's {2 * tile_rows}"
