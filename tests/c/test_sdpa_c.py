@@ -209,11 +209,11 @@ def test_half_widths_compute_in_float32_and_round_once_as_numpy(dtype) -> None:
 
 # the float32 loops that must be vector code, by a piece of their statement
 VECTOR_LOOPS = {
-    "scores scaled and masked": "s[j] = limn_pickf(visible, s[j] * scale, -INFINITY)",
-    "the exp of a tile (forward)": "s[j] = limn_expf(s[j] - shift)",
-    "the running sums rescaled": "a[c] = a[c] * rescale",
-    "recomputed P, a row per query (dQ)": "const float p = limn_pickf(s[j] == -INFINITY, 0, limn_expf(",
-    "recomputed P, a row per key (dK, dV)": "const float p = limn_pickf(visible, limn_expf(",
+    "scores scaled and masked, the running max (forward)": "sj[r] = limn_pickf(r >= from, sj[r] * scale, -INFINITY)",
+    "the exp of a tile (forward)": "sj[r] = limn_expf(sj[r] - shift[r])",
+    "the running sums rescaled (forward)": "acc[r * dvp + c] = acc[r * dvp + c] * rescale[r]",
+    "recomputed P, a row per key (dQ)": "const float p = limn_pickf(visible, limn_expf(st[r] * scale - lse[r]), 0)",
+    "recomputed P, a row per query (dK, dV)": "const float p = limn_pickf(visible, limn_expf(s[j] * scale - lse), 0)",
 }
 REGISTER = {"x86-64-v3": "ymm", "x86-64-v4": "zmm"}  # the vector registers of each target
 
