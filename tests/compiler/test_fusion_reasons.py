@@ -57,6 +57,27 @@ def test_an_expensive_shared_value_is_stored_with_its_cost():
     assert f"recompute cost over {RECOMPUTE_LIMIT}" in str(reason), explain(sched)
 
 
+def test_a_shared_sum_of_many_buffers_is_stored_for_its_reads():
+    """A residual stream, x0 + f1 + f2 + f3: three adds, but each kernel recomputing it would read four buffers,
+    so it is stored once (LOAD_WEIGHT); a sum of two buffers is still recomputed by each reader."""
+    parts = [Tensor.randn((4, 6)).realize() for _ in range(4)]
+    stream = parts[0] + parts[1] + parts[2] + parts[3]
+    sched = schedule_of(stream.sum(1), stream.max(axis=0))
+    reason = reason_of_kernel(sched, Op.ADD)
+    assert reason.rule is Rule.SHARED and f"recompute cost over {RECOMPUTE_LIMIT}" in str(reason), explain(sched)
+    pair = parts[0] + parts[1]
+    sched = schedule_of(pair.sum(1), pair.max(axis=0))
+    assert [k.op for k in sched.kernels] == [Op.SUM, Op.MAX], explain(sched)
+
+
+def test_a_broadcast_scalar_is_not_counted_as_a_read():
+    """A shared value reading a small leaf through a broadcast (a bias, a scalar) is charged its ops alone."""
+    x, bias = Tensor.randn((4, 6)).realize(), Tensor.randn((6,)).realize()
+    shifted = (x + bias) * 3 + bias
+    sched = schedule_of(shifted.sum(1), shifted.max(axis=0))
+    assert sorted(k.op.name for k in sched.kernels) == ["MAX", "SUM"], explain(sched)
+
+
 def test_a_computed_matmul_operand_is_stored_as_stretched():
     # the broadcast of exp(x) into the (4, 3, 6) product would evaluate each exp 3 times
     sched = schedule_of(Tensor.randn((4, 6)).exp() @ Tensor.randn((6, 3)))

@@ -85,8 +85,8 @@ OPERANDS_IN_MEMORY: dict[Op, Operands] = {
 
 # ---- recompute or store: the cost model for a value several kernels reach ----
 # Stored, it costs a write of memory per element and a read per reader; recomputed, it costs each reader
-# the elementwise ops below it, down to values already in memory. The weights count those ops in units of
-# one add, and a value whose count passes RECOMPUTE_LIMIT is stored.
+# the elementwise ops below it and the reads of the values in memory they start from. The weights count both
+# in units of one add, and a value whose count passes RECOMPUTE_LIMIT is stored.
 
 OP_WEIGHT = 1
 """ADD, MUL, NEG, CMPLT, WHERE, CAST: one instruction per element, the unit the other weights are in."""
@@ -97,6 +97,12 @@ TRANSCENDENTAL_WEIGHT = 4
 VIEW_WEIGHT = 0
 """A view is index arithmetic folded into the load below it, so recomputing it costs nothing; a pad over a
 computed value is never recomputed at all (it is stored by the pad rule)."""
+
+LOAD_WEIGHT = 8
+"""A read of a buffer at least as large as the value (a leaf it does not broadcast): a stream of memory per
+element, which a stored value pays once, taken as eight adds. A smaller leaf (a bias, a scalar) is read
+through a broadcast and stays in cache, so it costs nothing here. A residual stream, the sum of every
+layer's outputs, is then stored once rather than re-read from all of them by each kernel that reads it."""
 
 RECOMPUTE_LIMIT = 24
 """A shared value costing up to this many units is recomputed in every kernel that reaches it; past it, it is
@@ -110,15 +116,19 @@ WEIGHT: dict[Op, int] = (
 )
 
 
-def recompute_cost(node: Node, stored: dict[int, Reason]) -> int | None:
-    """The weighted ops below `node` down to values in memory (counting stops once past RECOMPUTE_LIMIT), or
-    None when a pad over a computed value lies below: that is never recomputed."""
+def recompute_cost(node: Node, stored: dict[int, Reason], loads: bool = True) -> int | None:
+    """The weighted ops below `node` and (with `loads`) the reads of the values in memory they start from
+    (counting stops once past RECOMPUTE_LIMIT), or None when a pad over a computed value lies below: that is
+    never recomputed."""
     cost, seen, stack = 0, set(), [node]
     while stack:
         n = stack.pop()
-        if id(n) in seen or is_leaf(n, stored):
+        if id(n) in seen:
             continue
         seen.add(id(n))
+        if is_leaf(n, stored):
+            cost += LOAD_WEIGHT if loads and n.op is not Op.CONST and n.size >= node.size else 0
+            continue
         if n.op in MOVEMENT and n.arg.mask is not None:
             return None
         assert n.op in WEIGHT, f"{n} reached the cost model unstored: every op outside WEIGHT is ALWAYS_STORED"
@@ -269,7 +279,8 @@ def _stretched_reason(node: Node, root: Node | None, stored: dict[int, Reason]) 
         return Reason(Rule.STRETCHED, f"{stretch} for several kernels")
     if root.op in REDUCE:
         return Reason(Rule.STRETCHED, f"{stretch} into a reduce")
-    why = _too_costly(recompute_cost(src, stored))
+    # once per copy, from the same few cells: what repeats is the ops, the reads stay in cache
+    why = _too_costly(recompute_cost(src, stored, loads=False))
     return None if why is None else Reason(Rule.STRETCHED, f"{stretch}, {why}")
 
 
