@@ -12,10 +12,10 @@ import numpy as np
 
 import limn
 from limn import Tensor
-from limn.c_prelude import HALF_WIDTHS
 from limn.c_source import CRenderer
 from limn.codegen import ir
 from limn.cstyle import C_BOOL_OPS, C_INT_OPS, C_OPS, MATH_FUNCS, TYPES, CStyle, CType
+from limn.half_widths import HALF_WIDTHS
 from limn.ir import KernelIR
 from limn.ops import Op
 

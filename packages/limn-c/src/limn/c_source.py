@@ -17,9 +17,10 @@ from limn.c_hoist import hoist
 from limn.c_jam import is_row_fold, render_jammed
 from limn.c_matmul import epilogue_nest, fill_overwritten_by_tile, match_matmul, render_tiled
 from limn.c_pad_split import split_at_mask_edges, whole
-from limn.c_prelude import HALF_WIDTHS, MATH_FUNCS, SELECTS
+from limn.c_prelude import MATH_FUNCS, SELECTS
 from limn.c_threads import Pragma, scatters, team_pragma
 from limn.cstyle import TYPES, CStyle, Decided
+from limn.half_widths import HALF_WIDTHS
 from limn.ir import Acc, Accum, EndLoop, Instr, KernelIR, LoadI, Loop, Store
 
 

@@ -54,7 +54,7 @@ class CType:
 
 # One row per dtype. A bool is a byte in memory but an int while computed: a 32-bit truth value vectorizes
 # beside float32 math. The half widths have no C-family type of their own: each language adds their rows,
-# naming the helpers its prelude defines (limn-c: c_prelude.HALF_WIDTHS).
+# naming the helpers its prelude defines (limn.half_widths.HALF_WIDTHS, which limn-c and limn-cuda both use).
 TYPES: dict[DType, CType] = {
     dtypes.float64: CType("double", "double"),
     dtypes.float32: CType("float", "float"),
