@@ -1,0 +1,85 @@
+"""The cuda-sim device: limn's CUDA C run on the CPU, for tests and for anyone debugging a kernel without a GPU.
+
+It renders every kernel exactly as the cuda device does (limn.cuda_source), then compiles that source as C++
+against the shim (limn.cuda_sim_shim) and runs each launch with one std::thread per CUDA thread, in small
+blocks and few of them (`block`, SimRuntime's max_blocks), so grid-stride loops wrap, bounds guards are met and
+atomics collide on shapes a test can afford. It checks what the CUDA C says (index arithmetic, guards, tiling,
+barriers, atomics); it does not model a GPU's memory system, warps or timing. Buffers are host numpy arrays, as
+the c device's. The executor, plan cache and assign transaction are limn-compiler's (jit.CompiledDevice).
+Pipeline: IR -> CUDA C (cuda_source.py) -> **g++ and the shim -> threads on the CPU**.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import numpy as np
+
+from limn.cuda_prelude import PRELUDE
+from limn.cuda_program import CudaProgram
+from limn.cuda_sim import SimRuntime
+from limn.cuda_source import CudaRenderer
+from limn.device import DeviceError
+from limn.dtypes import DType
+from limn.ir import KernelIR
+from limn.jit import CompiledDevice
+from limn.ops import Shape
+
+BLOCK = 32  # threads per simulated block: a few blocks already cover a small test's cells, the rest wrap
+
+
+class CudaSimDevice(CompiledDevice):
+    """Renders kernels as CUDA C and runs them on the CPU through the shim (see the module docstring)."""
+
+    name = "cuda-sim"
+    host = True
+
+    def __init__(self, block: int = BLOCK, max_blocks: int = 4) -> None:
+        if shutil.which("g++") is None:
+            raise DeviceError(
+                "device 'cuda-sim' compiles CUDA C as C++ and found no g++ on PATH: install g++ 10 or newer"
+            )
+        super().__init__()
+        self.renderer = CudaRenderer()
+        self.runtime = SimRuntime(max_blocks=max_blocks)
+        self.block = block
+        self._rendered: dict[str, CudaProgram] = {}  # source -> its program, for compile to find the launches
+
+    def render(self, kernel: KernelIR) -> str:
+        program = self.renderer.render(kernel)
+        self._rendered[program.source] = program
+        return program.source
+
+    def compile(self, kernel: KernelIR, source: str) -> Any:
+        return self.compile_batch([(kernel, source)])[0]
+
+    def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Any]:
+        """One C++ translation unit for all the kernels (g++ starts once per plan, not once per kernel)."""
+        programs = [self._rendered.pop(source) for _, source in items]
+        merged = CudaProgram(
+            PRELUDE + "".join(p.source[len(PRELUDE) :] for p in programs),
+            tuple(launch for p in programs for launch in p.launches),
+        )
+        module = self.runtime.compile(merged)
+        return [(module, p) for p in programs]
+
+    def launch(self, program: Any, kernel: KernelIR, handles: list[np.ndarray]) -> None:
+        module, cuda_program = program
+        pointers = [h.ctypes.data for h in handles]
+        self.runtime.run(module, cuda_program, pointers, self.block)
+
+    def alloc(self, dtype: DType, shape: Shape) -> np.ndarray:
+        return np.empty(shape, dtype=dtype.np)
+
+    def free(self, handle: np.ndarray) -> None:
+        pass  # numpy owns host memory
+
+    def copyin(self, handle: np.ndarray, array: np.ndarray) -> None:
+        handle[...] = array
+
+    def copyout(self, handle: np.ndarray, dtype: DType, shape: Shape) -> np.ndarray:
+        return np.array(handle, copy=True).reshape(shape)
+
+    def synchronize(self) -> None:
+        pass  # every launch has joined its threads when run() returns

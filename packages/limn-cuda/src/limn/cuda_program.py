@@ -1,0 +1,33 @@
+"""What the CUDA renderer hands a device: one translation unit of CUDA C and the launches that run a kernel.
+
+A KernelIR becomes a CudaProgram: its `source` (the prelude, then one `extern "C" __global__` function per launch)
+and its `launches`, run in order on one stream, each to completion before the next reads what it wrote. A launch
+names its function, the C types of its parameters (the kernel's buffers: inputs, then outputs), how many threads
+its work needs in all (`cells`: the grid-stride loop's trip count, so any grid is correct) and, where the shape
+stages data through shared memory, the exact block size it was written for (None: any block size works).
+Both the cuda device (NVRTC + the driver) and the cuda-sim device (the same source compiled as C++ on the CPU)
+run a CudaProgram the same way. Pipeline: IR -> CUDA C (cuda_source.py) -> **this** -> cuda / cuda-sim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One `__global__` function of a program and how to launch it."""
+
+    name: str  # the function's name in the source (extern "C", so the name is the symbol)
+    params: tuple[str, ...]  # each parameter's C type, in order: "const float*", ..., "float*"
+    cells: int  # threads the work needs in all: grid * block may be smaller (grid-stride) or larger (guarded)
+    block: int | None = None  # the block size the function was written for, None when any size works
+    shared_bytes: int = 0  # dynamic shared memory per block, beyond what the source declares statically
+
+
+@dataclass(frozen=True)
+class CudaProgram:
+    """A kernel as CUDA C: the translation unit and its launches, in order."""
+
+    source: str
+    launches: tuple[Launch, ...]

@@ -1,0 +1,166 @@
+"""CUDA C for the loop-nest IR: the C-style base (limn.cstyle) with what CUDA spells differently, one
+`__global__` function per top-level nest, and the rule that picks how each nest's work is spread over threads.
+
+The shape here is the first of the spec's three: one thread per output cell, walking the cells grid-stride, with
+every reduce loop run in order inside the thread, so a cell folds its terms in the C device's order and its bits
+are the C device's but for the math library's. Which loops are the cells (`cell_loops`):
+  - a scatter nest (an ACCUM at an index read from memory): every non-reduce loop, and the colliding adds go
+    through atomics (limn.cuda_prelude.ATOMICS), the one place two threads touch one cell;
+  - a nest whose every non-reduce loop appears once and whose every write names all of their counters: all of
+    them, wherever they sit (a matmul's column loop inside its reduce loop becomes a coordinate of the thread);
+  - any other nest: its leading non-reduce loops, the loops the C device's OpenMP team splits (limn.c_threads).
+Each statement is preceded by `#line N "kernel"`, N the IR instruction's line in the kernel's printout, so an
+NVRTC (or g++) error names the instruction it came from.
+Pipeline: tensor -> graph -> schedule -> IR -> **CUDA C** (a CudaProgram) -> NVRTC -> the driver, or the shim.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+from limn.cstyle import TYPES, CStyle, Decided
+from limn.cuda_prelude import ATOMICS, PRELUDE
+from limn.cuda_program import CudaProgram, Launch
+from limn.device import DeviceError
+from limn.half_widths import HALF_WIDTHS
+from limn.ir import Accum, EndLoop, Instr, KernelIR, Loop, LoopVar, Store, Value
+
+
+class CudaUnsupported(DeviceError):
+    """A kernel the cuda renderer cannot express: the message says which instruction and why."""
+
+
+def nests(body: tuple[Instr, ...]) -> list[tuple[int, list[Instr]]]:
+    """The body's top-level nests, each with the index of its first instruction: a LOOP ... ENDLOOP over a
+    non-reduce dim at depth 0, or a run of what lies between them (straight-line instructions and reduce loops
+    at depth 0: a 0-d kernel's total, folded by one thread)."""
+    out: list[tuple[int, list[Instr]]] = []
+    depth, start, run_start = 0, 0, None
+    for i, ins in enumerate(body):
+        if depth == 0:
+            start = i
+            if isinstance(ins, Loop) and not ins.reduce and run_start is not None:
+                out.append((run_start, list(body[run_start:i])))
+                run_start = None
+            elif not (isinstance(ins, Loop) and not ins.reduce) and run_start is None:
+                run_start = i
+        depth += isinstance(ins, Loop) - isinstance(ins, EndLoop)
+        if depth == 0 and run_start is None:
+            out.append((start, list(body[start : i + 1])))
+    if run_start is not None:
+        out.append((run_start, list(body[run_start:])))
+    return out
+
+
+def is_scatter(ins: Instr) -> bool:
+    """An ACCUM into memory at an index read from memory: its adds may collide across cells."""
+    return isinstance(ins, Accum) and ins.index is not None and any(isinstance(t, Value) for t, _ in ins.index.terms)
+
+
+def cell_loops(nest: list[Instr]) -> list[Loop]:
+    """The loops whose counters become a thread's coordinates (see the module docstring for the rule)."""
+    loops = [ins for ins in nest if isinstance(ins, Loop) and not ins.reduce]
+    if any(is_scatter(ins) for ins in nest):
+        return loops
+    counters = {loop.var for loop in loops}
+    once = len(counters) == len(loops)
+    writes = [ins for ins in nest if isinstance(ins, Store) or (isinstance(ins, Accum) and ins.index is not None)]
+    if once and all(counters <= {t for t, _ in w.index.terms if isinstance(t, LoopVar)} for w in writes):
+        return loops
+    leading = []
+    for ins in nest:
+        if not isinstance(ins, Loop) or ins.reduce:
+            break
+        leading.append(ins)
+    return leading
+
+
+class CudaRenderer(CStyle):
+    """Renders a KernelIR as a CudaProgram: the prelude, then `extern "C" __global__ void NAME_nK(...)` per nest."""
+
+    type_map = {**TYPES, **HALF_WIDTHS}
+    kernel_prefix = 'extern "C" __global__ '
+    restrict = "__restrict__"
+
+    def render(self, kernel: KernelIR) -> CudaProgram:  # type: ignore[override]
+        self.begin(kernel)
+        self.atomic: set[int] = set()
+        params = [self.param(b, True) for b in kernel.inputs] + [self.param(b, False) for b in kernel.outputs]
+        bodies = [(start, nest, cell_loops(nest)) for start, nest in nests(kernel.body)]
+        for _, nest, _ in bodies:
+            self._mark_atomics(nest)
+        texts = [self._function_body(kernel, start, nest, cells) for start, nest, cells in bodies]
+        digest = hashlib.sha256(("".join(texts) + ",".join(params)).encode()).hexdigest()[:16]
+        name = f"limn_{kernel.op.name.lower()}_{digest}"
+        functions, launches = [], []
+        types = tuple(p.split(f" {self.restrict} ")[0] for p in params)
+        for k, ((_, _, cells), text) in enumerate(zip(bodies, texts)):
+            fn = f"{name}_n{k}"
+            functions.append(f"{self.kernel_prefix}void {fn}({', '.join(params)}) {{\n{text}}}\n")
+            launches.append(Launch(fn, types, math.prod(loop.extent for loop in cells)))
+        header = f"/* {kernel.name}: {kernel.op.name} over loop{list(kernel.loop_shape)} */\n"
+        return CudaProgram(PRELUDE + "\n" + header + "\n".join(functions), tuple(launches))
+
+    def _mark_atomics(self, nest: list[Instr]) -> None:
+        """Scatter ACCUMs go through an atomic, so the MUL before one is not folded into an fma there."""
+        for ins in nest:
+            if is_scatter(ins):
+                self.atomic.add(id(ins))
+                mul = self.fma_of.by_accum.pop(id(ins), None)
+                if mul is not None:
+                    self.fma_of.fused.discard(mul.dst)
+
+    def _function_body(self, kernel: KernelIR, start: int, nest: list[Instr], cells: list[Loop]) -> str:
+        """A grid-stride loop over the nest's cells, each cell's coordinates, then the nest without its cell
+        loops, one statement per instruction."""
+        total = math.prod(loop.extent for loop in cells)
+        lines = [
+            "    const int64_t stride = (int64_t)gridDim.x * blockDim.x;",
+            "    const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;",
+            f"    for (int64_t cell = first; cell < {total}; cell += stride) {{",
+        ]
+        inner = total
+        for loop in cells:  # the first cell loop is the slowest-moving coordinate
+            inner //= loop.extent
+            lines.append(f"        const int64_t {loop.var} = cell / {inner} % {loop.extent};")
+        cell_vars = {loop.var for loop in cells}
+        header_lines = len(kernel.header_lines())
+        depth = 2
+        for offset, ins in enumerate(nest):
+            if isinstance(ins, Loop) and ins.var in cell_vars:
+                continue
+            if isinstance(ins, EndLoop) and ins.var in cell_vars:
+                continue
+            if isinstance(ins, EndLoop):
+                depth -= 1
+            lines.append(f'#line {header_lines + start + offset + 1} "{kernel.name}"')
+            if isinstance(ins, Loop):
+                lines.append("    " * depth + self.loop_head(ins.var, 0, ins.extent))
+                depth += 1
+            elif isinstance(ins, EndLoop):
+                lines.append("    " * depth + "}")
+            elif (text := self.statement(ins, {})) is not None:
+                lines.append("    " * depth + text)
+        lines.append("    }")
+        return "".join(line + "\n" for line in lines)
+
+    def spell(self, ins: Instr, decided: Decided) -> str | None:
+        if isinstance(ins, Accum) and id(ins) in self.atomic:
+            return self._atomic(ins)
+        return super().spell(ins, decided)
+
+    def _atomic(self, ins: Accum) -> str:
+        """A scatter's ACCUM as the atomic that adds (or takes the max) into its cell."""
+        dtype = self.buf_dtype[ins.target]
+        helper = ATOMICS.get((ins.op, dtype))
+        if helper is None:
+            raise CudaUnsupported(
+                f"cuda: {self.kernel.name} scatters with {ins.op.name} into {dtype.name} ({ins}): CUDA has no "
+                f"atomic {ins.op.name} of {dtype.name} in one instruction; scatter into float32, float64, int32 "
+                "or int64 (cast before and after), or run this graph on the c device"
+            )
+        src = ins.src
+        if self.value_type(self.dtype_of[ins.src]) != self.value_type(dtype):
+            src = self.cast(src, self.dtype_of[ins.src], dtype)
+        return f"{helper}(&{ins.target}[{self.index(ins.index)}], {src});"

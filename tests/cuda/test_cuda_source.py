@@ -1,0 +1,95 @@
+"""The CUDA renderer's emission rules (limn.cuda_source), read off the source it writes, with no GPU:
+- a nest becomes one `__global__` function walking its cells grid-stride; which loops are the cells follows
+  the rule in the module docstring (a matmul's column loop inside its reduce loop is a cell coordinate, a
+  repeated counter keeps the leading loops only, a 0-d total is one nest of one cell);
+- a scatter's adds go through the prelude's atomics, and a scatter CUDA has no atomic for is declined with the
+  reason and what to do;
+- every statement carries a `#line` marker giving the IR instruction's line in the kernel's printout."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import limn
+from limn import Tensor
+from limn.codegen import ir
+from limn.cuda_source import CudaRenderer, CudaUnsupported, cell_loops, nests
+from limn.ir import EndLoop, KernelIR, Loop, LoopVar, Store, Value
+from limn.ir import Index as Ix
+
+
+def kernels_of(*tensors: Tensor) -> list[KernelIR]:
+    return [k for k in ir(*tensors).kernels if k.custom is None]
+
+
+def only(*tensors: Tensor) -> KernelIR:
+    (kernel,) = kernels_of(*tensors)
+    return kernel
+
+
+rng = np.random.default_rng(0)
+
+
+def t(*shape: int, dtype=np.float32) -> Tensor:
+    return Tensor(rng.standard_normal(shape).astype(dtype))
+
+
+def test_a_matmul_nest_walks_rows_and_columns_as_cells_with_the_reduce_in_each_thread():
+    kernel = only(t(4, 6) @ t(6, 3))
+    (fill, fold) = [nest for _, nest in nests(kernel.body)]
+    assert [loop.var.name for loop in cell_loops(fold)] == ["i0", "i1"], kernel
+    program = CudaRenderer().render(kernel)
+    assert [launch.cells for launch in program.launches] == [12, 12]
+    fold_fn = program.source.split("_n1(")[1]
+    assert "cell / 3 % 4" in fold_fn and "cell / 1 % 3" in fold_fn, fold_fn
+    assert re.search(r"for \(int64_t r2 = 0; r2 < 6; r2\+\+\)", fold_fn) and "for (int64_t i1" not in fold_fn
+
+
+def test_a_0d_total_is_one_nest_of_one_cell():
+    kernel = only(t(5).sum())
+    assert len(nests(kernel.body)) == 1, kernel
+    program = CudaRenderer().render(kernel)
+    assert [launch.cells for launch in program.launches] == [1], program.source
+
+
+def test_a_repeated_counter_keeps_the_leading_loops_only():
+    i0, i1 = LoopVar("i0"), LoopVar("i1")
+    v = Value("v0")
+    store = Store("out", Ix(((i0, 2), (i1, 1))), v)
+    nest = [Loop(i0, 3), Loop(i1, 2), store, EndLoop(i1), Loop(i1, 2), store, EndLoop(i1), EndLoop(i0)]
+    assert [loop.var.name for loop in cell_loops(nest)] == ["i0", "i1"]  # the leading perfect loops, once each
+
+
+def test_a_scatter_adds_through_atomics():
+    target = Tensor.zeros(3, 6)
+    idx = Tensor(np.array([0, 2, 2, 1], np.int32))
+    kernel = only(target.index_add(0, idx, t(4, 6)))
+    source = CudaRenderer().render(kernel).source.split("/* k", 1)[1]
+    assert "limn_atomic_add_f32(&out[" in source, source
+
+
+def test_a_scatter_cuda_has_no_atomic_for_is_declined_with_the_reason():
+    target = Tensor.zeros(3, 6, dtype=limn.int8)
+    idx = Tensor(np.array([0, 2, 2, 1], np.int32))
+    kernel = only(target.index_add(0, idx, Tensor(np.ones((4, 6), np.int8))))
+    with pytest.raises(CudaUnsupported, match="no atomic ADD of int8.*cast before and after"):
+        CudaRenderer().render(kernel)
+
+
+def test_every_statement_names_its_ir_line():
+    kernel = only((t(4, 6) * 2).exp() + 1)
+    printed = str(kernel).splitlines()
+    source = CudaRenderer().render(kernel).source
+    body = source.split("/* k", 1)[1].splitlines()
+    marks = [(n, re.match(r'#line (\d+) "k0"', line)) for n, line in enumerate(body)]
+    pairs = [(int(m.group(1)), body[n + 1].strip()) for n, m in marks if m]
+    assert pairs, source
+    for line, statement in pairs:
+        instr = printed[line - 1].split()
+        if instr[0] in ("LOAD", "ARITH", "CONST"):
+            assert f" {instr[1]} = " in statement, (printed[line - 1], statement)
+        if instr[0] == "STORE":
+            assert statement.startswith("out["), (printed[line - 1], statement)
