@@ -70,7 +70,8 @@ class SimRuntime:
 
     Each block runs as `block` std::threads, blocks one after another. The trap: a Launch with block=None gets
     the `block` handed to run(), and its grid is capped at max_blocks, so a kernel that assumes one thread per
-    cell (no grid-stride loop) leaves cells unwritten here, as it would on a GPU past one launch's threads.
+    cell (no grid-stride loop) leaves cells unwritten here even where a GPU grid sized to the cells would not:
+    the cap is on purpose, so every grid-stride loop is walked past its first stride.
 
     Example (not a doctest, since it needs g++; tests/cuda/test_cuda_sim_runtime.py runs programs like it):
 
