@@ -179,3 +179,20 @@ def test_a_corrupt_entry_is_a_miss(cache, monkeypatch, damage):
         cuda_nvrtc.cached_compile(ELEMENTWISE, "kernel.cu", 80, True, driver_version=13020)
     assert len(calls) == 1, "compiled once more, and (but for a directory in the slot) stored again"
     assert (again.image, again.resources) == (first.image, first.resources)  # the log holds ptxas's timings
+
+
+def test_nvrtc_that_cannot_load_names_what_to_install(monkeypatch):
+    import sys
+
+    import cuda.bindings
+
+    monkeypatch.delattr(cuda.bindings, "nvrtc")
+    monkeypatch.setitem(sys.modules, "cuda.bindings.nvrtc", None)  # as if the wheel were absent
+    cuda_nvrtc._nvrtc.cache_clear()
+    try:
+        with pytest.raises(DeviceError, match=r"cannot load NVRTC.*pip install 'limn-cuda\[nvrtc\]'"):
+            cuda_nvrtc.nvrtc_version()
+    finally:
+        monkeypatch.undo()
+        cuda_nvrtc._nvrtc.cache_clear()
+    assert cuda_nvrtc.nvrtc_version() >= (12, 0)

@@ -26,7 +26,11 @@ class Gpu:
 
     @property
     def driver_release(self) -> tuple[int, int]:
-        """The driver's CUDA version as (major, minor): (13, 2) for 13020."""
+        """The driver's CUDA version as (major, minor).
+
+        >>> Gpu(0, "NVIDIA H200", 90, 150 * 10**9, 13020).driver_release
+        (13, 2)
+        """
         return (self.driver_version // 1000, self.driver_version % 1000 // 10)
 
 
@@ -48,8 +52,19 @@ def _call(driver: Any, what: str, result: tuple) -> Any:
     return values[0] if len(values) == 1 else values
 
 
+# cuInit's failures with a known remedy, by CUresult name
+INIT_ERRORS = {
+    "CUDA_ERROR_NO_DEVICE": "no CUDA device: the driver is loaded but reports no GPU; check nvidia-smi and that "
+    "CUDA_VISIBLE_DEVICES does not hide them",
+    "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH": "the NVIDIA kernel module and libcuda are different versions; reboot, "
+    "or reinstall the NVIDIA driver",
+    "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER": "the NVIDIA driver is older than the CUDA version cuda-bindings was "
+    "built for; update the driver, or install a cuda-bindings matching it ('cuda-bindings==12.*' for CUDA 12)",
+}
+
+
 def _init(driver: Any) -> None:
-    """cuInit, with the two ways it commonly fails spelled out."""
+    """cuInit, with the ways it commonly fails spelled out."""
     try:
         (err,) = driver.cuInit(0)
     except Exception as e:  # the bindings load libcuda on first call: the loader's own error when it is absent
@@ -57,26 +72,15 @@ def _init(driver: Any) -> None:
             f"no CUDA driver: libcuda could not be loaded ({type(e).__name__}: {e}); install the NVIDIA "
             "driver (nvidia-smi should list the GPU), or run on the numpy or c device"
         ) from e
-    if err == driver.CUresult.CUDA_ERROR_NO_DEVICE:
-        raise DeviceError(
-            "no CUDA device: the driver is loaded but reports no GPU; check nvidia-smi and that "
-            "CUDA_VISIBLE_DEVICES does not hide them"
-        )
-    if err == driver.CUresult.CUDA_ERROR_INSUFFICIENT_DRIVER:
-        raise DeviceError(
-            "the NVIDIA driver is older than the CUDA version cuda-bindings was built for; update the "
-            "driver, or install a cuda-bindings matching it (pip install 'cuda-bindings==12.*' for a CUDA 12 driver)"
-        )
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise DeviceError(f"no CUDA driver: cuInit failed with {err.name}; check the NVIDIA driver with nvidia-smi")
+    if err == driver.CUresult.CUDA_SUCCESS:
+        return
+    reason = INIT_ERRORS.get(err.name, "check the NVIDIA driver with nvidia-smi")
+    raise DeviceError(f"the CUDA driver did not start: cuInit failed with {err.name}; {reason}")
 
 
 def probe(ordinal: int = 0) -> Gpu:
     """The GPU at `ordinal`, or DeviceError saying why there is none (no driver, no device, an ordinal
-    past the device count, a driver call failing).
-
-    >>> probe().arch  # doctest: +SKIP
-    90
+    past the device count, a driver call failing). On an H200: Gpu(ordinal=0, name='NVIDIA H200', arch=90, ...).
     """
     driver = _driver()
     _init(driver)

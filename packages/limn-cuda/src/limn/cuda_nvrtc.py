@@ -103,9 +103,7 @@ def choose_target(gpu_arch: int) -> tuple[int, bool]:
     """(arch, cubin) for a GPU of compute capability `gpu_arch` (90 for 9.0): a CUBIN for the GPU's own
     architecture when NVRTC supports it, else PTX for the newest supported one below it, which the driver
     JIT-compiles for the GPU. A GPU older than every architecture NVRTC supports raises DeviceError.
-
-    >>> choose_target(90)  # doctest: +SKIP
-    (90, True)
+    With NVRTC 13.2: an H100 (90) gets (90, True), a GPU of a later family such as 130 gets (121, False).
     """
     archs = supported_archs()
     if gpu_arch in archs:
@@ -125,9 +123,8 @@ def compile(source: str, name: str, arch: int, cubin: bool) -> Compiled:
     """Compiles one translation unit: `name` is its file name in the log ("kernel.cu"), `arch` 80 for
     sm_80 / compute_80, `cubin` True for a CUBIN (with ptxas's report), False for PTX. NvrtcError on
     a compile error, with NVRTC's log and the offending source lines; ValueError for an arch NVRTC lacks.
-
-    >>> compile('extern "C" __global__ void k(float* x) { x[0] = 1; }', "k.cu", 80, True).cubin  # doctest: +SKIP
-    True
+    `compile('extern "C" __global__ void k(float* x) { x[0] = 1; }', "k.cu", 80, True).resources["k"]`
+    is Resources(name='k', entry=True, registers=8, ...).
     """
     archs = supported_archs()
     if arch not in archs:
@@ -179,7 +176,18 @@ _SMEM = re.compile(r"(\d+) bytes smem")
 
 
 def parse_resources(log: str) -> dict[str, Resources]:
-    """ptxas's `-v` report, one Resources per function it names, in the order it names them."""
+    r"""ptxas's `-v` report, one Resources per function it names, in the order it names them.
+
+    >>> log = "\n".join([
+    ...     "ptxas info    : Compiling entry function 'k' for 'sm_90'",
+    ...     "ptxas info    : Function properties for k",
+    ...     "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
+    ...     "ptxas info    : Used 16 registers, used 1 barriers, 1024 bytes smem",
+    ... ])
+    >>> k = parse_resources(log)["k"]
+    >>> k.registers, k.spill_store_bytes, k.spill_load_bytes, k.shared_bytes
+    (16, 0, 0, 1024)
+    """
     found: dict[str, dict[str, Any]] = {}
     current = None
     for line in log.splitlines():
