@@ -56,8 +56,9 @@ class Resources:
 
 @dataclass(frozen=True)
 class Compiled:
-    """What NVRTC made of one program: the CUBIN or PTX bytes (`cubin` says which), its log and, for a
-    CUBIN, ptxas's report by function name (empty for PTX, which ptxas sees only when the driver loads it)."""
+    """What NVRTC made of one program: the CUBIN or PTX bytes (`cubin` says which; PTX ends in the NUL
+    cuModuleLoadData needs), its log and, for a CUBIN, ptxas's report by function name (empty for PTX,
+    which ptxas sees only when the driver loads it)."""
 
     image: bytes
     cubin: bool
@@ -128,7 +129,8 @@ def compile(source: str, name: str, arch: int, cubin: bool) -> Compiled:
     """
     archs = supported_archs()
     if arch not in archs:
-        raise ValueError(f"NVRTC {nvrtc_version()} cannot compile for arch {arch}: it supports {archs}")
+        major, minor = nvrtc_version()
+        raise ValueError(f"NVRTC {major}.{minor} cannot compile for arch {arch}: it supports {archs}")
     nvrtc = _nvrtc()
     target = f"--gpu-architecture={'sm' if cubin else 'compute'}_{arch}"
     options = [*BASE_OPTIONS, target, *([PTXAS_VERBOSE] if cubin else [])]
@@ -163,7 +165,7 @@ def _image(prog: Any, cubin: bool) -> bytes:
     _check(err, get_size.__name__)
     buf = b" " * size
     _check(get(prog, buf)[0], get.__name__)
-    return buf.rstrip(b"\0") if not cubin else buf  # PTX is text ending in a NUL; a CUBIN is bytes as they are
+    return buf  # PTX keeps its closing NUL: cuModuleLoadData reads PTX as a C string
 
 
 # ---- ptxas's report: "Compiling entry function 'k'", then "Function properties for k", a spill line and a usage line
