@@ -34,13 +34,17 @@ DIST = ROOT / "dist"
 PLUGIN = ROOT / "examples" / "third_party_device"
 SMOKE = ROOT / "tests" / "smoke_wheels.py"
 
-# The package that provides each backend; numpy is limn-core's own.
-BACKEND_PACKAGES = {"numpy": [], "c": ["limn-c"], "cuda": ["limn-cuda"]}
-# What each backend's session runs: the numpy reference's own suite, or the diffs against it.
+# The package that provides each backend (with the extras it needs); numpy is limn-core's own. cuda-sim is
+# limn-cuda's CUDA C run on the CPU: no GPU needed, so CI runs it.
+BACKEND_PACKAGES = {"numpy": [], "c": ["limn-c"], "cuda": ["limn-cuda[nvrtc]"], "cuda-sim": ["limn-cuda[nvrtc]"]}
+# What each backend's session runs: the numpy reference's own suite, or the diffs against it. The cuda
+# sessions also run the emission sweeps the default suite leaves out (the `cuda` marker).
+CUDA_TESTS = ["tests/test_backend_corpus.py", "tests/cuda", "-m", "not isa and not ops"]
 BACKEND_TESTS = {
     "numpy": ["tests/core", "tests/test_devices.py"],
     "c": ["tests/test_backend_corpus.py", "tests/c", "tests/compiler"],
-    "cuda": ["tests/test_backend_corpus.py"],
+    "cuda": CUDA_TESTS,
+    "cuda-sim": CUDA_TESTS,
 }
 TOOLS = {"ruff", "nox"}  # dev-group members the tests do not import
 
@@ -80,14 +84,18 @@ def locked_constraints(session: nox.Session) -> str:
     return str(path)
 
 
+def package_path(name: str) -> str:
+    """A workspace package to install by path, its extras kept: "limn-cuda[nvrtc]" -> ".../limn-cuda[nvrtc]"."""
+    base, extras = name.partition("[")[0], name[len(name.partition("[")[0]) :]
+    return str(PACKAGES / base) + extras
+
+
 @nox.session
 @nox.parametrize("backend", list(BACKEND_PACKAGES), ids=list(BACKEND_PACKAGES))
 def tests(session: nox.Session, backend: str) -> None:
     """The shared suite against the numpy reference, with only `backend`'s package installed."""
     packages = ["limn-core", "limn-compiler", *BACKEND_PACKAGES[backend]]
-    session.install(
-        "-c", locked_constraints(session), *(str(PACKAGES / name) for name in packages), *test_requirements()
-    )
+    session.install("-c", locked_constraints(session), *(package_path(name) for name in packages), *test_requirements())
     # pytest exits 5 when it collects nothing, which fails the session: an empty suite is no pass
     session.run("pytest", *BACKEND_TESTS[backend], *session.posargs, env={"LIMN_TEST_DEVICE": backend})
 

@@ -17,7 +17,8 @@ import pytest
 from limn.cuda_program import CudaProgram, Launch
 from limn.cuda_sim import SimCompileError, SimLaunchError, SimRuntime
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+# a g++ build per test (a few seconds each): nox -s "tests(cuda-sim)" runs them, not the default suite
+pytestmark = [pytest.mark.cuda, pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")]
 
 GRID_STRIDE_ADD = """
 extern "C" __global__ void add(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out) {
@@ -162,7 +163,8 @@ def test_a_second_compile_of_the_same_program_is_a_cache_hit(tmp_path):
     second = SimRuntime(cache=tmp_path / "cache")  # a fresh runtime: only the disk cache can answer
     module = second.compile(program)
     assert (first.builds, second.builds) == (1, 0)
-    assert [p.suffix for p in (tmp_path / "cache").iterdir()] == [".so"]  # no temp file left behind
+    left = sorted(p.name.split(".", 1)[1] for p in (tmp_path / "cache").iterdir())
+    assert left == ["hpp", "hpp.gch", "so"], left  # the library and the precompiled shim, no temp file
     a, b, out = np.ones(1000, np.float32), np.ones(1000, np.float32), np.zeros(1000, np.float32)
     second.run(module, program, [a.ctypes.data, b.ctypes.data, out.ctypes.data], block=32)
     np.testing.assert_array_equal(out, 2)

@@ -2,8 +2,8 @@
 - a nest becomes one `__global__` function walking its cells grid-stride; which loops are the cells follows
   the rule in the module docstring (a matmul's column loop inside its reduce loop is a cell coordinate, a
   repeated counter keeps the leading loops only, a 0-d total is one nest of one cell);
-- a scatter's adds go through the prelude's atomics, and a scatter CUDA has no atomic for is declined with the
-  reason and what to do;
+- a scatter's adds go through the prelude's atomics (a narrow cell's by compare-and-swap on its word), and a
+  scatter with no atomic is declined with the reason and what to do;
 - every statement carries a `#line` marker giving the IR instruction's line in the kernel's printout."""
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import limn
 from limn import Tensor
 from limn.codegen import ir
 from limn.cuda_source import CudaRenderer, CudaUnsupported, cell_loops, nests
-from limn.ir import EndLoop, KernelIR, Loop, LoopVar, Store, Value
+from limn.ir import Accum, BufferArg, EndLoop, KernelIR, LoadI, Loop, LoopVar, Store, Value
 from limn.ir import Index as Ix
+from limn.ops import Op
 
 
 def kernels_of(*tensors: Tensor) -> list[KernelIR]:
@@ -71,11 +72,32 @@ def test_a_scatter_adds_through_atomics():
     assert "limn_atomic_add_f32(&out[" in source, source
 
 
-def test_a_scatter_cuda_has_no_atomic_for_is_declined_with_the_reason():
-    target = Tensor.zeros(3, 6, dtype=limn.int8)
+@pytest.mark.parametrize(
+    "dtype, helper",
+    [(limn.int8, "limn_atomic_add_i8"), (limn.int16, "limn_atomic_add_i16"), (limn.float16, "limn_atomic_add_f16")],
+)
+def test_a_narrow_scatter_adds_by_compare_and_swap_on_its_word(dtype, helper):
+    """CUDA's atomics start at 32 bits: a narrow cell is updated through the word that holds it (the spec has
+    such a scatter decline; every dtype scatters here, and tests/test_backend_corpus.py diffs it on cuda-sim)."""
+    target = Tensor.zeros(3, 6, dtype=dtype)
     idx = Tensor(np.array([0, 2, 2, 1], np.int32))
-    kernel = only(target.index_add(0, idx, Tensor(np.ones((4, 6), np.int8))))
-    with pytest.raises(CudaUnsupported, match="no atomic ADD of int8.*cast before and after"):
+    kernel = only(target.index_add(0, idx, Tensor(np.ones((4, 6), dtype.np))))
+    assert f"{helper}(&out[" in CudaRenderer().render(kernel).source.split("/* k", 1)[1]
+
+
+def test_a_scatter_with_no_atomic_is_declined_with_the_reason():
+    """A float16 MAX into memory at indices read from memory: no helper, so the renderer says what to do."""
+    i0, v0, v1 = LoopVar("i0"), Value("v0"), Value("v1")
+    body = (
+        Loop(i0, 4),
+        LoadI(v0, "in0", Ix(((i0, 1),)), limn.int32),
+        LoadI(v1, "in1", Ix(((i0, 1),)), limn.float16),
+        Accum("out", Ix(((v0, 1),)), Op.MAX, v1),
+        EndLoop(i0),
+    )
+    ins = (BufferArg("in0", 0, limn.int32, (4,)), BufferArg("in1", 1, limn.float16, (4,)))
+    kernel = KernelIR("k0", Op.SCATTER, (4,), ins, (BufferArg("out", 2, limn.float16, (3,)),), body)
+    with pytest.raises(CudaUnsupported, match="no atomic MAX of float16.*or run this graph on the c device"):
         CudaRenderer().render(kernel)
 
 

@@ -142,9 +142,10 @@ class SimRuntime:
         none, and two processes building the same program do not collide."""
         fd, tmp_src = tempfile.mkstemp(suffix=".cpp", dir=path.parent)
         tmp_lib = tmp_src[: -len(".cpp")] + ".so.tmp"
+        header = self._precompiled_shim(path.parent)
         try:
             with os.fdopen(fd, "w") as f:
-                f.write(text)
+                f.write(text.replace(SHIM, f'#include "{header}"', 1) if header is not None else text)
             cmd = [self.cxx, *FLAGS, tmp_src, "-o", tmp_lib]
             self.builds += 1
             env = {**os.environ, "LC_ALL": "C"}  # g++'s messages in plain ASCII quotes, whatever the locale
@@ -155,6 +156,34 @@ class SimRuntime:
             return ctypes.CDLL(str(path))
         finally:
             for leftover in (tmp_src, tmp_lib):
+                if os.path.lexists(leftover):
+                    os.unlink(leftover)
+
+    def _precompiled_shim(self, folder: Path) -> Path | None:
+        """The shim as a header with its precompiled form beside it (g++ reads X.gch for `#include "X"` when the
+        flags match): parsing the shim's C++ headers is most of a small program's second of compiling, and this
+        pays it once per cache folder. None (the shim then goes inline) when the header cannot be built."""
+        name = hashlib.sha256("\n".join([SHIM, self.identity, " ".join(FLAGS)]).encode()).hexdigest()[:16]
+        header = folder / f"shim-{name}.hpp"
+        pch = folder / f"shim-{name}.hpp.gch"
+        if header.is_file() and pch.is_file():
+            return header
+        fd, tmp = tempfile.mkstemp(suffix=".hpp", dir=folder)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(SHIM)
+            os.replace(tmp, header)
+            flags = [f for f in FLAGS if f != "-shared"]
+            cmd = [self.cxx, *flags, "-x", "c++-header", str(header), "-o", tmp + ".gch"]
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "LC_ALL": "C"})
+            if done.returncode != 0:
+                return None
+            os.replace(tmp + ".gch", pch)
+            return header
+        except OSError:
+            return None
+        finally:
+            for leftover in (tmp, tmp + ".gch"):
                 if os.path.lexists(leftover):
                     os.unlink(leftover)
 

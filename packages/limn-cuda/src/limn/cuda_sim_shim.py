@@ -178,6 +178,7 @@ LIMN_SIM_ATOMIC_ADD(unsigned long long)
 LIMN_SIM_ATOMIC_CAS_MAX_MIN(int)
 LIMN_SIM_ATOMIC_CAS_MAX_MIN(unsigned int)
 LIMN_SIM_ATOMIC_CAS_MAX_MIN(unsigned long long)
+LIMN_SIM_ATOMIC_CAS_MAX_MIN(long long)
 
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 

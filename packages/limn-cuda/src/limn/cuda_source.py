@@ -156,9 +156,9 @@ class CudaRenderer(CStyle):
         helper = ATOMICS.get((ins.op, dtype))
         if helper is None:
             raise CudaUnsupported(
-                f"cuda: {self.kernel.name} scatters with {ins.op.name} into {dtype.name} ({ins}): CUDA has no "
-                f"atomic {ins.op.name} of {dtype.name} in one instruction; scatter into float32, float64, int32 "
-                "or int64 (cast before and after), or run this graph on the c device"
+                f"cuda: {self.kernel.name} scatters with {ins.op.name} into {dtype.name} ({ins}): there is no "
+                f"atomic {ins.op.name} of {dtype.name} (limn.cuda_prelude.ATOMICS); scatter into float32 (cast "
+                "before and after), or run this graph on the c device"
             )
         src = ins.src
         if self.value_type(self.dtype_of[ins.src]) != self.value_type(dtype):
