@@ -14,7 +14,7 @@ import limn
 from limn import Tensor, nn
 from limn.codegen import ir
 from limn.cuda_prelude import PRELUDE
-from limn.cuda_source import CudaRenderer
+from limn.cuda_source import FOLD_BLOCK, LONG_FOLD, CudaRenderer
 
 cuda_nvrtc = pytest.importorskip("limn.cuda_nvrtc")
 try:
@@ -82,3 +82,12 @@ def test_a_gpt_training_steps_kernels_compile_for_sm80_and_sm90_without_spills()
     source, names = unit_of(loss, *(p.grad for p in params))
     assert len(names) > 20, "a training step is dozens of kernels"
     check_compiles(source, names, "gpt_step")
+
+
+def test_the_long_fold_shape_compiles_for_sm80_and_sm90_without_spills():
+    """Row sums, maxima and a log-sum-exp over LONG_FOLD terms, each a block per row with a tree in shared memory."""
+    limn.set_device("numpy")
+    x = Tensor(np.random.default_rng(2).random((3, LONG_FOLD)).astype(np.float32))
+    source, names = unit_of(x.sum(1), x.max(axis=1), (x - x.max(axis=1, keepdim=True)).exp().sum(1).log())
+    assert f"partial[{FOLD_BLOCK}]" in source
+    check_compiles(source, names, "long_folds")

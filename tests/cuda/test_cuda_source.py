@@ -4,6 +4,8 @@
   repeated counter keeps the leading loops only, a 0-d total is one nest of one cell);
 - a scatter's adds go through the prelude's atomics (a narrow cell's by compare-and-swap on its word), and a
   scatter with no atomic is declined with the reason and what to do;
+- a long fold over few cells gets a block per cell (partial totals, a tree in shared memory), a short fold or
+  many cells keep one thread per cell;
 - every statement carries a `#line` marker giving the IR instruction's line in the kernel's printout."""
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pytest
 import limn
 from limn import Tensor
 from limn.codegen import ir
-from limn.cuda_source import CudaRenderer, CudaUnsupported, cell_loops, nests
+from limn.cuda_source import FEW_CELLS, FOLD_BLOCK, LONG_FOLD, CudaRenderer, CudaUnsupported, cell_loops, nests
 from limn.ir import Accum, BufferArg, EndLoop, KernelIR, LoadI, Loop, LoopVar, Store, Value
 from limn.ir import Index as Ix
 from limn.ops import Op
@@ -115,3 +117,17 @@ def test_every_statement_names_its_ir_line():
             assert f" {instr[1]} = " in statement, (printed[line - 1], statement)
         if instr[0] == "STORE":
             assert statement.startswith("out["), (printed[line - 1], statement)
+
+
+def test_a_long_fold_over_few_cells_gets_a_block_per_cell():
+    """Three rows of LONG_FOLD terms: one block of FOLD_BLOCK threads per row, a fixed tree in shared memory."""
+    program = CudaRenderer().render(only(t(3, LONG_FOLD).sum(1)))
+    (launch,) = program.launches
+    assert (launch.block, launch.cells) == (FOLD_BLOCK, 3 * FOLD_BLOCK), launch
+    assert f"__shared__ float partial[{FOLD_BLOCK}];" in program.source and "__syncthreads();" in program.source
+
+
+@pytest.mark.parametrize("shape", [(3, LONG_FOLD - 1), (FEW_CELLS + 1, LONG_FOLD)], ids=["short fold", "many cells"])
+def test_a_short_fold_or_many_cells_keep_one_thread_per_cell(shape):
+    (launch,) = CudaRenderer().render(only(t(*shape).sum(1))).launches
+    assert launch.block is None and launch.cells == shape[0], launch

@@ -41,7 +41,7 @@ class CudaSimDevice(CompiledDevice):
                 "device 'cuda-sim' compiles CUDA C as C++ and found no g++ on PATH: install g++ 10 or newer"
             )
         super().__init__()
-        self.renderer = CudaRenderer()
+        self.renderer = CudaRenderer(fold_block=block)  # a long fold's block, as small as the rest here
         self.runtime = SimRuntime(max_blocks=max_blocks)
         self.block = block
         self._rendered: dict[str, CudaProgram] = {}  # source -> its program, for compile to find the launches

@@ -9,6 +9,11 @@ are the C device's but for the math library's. Which loops are the cells (`cell_
   - a nest whose every non-reduce loop appears once and whose every write names all of their counters: all of
     them, wherever they sit (a matmul's column loop inside its reduce loop becomes a coordinate of the thread);
   - any other nest: its leading non-reduce loops, the loops the C device's OpenMP team splits (limn.c_threads).
+The second shape, a long fold over few cells (`long_fold`: at most FEW_CELLS cells, a register total over at least
+LONG_FOLD terms), gives each cell a block: its threads fold strided slices of the terms, then a fixed tree in
+shared memory folds their partial totals and thread 0 runs the epilogue. It is the one shape that regroups the
+arithmetic (the partial totals), so its float results differ from the C device's in rounding; the tree's order
+is fixed, so two runs give the same bits. The third, matmul tiles through shared memory, is still to come.
 Each statement is preceded by `#line N "kernel"`, N the IR instruction's line in the kernel's printout, so an
 NVRTC (or g++) error names the instruction it came from.
 Pipeline: tensor -> graph -> schedule -> IR -> **CUDA C** (a CudaProgram) -> NVRTC -> the driver, or the shim.
@@ -18,13 +23,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+from dataclasses import dataclass
 
 from limn.cstyle import TYPES, CStyle, Decided
 from limn.cuda_prelude import ATOMICS, PRELUDE
 from limn.cuda_program import CudaProgram, Launch
 from limn.device import DeviceError
 from limn.half_widths import HALF_WIDTHS
-from limn.ir import Accum, EndLoop, Instr, KernelIR, Loop, LoopVar, Store, Value
+from limn.ir import Acc, Accum, EndLoop, Instr, KernelIR, Loop, LoopVar, Store, Value
 
 
 class CudaUnsupported(DeviceError):
@@ -76,12 +82,55 @@ def cell_loops(nest: list[Instr]) -> list[Loop]:
     return leading
 
 
+FEW_CELLS = 1024  # a nest with at most this many cells leaves most of a GPU idle at one thread per cell
+LONG_FOLD = 4096  # and a register total over at least this many terms is worth a block per cell
+FOLD_BLOCK = 256  # threads folding one cell's terms on a GPU (a power of two: the tree halves it)
+
+
+@dataclass(frozen=True)
+class Fold:
+    """A nest of the long-fold shape: its register total (the ACC), the reduce loop folding into it and the
+    positions of both in the nest; what comes before the ACC and after the loop runs as it is written."""
+
+    acc: Acc
+    loop: Loop
+    acc_at: int
+    loop_at: int
+    end_at: int
+    accum: Accum
+
+
+def long_fold(nest: list[Instr], cells: list[Loop]) -> Fold | None:
+    """The long-fold shape of a nest (see the module docstring), or None: few cells, one ACC, one reduce loop
+    of at least LONG_FOLD terms right inside the cell loops, a straight-line body with one ACCUM into that ACC,
+    and no other loop."""
+    if math.prod(loop.extent for loop in cells) > FEW_CELLS or any(is_scatter(ins) for ins in nest):
+        return None
+    cell_vars = {loop.var for loop in cells}
+    inner = [(i, ins) for i, ins in enumerate(nest) if not (isinstance(ins, (Loop, EndLoop)) and ins.var in cell_vars)]
+    loops = [(i, ins) for i, ins in inner if isinstance(ins, Loop)]
+    accs = [(i, ins) for i, ins in inner if isinstance(ins, Acc)]
+    if len(loops) != 1 or len(accs) != 1 or not loops[0][1].reduce or loops[0][1].extent < LONG_FOLD:
+        return None
+    (loop_at, loop), (acc_at, acc) = loops[0], accs[0]
+    end_at = next(i for i, ins in inner if isinstance(ins, EndLoop) and ins.var == loop.var)
+    body = nest[loop_at + 1 : end_at]
+    accums = [ins for ins in body if isinstance(ins, Accum)]
+    if acc_at > loop_at or len(accums) != 1 or accums[0].index is not None or accums[0].target != acc.dst:
+        return None
+    return Fold(acc, loop, acc_at, loop_at, end_at, accums[0])
+
+
 class CudaRenderer(CStyle):
     """Renders a KernelIR as a CudaProgram: the prelude, then `extern "C" __global__ void NAME_nK(...)` per nest."""
 
     type_map = {**TYPES, **HALF_WIDTHS}
     kernel_prefix = 'extern "C" __global__ '
     restrict = "__restrict__"
+
+    def __init__(self, fold_block: int = FOLD_BLOCK) -> None:
+        assert fold_block > 0 and fold_block & (fold_block - 1) == 0, f"fold_block {fold_block}: a power of two"
+        self.fold_block = fold_block
 
     def render(self, kernel: KernelIR) -> CudaProgram:  # type: ignore[override]
         self.begin(kernel)
@@ -90,15 +139,25 @@ class CudaRenderer(CStyle):
         bodies = [(start, nest, cell_loops(nest)) for start, nest in nests(kernel.body)]
         for _, nest, _ in bodies:
             self._mark_atomics(nest)
-        texts = [self._function_body(kernel, start, nest, cells) for start, nest, cells in bodies]
+        folds = [long_fold(nest, cells) for _, nest, cells in bodies]
+        texts = [
+            self._function_body(kernel, start, nest, cells)
+            if fold is None
+            else self._fold_body(kernel, start, nest, cells, fold)
+            for (start, nest, cells), fold in zip(bodies, folds)
+        ]
         digest = hashlib.sha256(("".join(texts) + ",".join(params)).encode()).hexdigest()[:16]
         name = f"limn_{kernel.op.name.lower()}_{digest}"
         functions, launches = [], []
         types = tuple(p.split(f" {self.restrict} ")[0] for p in params)
-        for k, ((_, _, cells), text) in enumerate(zip(bodies, texts)):
+        for k, ((_, _, cells), fold, text) in enumerate(zip(bodies, folds, texts)):
             fn = f"{name}_n{k}"
             functions.append(f"{self.kernel_prefix}void {fn}({', '.join(params)}) {{\n{text}}}\n")
-            launches.append(Launch(fn, types, math.prod(loop.extent for loop in cells)))
+            total = math.prod(loop.extent for loop in cells)
+            if fold is None:
+                launches.append(Launch(fn, types, total))
+            else:  # a block per cell
+                launches.append(Launch(fn, types, total * self.fold_block, block=self.fold_block))
         header = f"/* {kernel.name}: {kernel.op.name} over loop{list(kernel.loop_shape)} */\n"
         return CudaProgram(PRELUDE + "\n" + header + "\n".join(functions), tuple(launches))
 
@@ -125,25 +184,72 @@ class CudaRenderer(CStyle):
             inner //= loop.extent
             lines.append(f"        const int64_t {loop.var} = cell / {inner} % {loop.extent};")
         cell_vars = {loop.var for loop in cells}
-        header_lines = len(kernel.header_lines())
         depth = 2
         for offset, ins in enumerate(nest):
-            if isinstance(ins, Loop) and ins.var in cell_vars:
+            if isinstance(ins, (Loop, EndLoop)) and ins.var in cell_vars:
                 continue
-            if isinstance(ins, EndLoop) and ins.var in cell_vars:
-                continue
-            if isinstance(ins, EndLoop):
-                depth -= 1
-            lines.append(f'#line {header_lines + start + offset + 1} "{kernel.name}"')
             if isinstance(ins, Loop):
                 lines.append("    " * depth + self.loop_head(ins.var, 0, ins.extent))
                 depth += 1
             elif isinstance(ins, EndLoop):
+                depth -= 1
                 lines.append("    " * depth + "}")
-            elif (text := self.statement(ins, {})) is not None:
-                lines.append("    " * depth + text)
+            else:
+                self._emit(lines, kernel, start + offset, ins, depth)
         lines.append("    }")
         return "".join(line + "\n" for line in lines)
+
+    def _fold_body(self, kernel: KernelIR, start: int, nest: list[Instr], cells: list[Loop], fold: Fold) -> str:
+        """A block per cell, grid-stride over the cells: each thread folds terms threadIdx.x, + blockDim.x, ...
+        into its own total, the block's totals meet in a fixed tree in shared memory, and thread 0 runs what
+        follows the loop with the block's total in the ACC's place."""
+        total, block = math.prod(loop.extent for loop in cells), self.fold_block
+        acc, var, ctype = fold.acc.dst, fold.loop.var, self.value_type(fold.acc.dtype)
+        combine = self.op(
+            fold.accum.op,
+            ["partial[threadIdx.x]", "partial[threadIdx.x + half]"],
+            fold.acc.dtype.compute,
+            fold.acc.dtype.compute,
+        )
+        lines = [
+            f"    __shared__ {ctype} partial[{block}];",
+            f"    for (int64_t cell = blockIdx.x; cell < {total}; cell += gridDim.x) {{",
+        ]
+        inner = total
+        for loop in cells:
+            inner //= loop.extent
+            lines.append(f"        const int64_t {loop.var} = cell / {inner} % {loop.extent};")
+        cell_vars = {loop.var for loop in cells}
+        for offset, ins in enumerate(nest):
+            if isinstance(ins, (Loop, EndLoop)) and ins.var in cell_vars:
+                continue
+            if offset == fold.loop_at:
+                lines.append(
+                    f"        for (int64_t {var} = threadIdx.x; {var} < {fold.loop.extent}; {var} += blockDim.x) {{"
+                )
+            elif offset == fold.end_at:
+                lines += [
+                    "        }",
+                    f"        partial[threadIdx.x] = {acc};",
+                    "        __syncthreads();",
+                    "        for (int half = blockDim.x / 2; half > 0; half /= 2) { /* the fixed tree */",
+                    f"            if (threadIdx.x < half) partial[threadIdx.x] = {combine};",
+                    "            __syncthreads();",
+                    "        }",
+                    f"        {acc} = partial[0];",
+                    "        if (threadIdx.x == 0) {",
+                ]
+            else:
+                self._emit(lines, kernel, start + offset, ins, 3 if offset > fold.loop_at else 2)
+        lines += ["        }", "        __syncthreads(); /* partial is read before the next cell writes it */", "    }"]
+        return "".join(line + "\n" for line in lines)
+
+    def _emit(self, lines: list[str], kernel: KernelIR, at: int, ins: Instr, depth: int) -> None:
+        """One straight-line instruction, behind the `#line` marker of its line in the kernel's printout."""
+        text = self.statement(ins, {})
+        if text is not None:
+            lines.append(f'#line {len(kernel.header_lines()) + at + 1} "{kernel.name}"')
+            lines.append("    " * depth + text)
 
     def spell(self, ins: Instr, decided: Decided) -> str | None:
         if isinstance(ins, Accum) and id(ins) in self.atomic:
