@@ -18,7 +18,6 @@ import hashlib
 import os
 import platform
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -29,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from limn import c_attention, c_isa, c_source_index
+from limn import c_attention, c_isa, c_source_index, cache_files
 from limn.c_matmul import VECTOR_PRELUDE
 from limn.c_pool import HostPool
 from limn.c_prelude import PRELUDE
@@ -51,11 +50,9 @@ class CompileError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    """Where compiled kernels are kept: $LIMN_CACHE_DIR, else $XDG_CACHE_HOME/limn, else ~/.cache/limn."""
-    if os.environ.get("LIMN_CACHE_DIR"):
-        return Path(os.environ["LIMN_CACHE_DIR"]) / "c"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "limn" / "c"
+    """Where compiled kernels are kept (limn.cache_files): $LIMN_CACHE_DIR/c, else $XDG_CACHE_HOME/limn/c, else
+    ~/.cache/limn/c."""
+    return cache_files.cache_dir("c")
 
 
 class KernelCacheWarning(RuntimeWarning):
@@ -425,19 +422,7 @@ class CDevice(CompiledDevice):
 
 
 def _file_bytes(path: Path) -> bytes | None:
-    """The bytes of a regular file; None for anything else (missing, unreadable, a directory, a FIFO).
-    It is opened without blocking, so a FIFO in a cache slot cannot hang the run."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                return None
-            return f.read()
-    except OSError:
-        return None
+    return cache_files.file_bytes(path)
 
 
 def _install(tmp: str, slot: Path, folder: Path) -> bool:

@@ -14,13 +14,13 @@ import hashlib
 import json
 import os
 import re
-import stat
 import tempfile
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from limn import cache_files
 from limn.device import DeviceError
 
 INSTALL_HINT = "pip install 'limn-cuda[nvrtc]' (or, in limn's checkout, uv sync --extra cuda)"
@@ -249,12 +249,8 @@ def _logical_locations(lines: list[str], name: str) -> list[tuple[str, int]]:
 
 
 def cache_dir() -> Path:
-    """Where compiled programs are kept: $LIMN_CACHE_DIR/cuda, else $XDG_CACHE_HOME/limn/cuda, else
-    ~/.cache/limn/cuda."""
-    if os.environ.get("LIMN_CACHE_DIR"):
-        return Path(os.environ["LIMN_CACHE_DIR"]) / "cuda"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "limn" / "cuda"
+    """Where compiled programs are kept (limn.cache_files): $LIMN_CACHE_DIR/cuda, else under ~/.cache/limn."""
+    return cache_files.cache_dir("cuda")
 
 
 def cache_key(source: str, name: str, arch: int, cubin: bool, driver_version: int) -> str:
@@ -307,19 +303,9 @@ def _decode(data: bytes) -> Compiled | None:
 
 
 def _read_entry(path: Path) -> Compiled | None:
-    """The entry at `path` if it is a regular file whose checksum holds; None for anything else. Opened
-    without blocking, so a FIFO in the slot cannot hang the run."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                return None
-            return _decode(f.read())
-    except OSError:
-        return None
+    """The entry at `path` if it is a regular file whose checksum holds; None for anything else."""
+    data = cache_files.file_bytes(path)
+    return None if data is None else _decode(data)
 
 
 def _write_entry(path: Path, compiled: Compiled) -> None:

@@ -21,6 +21,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from limn import cache_files
 from limn.cuda_program import CudaProgram, Launch
 from limn.cuda_sim_shim import SHIM
 
@@ -47,11 +48,8 @@ class SimLaunchError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    """Where sim libraries are kept: $LIMN_CACHE_DIR/cuda-sim, else $XDG_CACHE_HOME/limn/cuda-sim, else ~/.cache."""
-    if os.environ.get("LIMN_CACHE_DIR"):
-        return Path(os.environ["LIMN_CACHE_DIR"]) / "cuda-sim"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "limn" / "cuda-sim"
+    """Where sim libraries are kept (limn.cache_files): $LIMN_CACHE_DIR/cuda-sim, else under ~/.cache/limn."""
+    return cache_files.cache_dir("cuda-sim")
 
 
 @dataclass
