@@ -74,7 +74,7 @@ class CudaBuffer:
 
 
 @dataclass(frozen=True)
-class Compiled:
+class Loaded:
     """A kernel's program on the GPU: one CUfunction per launch, in order, and the module holding them."""
 
     program: CudaProgram
@@ -122,7 +122,7 @@ class CudaDevice(CompiledDevice):
     def compile(self, kernel: KernelIR, source: str) -> Any:
         return self.compile_batch([(kernel, source)])[0]
 
-    def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Compiled]:
+    def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Loaded]:
         """One NVRTC program and one module for all of a plan's kernels (NVRTC starts once per plan, and the
         prelude is compiled once). An NvrtcError propagates with NVRTC's log and the lines it names."""
         programs = [self._rendered.pop(source) for _, source in items]
@@ -134,7 +134,7 @@ class CudaDevice(CompiledDevice):
         out = []
         for program in programs:
             functions = tuple(self._function(module, launch) for launch in program.launches)
-            out.append(Compiled(program, functions, module))
+            out.append(Loaded(program, functions, module))
         return out
 
     def _function(self, module: Any, launch: Launch) -> Any:
@@ -147,7 +147,7 @@ class CudaDevice(CompiledDevice):
 
     # ---- running ----
 
-    def launch(self, program: Compiled, kernel: KernelIR, handles: list[CudaBuffer]) -> None:
+    def launch(self, program: Loaded, kernel: KernelIR, handles: list[CudaBuffer]) -> None:
         """Each of the program's launches in order on the stream, its parameters the device pointers of
         all the kernel's buffers (inputs, then outputs); a launch with no cells is skipped."""
         self._enter()
@@ -167,7 +167,10 @@ class CudaDevice(CompiledDevice):
             result = self.driver.cuLaunchKernel(
                 function, grid, 1, 1, block, 1, 1, launch.shared_bytes, self.stream, params, 0
             )
-            _check(result, f"cuLaunchKernel of kernel {kernel.name} ({launch.name}, grid {grid}, block {block})")
+            what = f"cuLaunchKernel of kernel {kernel.name} ({launch.name}, grid {grid}, block {block})"
+            if self._pending:  # a sticky error from one of these can surface at this launch instead
+                what += f", with {', '.join(self._pending)} launched before it and not yet waited for"
+            _check(result, what)
             self._pending.append(f"{kernel.name} ({launch.name})")
 
     def synchronize(self) -> None:
@@ -214,7 +217,10 @@ class CudaDevice(CompiledDevice):
 
     def _free_pointer(self, pointer: int) -> None:
         self._enter()
-        _check(self.driver.cuMemFree(self.driver.CUdeviceptr(pointer)), "cuMemFree")
+        result = self.driver.cuMemFree(self.driver.CUdeviceptr(pointer))
+        if result[0].name in STICKY:
+            return  # the context went with everything in it, and the fault was reported when it was found
+        _check(result, "cuMemFree")
 
     def free(self, handle: CudaBuffer) -> None:
         handle.release()
