@@ -262,6 +262,31 @@ def test_empty_tensors_need_no_memory(cuda):
     assert Tensor(np.zeros((2, 0), np.float32)).sum(1).numpy().tolist() == [0.0, 0.0]
 
 
+def _train(steps: int) -> list[float]:
+    """An MLP's losses over a few AdamW steps on the current device, from fixed weights and data."""
+    from limn import nn, optim
+
+    model = [nn.Linear(2, 8), nn.Linear(8, 1)]
+    for k, p in enumerate(nn.parameters(model)):
+        p.assign(Tensor(rand(*p.shape, seed=k) * 0.5))
+        p.realize()
+    opt = optim.AdamW(nn.named_parameters(model), lr=1e-2)
+    x, y = rand(16, 2, seed=10), rand(16, 1, seed=11)
+    losses = []
+    for _ in range(steps):
+        loss = ((model[1](model[0](Tensor(x)).tanh()) - Tensor(y)) ** 2).mean()
+        loss.backward()
+        opt.step(loss)
+        losses.append(float(loss.numpy()))
+    return losses
+
+
+def test_training_loop_matches_numpy(cuda):
+    got = _train(3)
+    limn.set_device("numpy")
+    np.testing.assert_allclose(got, _train(3), rtol=1e-5)
+
+
 def test_buffers_are_freed_once_when_tensors_go(emulated):
     t = Tensor(rand(64, 64)) * 2
     t.numpy()
