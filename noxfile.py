@@ -35,8 +35,10 @@ PLUGIN = ROOT / "examples" / "third_party_device"
 SMOKE = ROOT / "tests" / "smoke_wheels.py"
 
 # The package that provides each backend (with the extras it needs); numpy is limn-core's own. cuda-sim is
-# limn-cuda's CUDA C run on the CPU: no GPU needed, so CI runs it.
-BACKEND_PACKAGES = {"numpy": [], "c": ["limn-c"], "cuda": ["limn-cuda[nvrtc]"], "cuda-sim": ["limn-cuda[nvrtc]"]}
+# limn-cuda's CUDA C run on the CPU: no GPU needed, so CI runs it. The cuda sessions add limn-nn, whose
+# layers build the GPT step their emission sweep compiles.
+CUDA_PACKAGES = ["limn-cuda[nvrtc]", "limn-nn"]
+BACKEND_PACKAGES = {"numpy": [], "c": ["limn-c"], "cuda": CUDA_PACKAGES, "cuda-sim": CUDA_PACKAGES}
 # What each backend's session runs: the numpy reference's own suite, or the diffs against it. The cuda
 # sessions also run the emission sweeps the default suite leaves out (the `cuda` marker).
 CUDA_TESTS = ["tests/test_backend_corpus.py", "tests/cuda", "-m", "not isa and not ops"]

@@ -131,3 +131,9 @@ def test_a_long_fold_over_few_cells_gets_a_block_per_cell():
 def test_a_short_fold_or_many_cells_keep_one_thread_per_cell(shape):
     (launch,) = CudaRenderer().render(only(t(*shape).sum(1))).launches
     assert launch.block is None and launch.cells == shape[0], launch
+
+
+def test_an_empty_tensor_renders_a_walk_over_no_cells():
+    kernel = only(Tensor(np.zeros((0, 3), np.float32)) + 1)
+    (launch,) = CudaRenderer().render(kernel).launches
+    assert launch.cells == 0, launch

@@ -82,6 +82,16 @@ def cell_loops(nest: list[Instr]) -> list[Loop]:
     return leading
 
 
+def coordinates(cells: list[Loop]) -> list[str]:
+    """Each cell loop's counter from the flat cell number, the first loop the slowest-moving (an empty loop
+    leaves no cell to number: the walk over `cell` never starts)."""
+    lines = []
+    for k, loop in enumerate(cells):
+        inner = math.prod(later.extent for later in cells[k + 1 :])
+        lines.append(f"        const int64_t {loop.var} = cell / {inner} % {max(loop.extent, 1)};")
+    return lines
+
+
 FEW_CELLS = 1024  # a nest with at most this many cells leaves most of a GPU idle at one thread per cell
 LONG_FOLD = 4096  # and a register total over at least this many terms is worth a block per cell
 FOLD_BLOCK = 256  # threads folding one cell's terms on a GPU (a power of two: the tree halves it)
@@ -179,10 +189,7 @@ class CudaRenderer(CStyle):
             "    const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;",
             f"    for (int64_t cell = first; cell < {total}; cell += stride) {{",
         ]
-        inner = total
-        for loop in cells:  # the first cell loop is the slowest-moving coordinate
-            inner //= loop.extent
-            lines.append(f"        const int64_t {loop.var} = cell / {inner} % {loop.extent};")
+        lines += coordinates(cells)
         cell_vars = {loop.var for loop in cells}
         depth = 2
         for offset, ins in enumerate(nest):
@@ -215,10 +222,7 @@ class CudaRenderer(CStyle):
             f"    __shared__ {ctype} partial[{block}];",
             f"    for (int64_t cell = blockIdx.x; cell < {total}; cell += gridDim.x) {{",
         ]
-        inner = total
-        for loop in cells:
-            inner //= loop.extent
-            lines.append(f"        const int64_t {loop.var} = cell / {inner} % {loop.extent};")
+        lines += coordinates(cells)
         cell_vars = {loop.var for loop in cells}
         for offset, ins in enumerate(nest):
             if isinstance(ins, (Loop, EndLoop)) and ins.var in cell_vars:
