@@ -178,10 +178,14 @@ def emulated(monkeypatch):
     monkeypatch.setattr(cuda_nvrtc, "cached_compile", image)
     monkeypatch.setitem(limn.device._loaded, "cuda", backend_cuda.CudaDevice())
     limn.set_device("cuda")
-    return fake
+    yield fake
+    # a draw made the emulated device a default generator; the device goes with the test, so must it (or the
+    # next limn.manual_seed would reseed it on a device that can no longer load)
+    limn.rng._generators.pop("cuda", None)
 
 
-@pytest.fixture(params=["gpu", "emulated"])
+# the emulated half builds its kernels with g++ under cuda-sim: it runs in nox -s "tests(cuda-sim)" (CI runs it)
+@pytest.fixture(params=["gpu", pytest.param("emulated", marks=pytest.mark.cuda)])
 def cuda(request):
     """Each test on a real GPU (skipped without one) and on the emulated driver."""
     if request.param == "emulated":
@@ -287,6 +291,7 @@ def test_training_loop_matches_numpy(cuda):
     np.testing.assert_allclose(got, _train(3), rtol=1e-5)
 
 
+@pytest.mark.cuda
 def test_buffers_are_freed_once_when_tensors_go(emulated):
     t = Tensor(rand(64, 64)) * 2
     t.numpy()
@@ -298,12 +303,14 @@ def test_buffers_are_freed_once_when_tensors_go(emulated):
     assert not emulated.memory
 
 
+@pytest.mark.cuda
 def test_launch_error_names_the_kernel(emulated):
     emulated.launch_error = emulated.CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
     with pytest.raises(DeviceError, match=r"cuLaunchKernel of kernel \w+ \(limn_\w+_n0.*LAUNCH_OUT_OF_RESOURCES"):
         (Tensor(rand(8)) + 1).numpy()
 
 
+@pytest.mark.cuda
 def test_fault_found_at_synchronize_names_the_kernels_and_says_to_restart(emulated):
     x = Tensor(rand(8))  # uploaded (and waited for) before the fault is armed
     emulated.sync_error = emulated.CUresult.CUDA_ERROR_ILLEGAL_ADDRESS
@@ -311,6 +318,7 @@ def test_fault_found_at_synchronize_names_the_kernels_and_says_to_restart(emulat
         (x - 1).numpy()
 
 
+@pytest.mark.cuda
 def test_programs_compile_once_per_plan(emulated):
     x = Tensor(rand(6, 7))
     (x.softmax(1) + x.sum(0)).numpy()
