@@ -197,3 +197,11 @@ def test_nvrtc_that_cannot_load_names_what_to_install(monkeypatch):
         monkeypatch.undo()
         cuda_nvrtc._nvrtc.cache_clear()
     assert cuda_nvrtc.nvrtc_version() >= (12, 0)
+
+
+def test_reading_an_empty_log_leaves_pythons_cached_bytes_alone():
+    """NVRTC writes its log into the buffer it is given; an empty log is one NUL. Handed `b" " * 1`, which is
+    CPython's cached one-byte object, it turned every b" " in the process into b"\\0" (a safetensors header's
+    padding among them): the buffers are bytearrays."""
+    compiled = cuda_nvrtc.compile('extern "C" __global__ void k(float* x) { x[0] = 1; }', "k.cu", 80, True)
+    assert compiled.cubin and b" " * 2 == bytes([32, 32]) and b" " == bytes([32])

@@ -151,9 +151,9 @@ def _log(prog: Any) -> str:
     nvrtc = _nvrtc()
     err, size = nvrtc.nvrtcGetProgramLogSize(prog)
     _check(err, "nvrtcGetProgramLogSize")
-    buf = b" " * size
+    buf = bytearray(size)  # NVRTC writes into it: never a bytes object (b" " * 1 is CPython's cached b" ")
     _check(nvrtc.nvrtcGetProgramLog(prog, buf)[0], "nvrtcGetProgramLog")
-    return buf.rstrip(b"\0").decode(errors="replace")
+    return bytes(buf).rstrip(b"\0").decode(errors="replace")
 
 
 def _image(prog: Any, cubin: bool) -> bytes:
@@ -163,9 +163,9 @@ def _image(prog: Any, cubin: bool) -> bytes:
     )
     err, size = get_size(prog)
     _check(err, get_size.__name__)
-    buf = b" " * size
+    buf = bytearray(size)  # written by NVRTC, so mutable (see _log)
     _check(get(prog, buf)[0], get.__name__)
-    return buf  # PTX keeps its closing NUL: cuModuleLoadData reads PTX as a C string
+    return bytes(buf)  # PTX keeps its closing NUL: cuModuleLoadData reads PTX as a C string
 
 
 # ---- ptxas's report: "Compiling entry function 'k'", then "Function properties for k", a spill line and a usage line
