@@ -208,3 +208,17 @@ def test_debug_0_prints_nothing(ir_device, capsys, monkeypatch):
     monkeypatch.setenv("LIMN_DEBUG", "0")
     run_twice(np.ones((3, 4), np.float32))
     assert capsys.readouterr().err == "", "LIMN_DEBUG=0 must be silent"
+
+
+def test_an_allocation_the_device_refuses_keeps_the_devices_reason(ir_device, monkeypatch):
+    """Rule: a MemoryError from a device's alloc names the buffer asked for and keeps what the device said
+    (a GPU says how much is free), raised before any kernel runs."""
+
+    def refuse(dtype, shape):
+        raise MemoryError("asked 96 bytes, 3 free")
+
+    monkeypatch.setattr(ir_device, "alloc", refuse)
+    before = ir_device.stats.kernels_run
+    with pytest.raises(MemoryError, match=r"24 bytes for a float32\[6\] buffer: asked 96 bytes, 3 free"):
+        (Tensor(np.ones(6, np.float32)) * 2).realize()
+    assert ir_device.stats.kernels_run == before

@@ -266,10 +266,11 @@ class CompiledDevice:
     def _alloc_checked(self, dtype: DType, shape: Shape) -> Any:
         try:
             return self.alloc(dtype, shape)
-        except MemoryError:
+        except MemoryError as e:
             nbytes = int(np.prod(shape)) * dtype.itemsize
+            why = f": {e}" if str(e) else ""  # the device's own account (a GPU's free bytes), where it gave one
             raise MemoryError(
-                f"device {self.name!r} could not allocate {nbytes} bytes for a {dtype.name}{list(shape)} buffer"
+                f"device {self.name!r} could not allocate {nbytes} bytes for a {dtype.name}{list(shape)} buffer{why}"
             ) from None
 
     def _check_indices(self, check: IndexCheck, sched: Schedule, handles: list[Any]) -> None:
