@@ -48,7 +48,8 @@ def test_set_device_without_a_driver_says_so():
 class EmulatedDriver:
     """cuda.bindings.driver as one small GPU answers it: device memory is host memory (ctypes buffers, so a
     CUdeviceptr is a real address), and cuLaunchKernel runs the function under the cuda-sim runtime in one
-    block of 32 threads, whatever grid it is asked for (the kernels are grid-stride, so any grid is correct).
+    block of the threads it asks for, whatever grid it is asked for (the kernels are grid-stride, so any grid
+    is correct, and a matmul tile gets the block it was written for).
     `launches` records each launch's (name, grid, block); `sync_error` makes the next cuStreamSynchronize fail."""
 
     def __init__(self, capacity: int = 2**30, sm_count: int = 2) -> None:
@@ -162,7 +163,7 @@ class EmulatedDriver:
         assert (gy, gz, by, bz, extra) == (1, 1, 1, 1, 0)
         addresses = [int(a) for a in np.asarray(params)]
         pointers = [ctypes.c_uint64.from_address(a).value for a in addresses]
-        self.runtime.run(module, program, pointers, block=32)
+        self.runtime.run(module, program, pointers, block=bx)  # the block it asks for: a tile needs its own
         return (self.ok,)
 
 

@@ -1,6 +1,6 @@
 """The CUDA renderer's emission rules (limn.cuda_source), read off the source it writes, with no GPU:
 - a nest becomes one `__global__` function walking its cells grid-stride; which loops are the cells follows
-  the rule in the module docstring (a matmul's column loop inside its reduce loop is a cell coordinate, a
+  the rule in the module docstring (an untiled matmul's column loop inside its reduce loop is a cell coordinate, a
   repeated counter keeps the leading loops only, a 0-d total is one nest of one cell);
 - a scatter's adds go through the prelude's atomics (a narrow cell's by compare-and-swap on its word), and a
   scatter with no atomic is declined with the reason and what to do;
@@ -40,11 +40,11 @@ def t(*shape: int, dtype=np.float32) -> Tensor:
     return Tensor(rng.standard_normal(shape).astype(dtype))
 
 
-def test_a_matmul_nest_walks_rows_and_columns_as_cells_with_the_reduce_in_each_thread():
+def test_a_matmul_nest_untiled_walks_rows_and_columns_as_cells_with_the_reduce_in_each_thread():
     kernel = only(t(4, 6) @ t(6, 3))
     (fill, fold) = [nest for _, nest in nests(kernel.body)]
     assert [loop.var.name for loop in cell_loops(fold)] == ["i0", "i1"], kernel
-    program = CudaRenderer().render(kernel)
+    program = CudaRenderer(tiling=None).render(kernel)  # tiles off: the first shape (tiles: test_cuda_matmul_tiles)
     assert [launch.cells for launch in program.launches] == [12, 12]
     fold_fn = program.source.split("_n1(")[1]
     assert "cell / 3 % 4" in fold_fn and "cell / 1 % 3" in fold_fn, fold_fn

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from limn.cuda_matmul import Tiling
 from limn.cuda_prelude import PRELUDE
 from limn.cuda_program import CudaProgram
 from limn.cuda_sim import SimRuntime
@@ -27,6 +28,7 @@ from limn.jit import CompiledDevice
 from limn.ops import Shape
 
 BLOCK = 32  # threads per simulated block: a few blocks already cover a small test's cells, the rest wrap
+TILING = Tiling(rows=8, cols=8, depth=4, patch_rows=2, patch_cols=2)  # 16 threads: small tests cross tile edges
 
 
 class CudaSimDevice(CompiledDevice):
@@ -35,13 +37,13 @@ class CudaSimDevice(CompiledDevice):
     name = "cuda-sim"
     host = True
 
-    def __init__(self, block: int = BLOCK, max_blocks: int = 4) -> None:
+    def __init__(self, block: int = BLOCK, max_blocks: int = 4, tiling: Tiling | None = TILING) -> None:
         if shutil.which("g++") is None:
             raise DeviceError(
                 "device 'cuda-sim' compiles CUDA C as C++ and found no g++ on PATH: install g++ 10 or newer"
             )
         super().__init__()
-        self.renderer = CudaRenderer(fold_block=block)  # a long fold's block, as small as the rest here
+        self.renderer = CudaRenderer(fold_block=block, tiling=tiling)  # a long fold's block and matmul tiles, small
         self.runtime = SimRuntime(max_blocks=max_blocks)
         self.block = block
         self._rendered: dict[str, CudaProgram] = {}  # source -> its program, for compile to find the launches

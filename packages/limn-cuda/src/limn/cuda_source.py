@@ -13,7 +13,10 @@ The second shape, a long fold over few cells (`long_fold`: at most FEW_CELLS cel
 LONG_FOLD terms), gives each cell a block: its threads fold strided slices of the terms, then a fixed tree in
 shared memory folds their partial totals and thread 0 runs the epilogue. It is the one shape that regroups the
 arithmetic (the partial totals), so its float results differ from the C device's in rounding; the tree's order
-is fixed, so two runs give the same bits. The third, matmul tiles through shared memory, is still to come.
+is fixed, so two runs give the same bits. The third, a nest that reads as a matmul (limn.matmul_form decides),
+gets a block per output tile with both operands staged through shared memory (limn.cuda_matmul, Tiling); each
+cell still folds r in order with the plain nest's fma, so it keeps the first shape's bits. A nest takes the long
+fold when it has that shape, else the tiles when it is a matmul, else one thread per cell.
 Each statement is preceded by `#line N "kernel"`, N the IR instruction's line in the kernel's printout, so an
 NVRTC (or g++) error names the instruction it came from.
 Pipeline: tensor -> graph -> schedule -> IR -> **CUDA C** (a CudaProgram) -> NVRTC -> the driver, or the shim.
@@ -26,6 +29,7 @@ import math
 from dataclasses import dataclass
 
 from limn.cstyle import TYPES, CStyle, Decided
+from limn.cuda_matmul import GPU_TILING, Tiling, render_tiles, tile_count, tiled_matmul
 from limn.cuda_prelude import ATOMICS, PRELUDE
 from limn.cuda_program import CudaProgram, Launch
 from limn.device import DeviceError
@@ -138,9 +142,10 @@ class CudaRenderer(CStyle):
     kernel_prefix = 'extern "C" __global__ '
     restrict = "__restrict__"
 
-    def __init__(self, fold_block: int = FOLD_BLOCK) -> None:
+    def __init__(self, fold_block: int = FOLD_BLOCK, tiling: Tiling | None = GPU_TILING) -> None:
         assert fold_block > 0 and fold_block & (fold_block - 1) == 0, f"fold_block {fold_block}: a power of two"
         self.fold_block = fold_block
+        self.tiling = tiling  # None: matmuls keep one thread per cell (tests compare the two shapes)
 
     def render(self, kernel: KernelIR) -> CudaProgram:  # type: ignore[override]
         self.begin(kernel)
@@ -150,24 +155,31 @@ class CudaRenderer(CStyle):
         for _, nest, _ in bodies:
             self._mark_atomics(nest)
         folds = [long_fold(nest, cells) for _, nest, cells in bodies]
-        texts = [
-            self._function_body(kernel, start, nest, cells)
-            if fold is None
-            else self._fold_body(kernel, start, nest, cells, fold)
-            for (start, nest, cells), fold in zip(bodies, folds)
-        ]
+        tiled = [fold is None and self.tiling is not None for fold in folds]
+        tiles = [tiled_matmul(nest, kernel) if ok else None for (_, nest, _), ok in zip(bodies, tiled)]
+        texts = []
+        for (start, nest, cells), fold, tile in zip(bodies, folds, tiles):
+            if fold is not None:
+                texts.append(self._fold_body(kernel, start, nest, cells, fold))
+            elif tile is not None:
+                texts.append(render_tiles(self, kernel, start, nest, tile, self.tiling))
+            else:
+                texts.append(self._function_body(kernel, start, nest, cells))
         digest = hashlib.sha256(("".join(texts) + ",".join(params)).encode()).hexdigest()[:16]
         name = f"limn_{kernel.op.name.lower()}_{digest}"
         functions, launches = [], []
         types = tuple(p.split(f" {self.restrict} ")[0] for p in params)
-        for k, ((_, _, cells), fold, text) in enumerate(zip(bodies, folds, texts)):
+        for k, ((_, _, cells), fold, tile, text) in enumerate(zip(bodies, folds, tiles, texts)):
             fn = f"{name}_n{k}"
             functions.append(f"{self.kernel_prefix}void {fn}({', '.join(params)}) {{\n{text}}}\n")
             total = math.prod(loop.extent for loop in cells)
-            if fold is None:
-                launches.append(Launch(fn, types, total))
-            else:  # a block per cell
+            if fold is not None:  # a block per cell
                 launches.append(Launch(fn, types, total * self.fold_block, block=self.fold_block))
+            elif tile is not None:  # a block per output tile
+                threads = self.tiling.threads
+                launches.append(Launch(fn, types, tile_count(tile, self.tiling) * threads, block=threads))
+            else:
+                launches.append(Launch(fn, types, total))
         header = f"/* {kernel.name}: {kernel.op.name} over loop{list(kernel.loop_shape)} */\n"
         return CudaProgram(PRELUDE + "\n" + header + "\n".join(functions), tuple(launches))
 
