@@ -1,10 +1,13 @@
-"""float32 square matmul on the c device, beside numpy (BLAS) and torch (CPU), in one run.
+"""float32 square matmul on the c device, beside numpy (BLAS) and torch (CPU), in one run; or on a GPU.
 
     uv run python examples/bench_matmul.py [--sizes 256 512 1024 2048]
+    uv run python examples/bench_matmul.py --device cuda [--sizes 1024 2048 4096 8192]
 
 Prints GFLOP/s (2 n**3 / median seconds) for each, limn's ratio to numpy, the thread count, and limn's
 first call (schedule, render, cc, run) apart from its steady state. limn runs the register-tiled nest,
-which is bit-identical to the plain i, r, j nest the IR prints.
+which is bit-identical to the plain i, r, j nest the IR prints. With --device cuda (or cuda-sim, to try the
+script without a GPU on small sizes) the operands live on the device, limn runs the shared-memory tiles
+(limn.cuda_matmul) and the comparison is torch's cuBLAS with TF32 off, both timed to the end of the stream.
 """
 
 from __future__ import annotations
@@ -23,15 +26,18 @@ from limn.backend_c import team_size
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024, 2048])
+    parser.add_argument("--sizes", type=int, nargs="+", help="256 512 1024 2048 (c), 1024 to 8192 (cuda)")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--device", default="c", help="c (the default), cuda, or cuda-sim")
     args = parser.parse_args()
+    if args.device != "c":
+        return on_gpu(args)
     limn.set_device("c")
     limits = measure(limn.get_device())
     threads = team_size()
     torch.set_num_threads(threads)
     rows = []
-    for n in args.sizes:
+    for n in args.sizes or [256, 512, 1024, 2048]:
         rng = np.random.default_rng(0)
         a_np = rng.standard_normal((n, n)).astype(np.float32)
         b_np = rng.standard_normal((n, n)).astype(np.float32)
@@ -62,6 +68,45 @@ def main() -> None:
         f"(OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')})"
     )
     headers = ["n", "limn c", "numpy", "torch", "limn % peak", "limn/numpy", "limn first call", "max rel diff"]
+    print(table(headers, rows))
+
+
+def on_gpu(args: argparse.Namespace) -> None:
+    """The cuda (or cuda-sim) rows: limn's tiles beside cuBLAS, operands resident on the device."""
+    limn.set_device(args.device)
+    gpu = args.device == "cuda" and torch.cuda.is_available()
+    if gpu:
+        torch.backends.cuda.matmul.allow_tf32 = False  # cuBLAS in full float32, as limn computes
+        torch.backends.cudnn.allow_tf32 = False
+    rows = []
+    for n in args.sizes or [1024, 2048, 4096, 8192]:
+        rng = np.random.default_rng(0)
+        a_np = rng.standard_normal((n, n)).astype(np.float32)
+        b_np = rng.standard_normal((n, n)).astype(np.float32)
+        a, b = limn.Tensor(a_np, device=args.device), limn.Tensor(b_np, device=args.device)
+        flops = 2.0 * n**3
+        limn_matmul = lambda a=a, b=b: (a @ b).realize()  # noqa: E731 (a run ends waiting for its stream)
+        first = first_call_seconds(limn_matmul)
+        t_limn = median_seconds(limn_matmul, args.repeats)
+        got = (a @ b).numpy()
+        check = np.abs(got - a_np @ b_np).max() / np.abs(a_np @ b_np).max()
+        row = [str(n), f"{flops / t_limn / 1e9:.1f}"]
+        if gpu:
+            a_t, b_t = torch.from_numpy(a_np).cuda(), torch.from_numpy(b_np).cuda()
+
+            def cublas(a=a_t, b=b_t):
+                out = a @ b
+                torch.cuda.synchronize()
+                return out
+
+            t_torch = median_seconds(cublas, args.repeats)
+            row += [f"{flops / t_torch / 1e9:.1f}", f"{t_torch / t_limn:.0%}"]
+        else:
+            row += ["-", "-"]
+        rows.append(row + [f"{first * 1e3:.0f} ms", f"{check:.1e}"])
+    name = torch.cuda.get_device_name() if gpu else args.device
+    print(f"float32 matmul on {name}, GFLOP/s (median of {args.repeats}); torch: cuBLAS, TF32 off")
+    headers = ["n", f"limn {args.device}", "torch cuBLAS", "limn / cuBLAS", "limn first call", "max rel diff"]
     print(table(headers, rows))
 
 

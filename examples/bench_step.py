@@ -1,13 +1,14 @@
 """One training step of a small GPT, in limn (c device, captured) and in torch (CPU), side by side.
 
-    uv run python examples/bench_step.py [--steps 20]
+    uv run python examples/bench_step.py [--steps 20] [--device c|cuda]
 
 The model: byte vocabulary 256, d_model 128, 4 layers of 4 heads, context 128, batch 16, AdamW. limn runs it
 twice, with fused attention (Tensor.scaled_dot_product_attention: the device's CUSTOM kernels) and with the
 masked softmax composed from primitives; torch uses its SDPA. Each run is a child process (so peak memory is
 its own), trains on the same TinyStories bytes, and reports the median ms per step after the first, the
 time to the first step (limn: tracing, scheduling, compiling and capturing), the loss after the last step and
-the peak resident memory.
+the peak resident memory. With --device cuda, limn runs on its cuda device and torch on the GPU (each step
+ends with a read of the loss, which waits for the GPU).
 """
 
 from __future__ import annotations
@@ -186,12 +187,14 @@ def torch_gpt():
     return torch, GPT
 
 
-def run_torch(steps: int, threads: int) -> dict:
+def run_torch(steps: int, threads: int, device: str) -> dict:
     torch, GPT = torch_gpt()
     import torch.nn.functional as F
 
+    where = "cuda" if device == "cuda" else "cpu"
     torch.set_num_threads(threads)
     torch.manual_seed(0)
+    torch.set_default_device(where)
     model = GPT()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
     times = []
@@ -199,8 +202,8 @@ def run_torch(steps: int, threads: int) -> dict:
     for i, (x, y) in enumerate(batches(steps)):
         t0 = time.perf_counter()
         opt.zero_grad()
-        logits = model(torch.from_numpy(x).long())
-        loss = F.cross_entropy(logits.reshape(-1, VOCAB), torch.from_numpy(y).long().reshape(-1))
+        logits = model(torch.from_numpy(x).long().to(where))
+        loss = F.cross_entropy(logits.reshape(-1, VOCAB), torch.from_numpy(y).long().to(where).reshape(-1))
         loss.backward()
         opt.step()
         value = loss.item()
@@ -214,7 +217,7 @@ def child(framework: str, steps: int, device: str, threads: int) -> None:
     if framework.startswith("limn"):
         result = run_limn(steps, device, framework.removeprefix("limn-"))
     else:
-        result = run_torch(steps, threads)
+        result = run_torch(steps, threads, device)
     result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(result))
 
@@ -247,7 +250,8 @@ def main() -> None:
         f"GPT training step: vocab {VOCAB}, d_model {D_MODEL}, {LAYERS} layers x {HEADS} heads, context {CONTEXT}, "
         f"batch {BATCH}, AdamW; {args.steps} steps x {args.rounds} alternating rounds, {threads} threads"
     )
-    cols = [f"limn {args.device} fused", f"limn {args.device} composed", "torch CPU (SDPA)"]
+    torch_on = "GPU" if args.device == "cuda" else "CPU"
+    cols = [f"limn {args.device} fused", f"limn {args.device} composed", f"torch {torch_on} (SDPA)"]
     print(f"{'(limn captured)':22}" + "".join(f"{c:>22}" for c in cols))
     rows = [("ms per step (median)", "median", 1e3, ".1f"), ("first step (s)", "first", 1, ".2f")]
     rows += [("peak memory (MB)", "peak_mb", 1, ".0f"), ("loss after last step", "loss", 1, ".3f")]
