@@ -21,16 +21,10 @@ from limn import Tensor
 from limn.device import DeviceError
 
 backend_cuda = pytest.importorskip("limn.backend_cuda")
+from cuda_devices import driver_present  # noqa: E402
+
 from limn import cuda_driver, cuda_nvrtc  # noqa: E402
 from limn.cuda_program import CudaProgram, Launch  # noqa: E402
-
-
-def _driver_present() -> bool:
-    try:
-        cuda_driver.probe()
-    except DeviceError as e:
-        return not str(e).startswith("no CUDA driver")
-    return True
 
 
 def test_cuda_is_an_installed_device():
@@ -38,7 +32,7 @@ def test_cuda_is_an_installed_device():
 
 
 def test_set_device_without_a_driver_says_so():
-    if _driver_present():
+    if driver_present():
         pytest.skip("a CUDA driver is present")
     with pytest.raises(limn.DeviceError, match="no CUDA driver.*install the NVIDIA driver"):
         limn.set_device("cuda")
@@ -324,3 +318,51 @@ def test_programs_compile_once_per_plan(emulated):
     x = Tensor(rand(6, 7))
     (x.softmax(1) + x.sum(0)).numpy()
     assert len(emulated.modules) == 1  # one NVRTC program and one module for the plan's kernels
+
+
+def _gpt_losses(steps: int) -> list[float]:
+    """A two-layer byte GPT's losses over AdamW steps on the current device, from seeded weights and data:
+    embeddings, pre-LayerNorm blocks, fused causal attention, a GELU MLP, tied nothing, cross entropy."""
+    from limn import nn, optim
+
+    limn.manual_seed(0)
+    vocab, d, heads, t, batch = 64, 32, 4, 16, 4
+    emb, pos, ln_f, head = nn.Embedding(vocab, d), nn.Embedding(t, d), nn.LayerNorm(d), nn.Linear(d, vocab)
+    attention = lambda: [nn.LayerNorm(d), nn.Linear(d, 3 * d), nn.Linear(d, d)]  # noqa: E731
+    mlp = lambda: [nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.Linear(4 * d, d)]  # noqa: E731
+    blocks = [attention() + mlp() for _ in range(2)]
+    params = [emb, pos, ln_f, head, *(m for b in blocks for m in b)]
+    for k, p in enumerate(nn.parameters(params)):  # the same start on every device, drawn by numpy
+        p.assign(Tensor((rand(*p.shape, seed=100 + k) * 0.2).astype(np.float32)))
+        p.realize()
+    opt = optim.AdamW(nn.named_parameters(params), lr=3e-3)
+    data = np.random.default_rng(7).integers(0, vocab, (steps, batch, t + 1)).astype(np.int32)
+    losses = []
+    for step in range(steps):
+        idx, target = Tensor(data[step, :, :-1]), Tensor(data[step, :, 1:])
+        x = emb(idx) + pos(Tensor(np.arange(t, dtype=np.int32)))  # (B, T, C)
+        for ln1, qkv, proj, ln2, fc, out in blocks:
+            q, k, v = qkv(ln1(x)).reshape(batch, t, 3, heads, d // heads).permute(2, 0, 3, 1, 4)  # (B, nh, T, hs)
+            y = Tensor.scaled_dot_product_attention(q, k, v, causal=True).permute(0, 2, 1, 3).reshape(batch, t, d)
+            x = x + proj(y)
+            x = x + out(fc(ln2(x)).gelu())
+        loss = head(ln_f(x)).reshape(batch * t, vocab).cross_entropy(target.reshape(batch * t))
+        loss.backward()
+        opt.step(loss)
+        opt.zero_grad()
+        losses.append(float(loss.numpy()))
+    return losses
+
+
+def test_a_gpt_training_loop_on_the_gpu_follows_the_c_device():
+    """The GPU's losses over 10 steps against the c device's (numpy's where limn-c is not installed)."""
+    try:
+        limn.set_device("cuda")
+    except DeviceError as e:
+        pytest.skip(f"no CUDA device: {e}")
+    got = _gpt_losses(10)
+    reference = "c" if "c" in limn.devices() else "numpy"
+    limn.set_device(reference)
+    want = _gpt_losses(10)
+    limn.set_device("numpy")
+    np.testing.assert_allclose(got, want, rtol=1e-4, err_msg=f"cuda's GPT losses against {reference}'s")

@@ -1,22 +1,15 @@
 """The driver probe: a Gpu where a driver and a GPU are present, a DeviceError saying which is missing where not."""
 
 import pytest
+from cuda_devices import driver_present
 
 from limn.device import DeviceError
 
 cuda_driver = pytest.importorskip("limn.cuda_driver")
 
 
-def _driver_present() -> bool:
-    try:
-        cuda_driver.probe()
-    except DeviceError as e:
-        return not str(e).startswith("no CUDA driver")
-    return True
-
-
 def test_probe_without_a_driver_says_so_and_what_to_install():
-    if _driver_present():
+    if driver_present():
         pytest.skip("a CUDA driver is present")
     with pytest.raises(DeviceError, match="no CUDA driver.*install the NVIDIA driver"):
         cuda_driver.probe()

@@ -4,9 +4,9 @@ checked on the Tiling the kernel is written from, then the emitted CUDA C run on
   either way, or are smaller than one tile;
 - every staged slab is written whole, each element by one thread, in passes every thread makes in full (a width
   the block cannot fill so is refused, naming why);
-- the tiled kernel gives the one-thread-per-cell kernel's bits (each cell folds r in order with the same fma) and
-  the numpy device's values at the corpus tolerance, for plain, batched, transposed and float64 operands and for
-  a matmul with an epilogue in the register form.
+- the tiled kernel (on cuda-sim, and on the GPU where there is one) gives the one-thread-per-cell kernel's bits
+  (each cell folds r in order with the same fma) and the numpy device's values at the corpus tolerance, for
+  plain, batched, transposed and float64 operands and for a matmul with an epilogue in the register form.
 Marked `cuda`: nox -s "tests(cuda-sim)" runs it."""
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from cuda_devices import WHERE, make_device
 
 import limn
 from limn import Tensor
-from limn.backend_cuda_sim import CudaSimDevice
 from limn.codegen import ir
 from limn.cuda_matmul import Tiling, tile_count, tiled_matmul
 from limn.cuda_source import CudaRenderer, nests
@@ -118,7 +118,7 @@ CASES = {
 }
 
 
-def run_on(name: str, device: CudaSimDevice, a: np.ndarray, b: np.ndarray, f) -> np.ndarray:
+def run_on(name: str, device, a: np.ndarray, b: np.ndarray, f) -> np.ndarray:
     limn.register_device(name, device)
     limn.set_device(name)
     try:
@@ -127,9 +127,10 @@ def run_on(name: str, device: CudaSimDevice, a: np.ndarray, b: np.ndarray, f) ->
         limn.set_device("numpy")
 
 
+@pytest.mark.parametrize("where", WHERE)
 @pytest.mark.parametrize("tiling", TILINGS[:3], ids=str)
 @pytest.mark.parametrize("case", CASES)
-def test_tiles_give_one_thread_per_cells_bits_and_numpys_values(tiling, case):
+def test_tiles_give_one_thread_per_cells_bits_and_numpys_values(where, tiling, case):
     a, b, f = CASES[case]()
     if a.dtype != np.float64:
         a, b = a.astype(np.float32), b.astype(np.float32)
@@ -142,8 +143,8 @@ def test_tiles_give_one_thread_per_cells_bits_and_numpys_values(tiling, case):
     assert forms, f"{case}: no nest of the graph reads as a matmul, so nothing here is tiled"
     if case == "register form, epilogue":
         assert True in forms, f"{case}: the matmuls are all in the memory form"
-    tiled = run_on("cuda-sim-tiles", CudaSimDevice(tiling=tiling), a, b, f)
-    cells = run_on("cuda-sim-cells", CudaSimDevice(tiling=None), a, b, f)
+    tiled = run_on(f"{where}-tiles", make_device(where, tiling=tiling), a, b, f)
+    cells = run_on(f"{where}-cells", make_device(where, tiling=None), a, b, f)
     want = f(Tensor(a), Tensor(b)).numpy()
     assert tiled.tobytes() == cells.tobytes(), (
         f"{case} under {tiling}: tiles and one thread per cell differ by {np.abs(tiled - cells).max()}"

@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 
 from limn import cuda_driver, cuda_nvrtc
+from limn.cuda_matmul import GPU_TILING, Tiling
 from limn.cuda_prelude import PRELUDE
-from limn.cuda_program import CudaProgram, Launch
+from limn.cuda_program import CudaProgram, Launch, merge
 from limn.cuda_source import CudaRenderer
 from limn.device import Buffer, DeviceError
 from limn.dtypes import DType
@@ -88,7 +89,7 @@ class CudaDevice(CompiledDevice):
     name = "cuda"
     host = False
 
-    def __init__(self, ordinal: int = 0) -> None:
+    def __init__(self, ordinal: int = 0, tiling: Tiling | None = GPU_TILING) -> None:
         self.gpu = cuda_driver.probe(ordinal)  # DeviceError saying why: no driver, no device, ...
         self.target = cuda_nvrtc.choose_target(self.gpu.arch)  # DeviceError when NVRTC cannot load
         super().__init__()
@@ -101,7 +102,7 @@ class CudaDevice(CompiledDevice):
         self._threads = threading.local()  # whether the context is current in this thread
         self._enter()
         self.stream = _check(d.cuStreamCreate(0), "cuStreamCreate")
-        self.renderer = CudaRenderer()
+        self.renderer = CudaRenderer(tiling=tiling)  # tiling: the matmul tiles' widths (None: no tiles)
         self._rendered: dict[str, CudaProgram] = {}  # source -> its program, for compile to find the launches
         self._pending: list[str] = []  # kernels launched since the stream was last waited for
 
@@ -126,7 +127,7 @@ class CudaDevice(CompiledDevice):
         """One NVRTC program and one module for all of a plan's kernels (NVRTC starts once per plan, and the
         prelude is compiled once). An NvrtcError propagates with NVRTC's log and the lines it names."""
         programs = [self._rendered.pop(source) for _, source in items]
-        source = PRELUDE + "".join(p.source[len(PRELUDE) :] for p in programs)
+        source = merge(programs, PRELUDE).source
         arch, cubin = self.target
         image = cuda_nvrtc.cached_compile(source, "limn_plan.cu", arch, cubin, self.gpu.driver_version).image
         self._enter()

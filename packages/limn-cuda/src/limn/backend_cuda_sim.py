@@ -18,7 +18,7 @@ import numpy as np
 
 from limn.cuda_matmul import Tiling
 from limn.cuda_prelude import PRELUDE
-from limn.cuda_program import CudaProgram
+from limn.cuda_program import CudaProgram, merge
 from limn.cuda_sim import SimRuntime
 from limn.cuda_source import CudaRenderer
 from limn.device import DeviceError
@@ -59,11 +59,7 @@ class CudaSimDevice(CompiledDevice):
     def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Any]:
         """One C++ translation unit for all the kernels (g++ starts once per plan, not once per kernel)."""
         programs = [self._rendered.pop(source) for _, source in items]
-        merged = CudaProgram(
-            PRELUDE + "".join(p.source[len(PRELUDE) :] for p in programs),
-            tuple(launch for p in programs for launch in p.launches),
-        )
-        module = self.runtime.compile(merged)
+        module = self.runtime.compile(merge(programs, PRELUDE))
         return [(module, p) for p in programs]
 
     def launch(self, program: Any, kernel: KernelIR, handles: list[np.ndarray]) -> None:

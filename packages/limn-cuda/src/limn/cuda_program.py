@@ -31,3 +31,12 @@ class CudaProgram:
 
     source: str
     launches: tuple[Launch, ...]
+
+
+def merge(programs: list[CudaProgram], prelude: str) -> CudaProgram:
+    """One translation unit for several programs that each begin with `prelude`: the prelude once, then each
+    program's functions, and every launch in order (a device compiles a plan's kernels in one go)."""
+    for program in programs:
+        assert program.source.startswith(prelude), "every program of a plan begins with the same prelude"
+    source = prelude + "".join(p.source[len(prelude) :] for p in programs)
+    return CudaProgram(source, tuple(launch for p in programs for launch in p.launches))
