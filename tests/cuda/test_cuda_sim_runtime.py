@@ -5,10 +5,12 @@
 - atomicAdd (float, int) and atomicMax from every thread on one cell lose no update;
 - dynamic shared memory (`extern __shared__`) is Launch.shared_bytes of storage shared by the block;
 - threads of a block waiting at different barriers fail the launch naming both lines; an early return does not hang;
-- g++'s rejection raises SimCompileError with g++'s message; a second compile of the same program is a cache hit.
+- g++'s rejection raises SimCompileError with g++'s message; a second compile of the same program is a cache hit,
+  and a cached library whose bytes no longer match their checksum (truncated, overwritten) is rebuilt, not loaded.
 Values are integer-valued floats, so sums are exact in any order and comparisons can be exact too.
 """
 
+import os
 import shutil
 
 import numpy as np
@@ -164,7 +166,31 @@ def test_a_second_compile_of_the_same_program_is_a_cache_hit(tmp_path):
     module = second.compile(program)
     assert (first.builds, second.builds) == (1, 0)
     left = sorted(p.name.split(".", 1)[1] for p in (tmp_path / "cache").iterdir())
-    assert left == ["hpp", "hpp.gch", "so"], left  # the library and the precompiled shim, no temp file
+    assert left == ["hpp", "hpp.gch", "sha256", "so"], left  # library, its checksum, the shim; no temp file
     a, b, out = np.ones(1000, np.float32), np.ones(1000, np.float32), np.zeros(1000, np.float32)
     second.run(module, program, [a.ctypes.data, b.ctypes.data, out.ctypes.data], block=32)
+    np.testing.assert_array_equal(out, 2)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "overwrite", "drop the checksum"])
+def test_a_damaged_cache_entry_is_rebuilt_not_loaded(tmp_path, damage):
+    program = CudaProgram(GRID_STRIDE_ADD, (Launch("add", ("const float*", "const float*", "float*"), cells=1000),))
+    SimRuntime(cache=tmp_path / "cache").compile(program)
+    (library,) = (tmp_path / "cache").glob("*.so")
+    # the damage lands as a new file in the slot: this process has the old one mapped, and writing into a
+    # mapped library would break the process, not the cache
+    spoiled = tmp_path / "spoiled"
+    if damage == "truncate":
+        spoiled.write_bytes(library.read_bytes()[:100])
+    elif damage == "overwrite":
+        spoiled.write_bytes(b"\x7fELF" + b"\0" * 4000)  # an ELF header and nothing behind it
+    if spoiled.exists():
+        os.replace(spoiled, library)
+    else:
+        library.with_suffix(".sha256").unlink()
+    again = SimRuntime(cache=tmp_path / "cache")
+    module = again.compile(program)
+    assert again.builds == 1, f"{damage}: the damaged library was loaded from the cache"
+    a, b, out = np.ones(1000, np.float32), np.ones(1000, np.float32), np.zeros(1000, np.float32)
+    again.run(module, program, [a.ctypes.data, b.ctypes.data, out.ctypes.data], block=32)
     np.testing.assert_array_equal(out, 2)

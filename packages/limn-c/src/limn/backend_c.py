@@ -336,10 +336,7 @@ class CDevice(CompiledDevice):
     @staticmethod
     def _load_cached(lib_path: Path, sum_path: Path) -> ctypes.CDLL | None:
         """A cached library whose bytes match its recorded checksum; anything else is a miss."""
-        recorded, data = _file_bytes(sum_path), _file_bytes(lib_path)
-        if recorded is None or data is None:
-            return None
-        if hashlib.sha256(data).hexdigest() != recorded.decode("ascii", "replace").strip():
+        if not cache_files.matches_checksum(lib_path, sum_path):
             return None
         try:
             return ctypes.CDLL(str(lib_path))

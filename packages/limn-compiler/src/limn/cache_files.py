@@ -9,8 +9,10 @@ Pipeline: IR -> renderer -> **the cache** -> device.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 
@@ -37,3 +39,29 @@ def file_bytes(path: Path) -> bytes | None:
             return f.read()
     except OSError:
         return None
+
+
+def matches_checksum(path: Path, sum_path: Path) -> bool:
+    """Whether the file at `path` is a regular file whose bytes hash to the sha256 recorded in `sum_path`
+    (False when either is missing, not a regular file, or they disagree: a truncated or foreign entry)."""
+    recorded, data = file_bytes(sum_path), file_bytes(path)
+    if recorded is None or data is None:
+        return False
+    return hashlib.sha256(data).hexdigest() == recorded.decode("ascii", "replace").strip()
+
+
+def record_checksum(path: Path, sum_path: Path) -> None:
+    """Writes the sha256 of `path`'s bytes to `sum_path` through a temp file and a rename, so a reader finds
+    a whole checksum or none. OSError propagates: the caller decides whether a folder that cannot take it
+    is fatal."""
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    fd, tmp = tempfile.mkstemp(suffix=".sha256.tmp", dir=sum_path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(digest)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, sum_path)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)

@@ -111,7 +111,7 @@ class SimRuntime:
                 f"the cuda-sim cache {folder} cannot be made ({e}); set LIMN_CACHE_DIR to a writable folder"
             ) from e
         path = folder / f"{digest}.so"
-        library = _load(path)
+        library = _load(path, folder / f"{digest}.sha256")
         if library is None:
             library = self._build(text, path, program)
         module = SimModule(library, _launchers(library, program), str(path))
@@ -151,7 +151,12 @@ class SimRuntime:
             if done.returncode != 0:
                 raise SimCompileError(_compile_report(cmd, done.stdout + done.stderr, program.source))
             os.replace(tmp_lib, path)
-            return ctypes.CDLL(str(path))
+            library = ctypes.CDLL(str(path))
+            try:
+                cache_files.record_checksum(path, path.with_suffix(".sha256"))
+            except OSError:
+                pass  # the library serves this process; without its checksum the next one rebuilds it
+            return library
         finally:
             for leftover in (tmp_src, tmp_lib):
                 if os.path.lexists(leftover):
@@ -239,9 +244,10 @@ def _launchers(library: ctypes.CDLL, program: CudaProgram) -> dict[str, ctypes._
     return launchers
 
 
-def _load(path: Path) -> ctypes.CDLL | None:
-    """A cached library, or None: missing, or not loadable (truncated, foreign), which a rebuild replaces."""
-    if not path.is_file():
+def _load(path: Path, sum_path: Path) -> ctypes.CDLL | None:
+    """A cached library whose bytes match its recorded checksum, or None: missing, truncated, foreign or not
+    loadable, which a rebuild replaces."""
+    if not cache_files.matches_checksum(path, sum_path):
         return None
     try:
         return ctypes.CDLL(str(path))
