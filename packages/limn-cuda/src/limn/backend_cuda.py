@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from limn import cuda_driver, cuda_nvrtc
+from limn import cuda_attention, cuda_driver, cuda_nvrtc, dtypes
 from limn.cuda_prelude import PRELUDE
 from limn.cuda_program import CudaProgram, Launch
 from limn.cuda_source import CudaRenderer
@@ -87,6 +87,7 @@ class CudaDevice(CompiledDevice):
 
     name = "cuda"
     host = False
+    custom_kernels = cuda_attention.NAMES  # fused attention, fixed CUDA C (cuda_attention.py)
 
     def __init__(self, ordinal: int = 0) -> None:
         self.gpu = cuda_driver.probe(ordinal)  # DeviceError saying why: no driver, no device, ...
@@ -104,6 +105,9 @@ class CudaDevice(CompiledDevice):
         self.renderer = CudaRenderer()
         self._rendered: dict[str, CudaProgram] = {}  # source -> its program, for compile to find the launches
         self._pending: list[str] = []  # kernels launched since the stream was last waited for
+        self._attention: Loaded | None = None  # the attention kernels' module, built on first use
+        self._attention_functions: dict[str, Any] = {}  # their CUfunctions, by name, as they are first run
+        self._attention_meta: CudaBuffer | None = None  # META: written before each of their launches
 
     def _enter(self) -> None:
         """Makes the primary context current in the calling thread (once per thread): the driver's
@@ -172,6 +176,32 @@ class CudaDevice(CompiledDevice):
                 what += f", with {', '.join(self._pending)} launched before it and not yet waited for"
             _check(result, what)
             self._pending.append(f"{kernel.name} ({launch.name})")
+
+    def run_custom(self, kernel: KernelIR, handles: list[CudaBuffer]) -> None:
+        """A CUSTOM kernel: fused attention's CUDA C (cuda_attention.py), every width in one module compiled on
+        first use, launched through launch() with the kernel's buffers, an empty buffer (a null pointer) in
+        the mask's slot when there is none, and META. META is one buffer, rewritten for each launch: the copy
+        is on the stream, so it lands after the launches before it have read the old values."""
+        if kernel.custom not in cuda_attention.NAMES:
+            super().run_custom(kernel, handles)
+        if self._attention is None:
+            program = cuda_attention.program(cuda_attention.GPU)
+            arch, cubin = self.target
+            source = PRELUDE + program.source
+            image = cuda_nvrtc.cached_compile(source, "limn_sdpa.cu", arch, cubin, self.gpu.driver_version).image
+            self._enter()
+            module = _check(self.driver.cuModuleLoadData(image), "cuModuleLoadData")
+            self._attention = Loaded(CudaProgram(source, program.launches), (), module)
+            self._attention_meta = self.alloc(dtypes.int64, (len(cuda_attention.META),))
+        launch = cuda_attention.launch(kernel, cuda_attention.GPU)
+        function = self._attention_functions.get(launch.name)
+        if function is None:
+            function = self._attention_functions[launch.name] = self._function(self._attention.module, launch)
+        self.copyin(self._attention_meta, cuda_attention.meta(kernel))
+        absent = CudaBuffer(0, 0, dtypes.bool_, (0,))
+        args = cuda_attention.arguments(kernel, handles, absent, self._attention_meta)
+        program = CudaProgram(self._attention.program.source, (launch,))
+        self.launch(Loaded(program, (function,), self._attention.module), kernel, args)
 
     def synchronize(self) -> None:
         """Waits for the stream. A fault in a kernel surfaces here: DeviceError naming the kernels launched
