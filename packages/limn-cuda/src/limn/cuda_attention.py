@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +61,11 @@ class Tiles:
 
     def shared_bytes(self, name: str, compute: str) -> int:
         """The static shared memory one block of kernel `name` declares: two staged tiles, and in the dK,
-        dV pass each streamed query's L and D besides."""
+        dV pass each streamed query's L and D besides.
+
+        >>> GPU.shared_bytes("sdpa", "float"), GPU.shared_bytes("sdpa_bwd_kv", "double")
+        (4096, 4352)
+        """
         tile, chunk = self.sizes(compute)
         width = 8 if compute == "double" else 4
         rows = 2 * tile if name == "sdpa_bwd_kv" else 0
@@ -385,10 +390,9 @@ def _entry(custom: str, dtype: DType, tiles: Tiles) -> str:
     the unrolled register tiles take without spilling (tests/cuda/test_cuda_sdpa.py reads ptxas's report)."""
     names = ARGUMENTS[custom]
     signature = ", ".join(f"{t} __restrict__ {name}" for t, name in zip(params(custom, dtype), names))
-    return (
-        f'extern "C" __global__ __launch_bounds__({tiles.block}, 1) void {function_name(custom, dtype)}({signature}) {{\n'
-        f"    {TEMPLATES[custom]}<limn_sdpa_width_{WIDTHS[dtype][0]}>({', '.join(names)});\n}}\n"
-    )
+    head = f'extern "C" __global__ __launch_bounds__({tiles.block}, 1) void {function_name(custom, dtype)}'
+    body = f"{TEMPLATES[custom]}<limn_sdpa_width_{WIDTHS[dtype][0]}>({', '.join(names)})"
+    return f"{head}({signature}) {{\n    {body};\n}}\n"
 
 
 def function_name(custom: str, dtype: DType) -> str:
@@ -450,7 +454,7 @@ def meta(kernel: KernelIR) -> np.ndarray:
     return np.array([*dims(kernel), *flags, scale_bits], np.int64)
 
 
-def arguments(kernel: KernelIR, handles: list, absent, meta_buffer) -> list:
+def arguments(kernel: KernelIR, handles: list[Any], absent: Any, meta_buffer: Any) -> list[Any]:
     """The kernel's arguments in its parameters' order: `handles` (inputs, then outputs, as the KernelIR
     lists them) with `absent` in the mask's slot when there is no mask, then the META buffer."""
     if dict(kernel.params)["masked"]:
