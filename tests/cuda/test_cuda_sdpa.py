@@ -21,7 +21,7 @@ import pytest
 from test_cuda_device import emulated as emulated_cuda  # noqa: F401 (a fixture: the cuda device, emulated driver)
 
 import limn
-from limn import Tensor, cuda_attention, custom, sdpa
+from limn import Tensor, cuda_attention, custom, dtypes, sdpa
 from limn.backend_cuda_sim import CudaSimDevice
 from limn.codegen import ir
 from limn.device import DeviceError
@@ -201,12 +201,26 @@ def test_the_kernels_compile_to_cubin_without_spills_within_the_shared_limit(arc
             assert report.shared_bytes == tiles.shared_bytes(name, real) <= cuda_attention.STATIC_SHARED_LIMIT, what
 
 
-@pytest.mark.parametrize("name", ["ragged tiles and passes", "t_q > t_k, rows past two blocks", "t_k = 0"])
-def test_the_cuda_device_runs_them_on_the_emulated_driver(emulated_cuda, name: str) -> None:  # noqa: F811
-    got = _run_kernels("cuda", name, np.float32)
-    _check_against_references(got, _references(name, np.float32)[0], name, 1e-5)
+EMULATED = [
+    ("ragged tiles and passes", np.float32),
+    ("t_q > t_k, rows past two blocks", np.float32),
+    ("t_k = 0", np.float32),
+    ("ragged tiles and passes", np.float64),
+    ("rows that see no key", ml_dtypes.bfloat16),
+]
+
+
+@pytest.mark.parametrize("name, dtype", EMULATED, ids=[f"{n}-{np.dtype(d).name}" for n, d in EMULATED])
+def test_the_cuda_device_runs_them_on_the_emulated_driver(emulated_cuda, name: str, dtype) -> None:  # noqa: F811
+    """The GPU's tiles (cuda_attention.GPU), run by the emulated driver in blocks of 32 threads: the kernels
+    read blockDim, so a block smaller than the one asked for still covers every row."""
+    got = _run_kernels("cuda", name, dtype)
+    tol = TOLERANCE.get(dtype) or 2 * float(ml_dtypes.finfo(dtype).eps)
+    _check_against_references(got, _references(name, dtype)[0], name, tol)
+    suffix = cuda_attention.WIDTHS[dtypes.from_numpy(np.dtype(dtype))][0]
     launched = {launch[0] for launch in emulated_cuda.launches}
     t_k = CASES[name][2]
-    assert launched == {"limn_sdpa_f32", "limn_sdpa_bwd_q_f32", *(["limn_sdpa_bwd_kv_f32"] if t_k else [])}
+    kernels = ["sdpa", "sdpa_bwd_q", *(["sdpa_bwd_kv"] if t_k else [])]
+    assert launched == {f"limn_{k}_{suffix}" for k in kernels}
     blocks = {launch[2] for launch in emulated_cuda.launches if launch[0].startswith("limn_sdpa")}
     assert blocks == {cuda_attention.GPU.block}, "the block the kernels were written for"

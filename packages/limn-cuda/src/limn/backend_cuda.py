@@ -107,7 +107,7 @@ class CudaDevice(CompiledDevice):
         self._pending: list[str] = []  # kernels launched since the stream was last waited for
         self._attention: Loaded | None = None  # the attention kernels' module, built on first use
         self._attention_functions: dict[str, Any] = {}  # their CUfunctions, by name, as they are first run
-        self._attention_meta: CudaBuffer | None = None  # META: written before each of their launches
+        self._attention_meta: dict[tuple[int, ...], CudaBuffer] = {}  # META by its values, written once each
 
     def _enter(self) -> None:
         """Makes the primary context current in the calling thread (once per thread): the driver's
@@ -178,30 +178,39 @@ class CudaDevice(CompiledDevice):
             self._pending.append(f"{kernel.name} ({launch.name})")
 
     def run_custom(self, kernel: KernelIR, handles: list[CudaBuffer]) -> None:
-        """A CUSTOM kernel: fused attention's CUDA C (cuda_attention.py), every width in one module compiled on
-        first use, launched through launch() with the kernel's buffers, an empty buffer (a null pointer) in
-        the mask's slot when there is none, and META. META is one buffer, rewritten for each launch: the copy
-        is on the stream, so it lands after the launches before it have read the old values."""
+        """A CUSTOM kernel: fused attention's CUDA C (cuda_attention.py), launched through launch() with the
+        kernel's buffers, an empty buffer (a null pointer) in the mask's slot when there is none, and META:
+        one buffer per set of shapes and params, uploaded when first seen and never rewritten, so a launch
+        waits for no copy after the first of its shape."""
         if kernel.custom not in cuda_attention.NAMES:
             super().run_custom(kernel, handles)
+        module = self._attention_module()
+        launch = cuda_attention.launch(kernel, cuda_attention.GPU)
+        function = self._attention_functions.get(launch.name)
+        if function is None:
+            function = self._attention_functions[launch.name] = self._function(module.module, launch)
+        values = cuda_attention.meta(kernel)
+        meta = self._attention_meta.get(tuple(values.tolist()))
+        if meta is None:
+            meta = self._attention_meta[tuple(values.tolist())] = self.alloc(dtypes.int64, values.shape)
+            self.copyin(meta, values)
+        absent = CudaBuffer(0, 0, dtypes.bool_, (0,))
+        args = cuda_attention.arguments(kernel, handles, absent, meta)
+        program = CudaProgram(module.program.source, (launch,))
+        self.launch(Loaded(program, (function,), module.module), kernel, args)
+
+    def _attention_module(self) -> Loaded:
+        """The attention kernels at every width, one NVRTC program and module, compiled on first use (through
+        the disk cache); their functions are looked up as each is first run."""
         if self._attention is None:
-            program = cuda_attention.program(cuda_attention.GPU)
             arch, cubin = self.target
+            program = cuda_attention.program(cuda_attention.GPU)
             source = PRELUDE + program.source
             image = cuda_nvrtc.cached_compile(source, "limn_sdpa.cu", arch, cubin, self.gpu.driver_version).image
             self._enter()
             module = _check(self.driver.cuModuleLoadData(image), "cuModuleLoadData")
             self._attention = Loaded(CudaProgram(source, program.launches), (), module)
-            self._attention_meta = self.alloc(dtypes.int64, (len(cuda_attention.META),))
-        launch = cuda_attention.launch(kernel, cuda_attention.GPU)
-        function = self._attention_functions.get(launch.name)
-        if function is None:
-            function = self._attention_functions[launch.name] = self._function(self._attention.module, launch)
-        self.copyin(self._attention_meta, cuda_attention.meta(kernel))
-        absent = CudaBuffer(0, 0, dtypes.bool_, (0,))
-        args = cuda_attention.arguments(kernel, handles, absent, self._attention_meta)
-        program = CudaProgram(self._attention.program.source, (launch,))
-        self.launch(Loaded(program, (function,), self._attention.module), kernel, args)
+        return self._attention
 
     def synchronize(self) -> None:
         """Waits for the stream. A fault in a kernel surfaces here: DeviceError naming the kernels launched
