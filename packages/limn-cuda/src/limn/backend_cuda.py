@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from limn import cuda_driver, cuda_nvrtc
+from limn import cuda_attention, cuda_driver, cuda_nvrtc, dtypes
 from limn.cuda_matmul import GPU_TILING, Tiling
 from limn.cuda_prelude import PRELUDE
 from limn.cuda_program import CudaProgram, Launch, merge
@@ -88,6 +88,7 @@ class CudaDevice(CompiledDevice):
 
     name = "cuda"
     host = False
+    custom_kernels = cuda_attention.NAMES  # fused attention, fixed CUDA C (cuda_attention.py)
 
     def __init__(self, ordinal: int = 0, tiling: Tiling | None = GPU_TILING) -> None:
         self.gpu = cuda_driver.probe(ordinal)  # DeviceError saying why: no driver, no device, ...
@@ -105,6 +106,9 @@ class CudaDevice(CompiledDevice):
         self.renderer = CudaRenderer(tiling=tiling)  # tiling: the matmul tiles' widths (None: no tiles)
         self._rendered: dict[str, CudaProgram] = {}  # source -> its program, for compile to find the launches
         self._pending: list[str] = []  # kernels launched since the stream was last waited for
+        self._attention: Loaded | None = None  # the attention kernels' module, built on first use
+        self._attention_functions: dict[str, Any] = {}  # their CUfunctions, by name, as they are first run
+        self._attention_meta: dict[tuple[int, ...], CudaBuffer] = {}  # META by its values, written once each
 
     def _enter(self) -> None:
         """Makes the primary context current in the calling thread (once per thread): the driver's
@@ -173,6 +177,41 @@ class CudaDevice(CompiledDevice):
                 what += f", with {', '.join(self._pending)} launched before it and not yet waited for"
             _check(result, what)
             self._pending.append(f"{kernel.name} ({launch.name})")
+
+    def run_custom(self, kernel: KernelIR, handles: list[CudaBuffer]) -> None:
+        """A CUSTOM kernel: fused attention's CUDA C (cuda_attention.py), launched through launch() with the
+        kernel's buffers, an empty buffer (a null pointer) in the mask's slot when there is none, and META:
+        one buffer per set of shapes and params, uploaded when first seen and never rewritten, so a launch
+        waits for no copy after the first of its shape."""
+        if kernel.custom not in cuda_attention.NAMES:
+            super().run_custom(kernel, handles)
+        module = self._attention_module()
+        launch = cuda_attention.launch(kernel, cuda_attention.GPU)
+        function = self._attention_functions.get(launch.name)
+        if function is None:
+            function = self._attention_functions[launch.name] = self._function(module.module, launch)
+        values = cuda_attention.meta(kernel)
+        meta = self._attention_meta.get(tuple(values.tolist()))
+        if meta is None:
+            meta = self._attention_meta[tuple(values.tolist())] = self.alloc(dtypes.int64, values.shape)
+            self.copyin(meta, values)
+        absent = CudaBuffer(0, 0, dtypes.bool_, (0,))
+        args = cuda_attention.arguments(kernel, handles, absent, meta)
+        program = CudaProgram(module.program.source, (launch,))
+        self.launch(Loaded(program, (function,), module.module), kernel, args)
+
+    def _attention_module(self) -> Loaded:
+        """The attention kernels at every width, one NVRTC program and module, compiled on first use (through
+        the disk cache); their functions are looked up as each is first run."""
+        if self._attention is None:
+            arch, cubin = self.target
+            program = cuda_attention.program(cuda_attention.GPU)
+            source = PRELUDE + program.source
+            image = cuda_nvrtc.cached_compile(source, "limn_sdpa.cu", arch, cubin, self.gpu.driver_version).image
+            self._enter()
+            module = _check(self.driver.cuModuleLoadData(image), "cuModuleLoadData")
+            self._attention = Loaded(CudaProgram(source, program.launches), (), module)
+        return self._attention
 
     def synchronize(self) -> None:
         """Waits for the stream. A fault in a kernel surfaces here: DeviceError naming the kernels launched

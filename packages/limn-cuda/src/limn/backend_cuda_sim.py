@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from limn import cuda_attention
 from limn.cuda_matmul import Tiling
 from limn.cuda_prelude import PRELUDE
 from limn.cuda_program import CudaProgram, merge
@@ -36,6 +37,7 @@ class CudaSimDevice(CompiledDevice):
 
     name = "cuda-sim"
     host = True
+    custom_kernels = cuda_attention.NAMES  # fused attention, fixed CUDA C (cuda_attention.py)
 
     def __init__(self, block: int = BLOCK, max_blocks: int = 4, tiling: Tiling | None = TILING) -> None:
         if shutil.which("g++") is None:
@@ -46,6 +48,8 @@ class CudaSimDevice(CompiledDevice):
         self.renderer = CudaRenderer(fold_block=block, tiling=tiling)  # a long fold's block and matmul tiles, small
         self.runtime = SimRuntime(max_blocks=max_blocks)
         self.block = block
+        self.attention_tiles = cuda_attention.SIM  # small blocks and tiles: a std::thread per CUDA thread
+        self._attention: tuple[Any, CudaProgram] | None = None  # the kernels' module, built on first use
         self._rendered: dict[str, CudaProgram] = {}  # source -> its program, for compile to find the launches
 
     def render(self, kernel: KernelIR) -> str:
@@ -66,6 +70,21 @@ class CudaSimDevice(CompiledDevice):
         module, cuda_program = program
         pointers = [h.ctypes.data for h in handles]
         self.runtime.run(module, cuda_program, pointers, self.block)
+
+    def run_custom(self, kernel: KernelIR, handles: list[np.ndarray]) -> None:
+        """A CUSTOM kernel: fused attention's CUDA C (cuda_attention.py), every width in one program built on
+        first use, given the kernel's buffers, no mask's slot as a null pointer, and the shapes in META."""
+        if kernel.custom not in cuda_attention.NAMES:
+            super().run_custom(kernel, handles)
+        if self._attention is None:
+            program = cuda_attention.program(self.attention_tiles)
+            program = CudaProgram(PRELUDE + program.source, program.launches)
+            self._attention = (self.runtime.compile(program), program)
+        module, program = self._attention
+        launch = cuda_attention.launch(kernel, self.attention_tiles)
+        meta = cuda_attention.meta(kernel)
+        pointers = cuda_attention.arguments(kernel, [h.ctypes.data for h in handles], 0, meta.ctypes.data)
+        self.runtime.run(module, CudaProgram(program.source, (launch,)), pointers, self.block)
 
     def alloc(self, dtype: DType, shape: Shape) -> np.ndarray:
         return np.empty(shape, dtype=dtype.np)
