@@ -118,6 +118,24 @@ static __device__ __forceinline__ int64_t limn_sdpa_key_end(const limn_sdpa_dims
     return s.causal && last < s.t_k ? last : s.t_k;
 }
 
+/* The query rows block tile w holds in the forward and dQ passes: its batch row b, this thread's query i and
+   flat row (a thread past t_q computes row r0's and writes nothing: live is false), the keys the tile can see
+   end at key_end, and b's row of the key mask. */
+typedef struct {
+    int64_t b, i, row, key_end;
+    bool live;
+    const uint8_t* mask_row;
+} limn_sdpa_rows;
+
+static __device__ __forceinline__ limn_sdpa_rows limn_sdpa_rows_of(const limn_sdpa_dims& s, int64_t w, int64_t tiles,
+                                                                  const uint8_t* key_mask) {
+    const int64_t b = w / tiles, r0 = (w % tiles) * blockDim.x, i = r0 + threadIdx.x;
+    const bool live = i < s.t_q;
+    const limn_sdpa_rows rows = {b, i, b * s.t_q + (live ? i : r0), limn_sdpa_key_end(s, r0), live,
+                                 key_mask + (s.masked ? b * s.t_k : 0)};
+    return rows;
+}
+
 /* dot[r] = row . rows[j0 + r] over `width` columns for the tile's rows j0 + r < end (0 past end): the tile is
    staged through `stage` CHUNK columns at a time by the whole block, each thread folding its own row's dots in
    column order. Every thread of the block calls it (it holds barriers). */
@@ -187,11 +205,10 @@ static __device__ __forceinline__ void limn_sdpa_forward(const typename W::S* q,
     const R scale = (R)s.scale;
     const int64_t tiles = (s.t_q + blockDim.x - 1) / blockDim.x;
     for (int64_t w = blockIdx.x; w < s.n * tiles; w += gridDim.x) {
-        const int64_t b = w / tiles, r0 = (w % tiles) * blockDim.x, i = r0 + threadIdx.x;
-        const bool live = i < s.t_q;
-        const int64_t row = b * s.t_q + (live ? i : r0); /* a thread past t_q computes row r0's, writes nothing */
-        const int64_t key_end = limn_sdpa_key_end(s, r0);
-        const uint8_t* mask_row = key_mask + (s.masked ? b * s.t_k : 0);
+        const limn_sdpa_rows rows = limn_sdpa_rows_of(s, w, tiles, key_mask);
+        const int64_t b = rows.b, i = rows.i, row = rows.row, key_end = rows.key_end;
+        const bool live = rows.live;
+        const uint8_t* mask_row = rows.mask_row;
         for (int64_t c0 = 0; c0 == 0 || c0 < s.d_v; c0 += W::CHUNK) {
             R m = -(R)INFINITY, l = 0, acc[W::CHUNK];
 #pragma unroll
@@ -249,11 +266,10 @@ static __device__ __forceinline__ void limn_sdpa_backward_q(const typename W::S*
     const R scale = (R)s.scale;
     const int64_t tiles = (s.t_q + blockDim.x - 1) / blockDim.x;
     for (int64_t w = blockIdx.x; w < s.n * tiles; w += gridDim.x) {
-        const int64_t b = w / tiles, r0 = (w % tiles) * blockDim.x, i = r0 + threadIdx.x;
-        const bool live = i < s.t_q;
-        const int64_t row = b * s.t_q + (live ? i : r0);
-        const int64_t key_end = limn_sdpa_key_end(s, r0);
-        const uint8_t* mask_row = key_mask + (s.masked ? b * s.t_k : 0);
+        const limn_sdpa_rows rows = limn_sdpa_rows_of(s, w, tiles, key_mask);
+        const int64_t b = rows.b, i = rows.i, row = rows.row, key_end = rows.key_end;
+        const bool live = rows.live;
+        const uint8_t* mask_row = rows.mask_row;
         const R row_lse = lse[row];
         const R delta = limn_sdpa_delta<W>(d_out + row * s.d_v, out + row * s.d_v, s.d_v);
         const bool dead = row_lse == -(R)INFINITY; /* a row that sees no key: P = 0 */

@@ -12,9 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import re
-import tempfile
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -309,16 +307,7 @@ def _read_entry(path: Path) -> Compiled | None:
 
 
 def _write_entry(path: Path, compiled: Compiled) -> None:
-    """Writes to a unique temp file beside the slot, then renames it over the slot: a reader sees a whole
+    """Writes the entry through a temp file and a rename (cache_files.write_atomically): a reader sees a whole
     entry or none, and processes storing the same program at once do not collide."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(_encode(compiled))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+    cache_files.write_atomically(path, _encode(compiled))
