@@ -118,6 +118,27 @@ def test_step_with_an_epoch_jumps_by_the_closed_form_as_torch():
     assert scheduler.get_last_lr() == torch_scheduler.get_last_lr()
 
 
+def warmup_inverse_sqrt(base):
+    """A schedule as a user writes one for torch: a subclass of LRScheduler with its own get_lr()."""
+
+    class WarmupInverseSqrt(base):
+        def __init__(self, optimizer, warmup, last_epoch=-1):
+            self.warmup = warmup
+            super().__init__(optimizer, last_epoch)
+
+        def get_lr(self):
+            step = self.last_epoch + 1
+            return [lr * min(step / self.warmup, (self.warmup / step) ** 0.5) for lr in self.base_lrs]
+
+    return WarmupInverseSqrt
+
+
+def test_a_scheduler_subclass_written_for_torch_runs_unchanged():
+    opt, torch_opt = limn_sgd(), torch_sgd()
+    got = rates(opt, warmup_inverse_sqrt(ours.LRScheduler)(opt, warmup=8), STEPS)
+    assert got == rates(torch_opt, warmup_inverse_sqrt(theirs.LRScheduler)(torch_opt, warmup=8), STEPS)
+
+
 OPTIMIZERS = {
     "adam": (lambda g: optim.Adam(g, lr=1e-3), lambda g: torch.optim.Adam(g, lr=1e-3)),
     "adamw": (lambda g: optim.AdamW(g, lr=1e-3), lambda g: torch.optim.AdamW(g, lr=1e-3)),

@@ -421,9 +421,9 @@ class CosineAnnealingLR(LRScheduler):
         groups, t, period, low = self.optimizer.param_groups, self.last_epoch, self.T_max, self.eta_min
         if self._is_initial:
             return _current(self.optimizer)
-        if self._step_count == 1 and t > 0:  # the first step of a scheduler resumed at last_epoch: closed form
+        if self._step_count == 1 and t > 0:  # torch's: get_lr() read before the first step(), the closed form
             return [low + (base_lr - low) * (1 + math.cos(t * math.pi / period)) / 2 for base_lr in self.base_lrs]
-        if (t - 1 - period) % (2 * period) == 0:  # just past the minimum, where the ratio would be 0 / 0
+        if (t - 1 - period) % (2 * period) == 0:  # one past the minimum: the ratio's 1 + cos(pi) would be 0
             rise = (1 - math.cos(math.pi / period)) / 2
             return [group["lr"] + (base_lr - low) * rise for base_lr, group in zip(self.base_lrs, groups)]
         ratio = (1 + math.cos(math.pi * t / period)) / (1 + math.cos(math.pi * (t - 1) / period))
