@@ -64,6 +64,9 @@ CASES = {
     "sequential-three": lambda m, opt: m.SequentialLR(
         opt, [m.ConstantLR(opt, 0.5, 3), m.ExponentialLR(opt, 0.9), m.MultiStepLR(opt, [4, 9], 0.5)], [5, 20]
     ),
+    "sequential-no-warmup": lambda m, opt: m.SequentialLR(  # a warmup of 0 steps, say from a config
+        opt, [m.LinearLR(opt, start_factor=0.1, total_iters=0), m.CosineAnnealingLR(opt, T_max=30)], [0]
+    ),
     "chained": lambda m, opt: m.ChainedScheduler([m.ConstantLR(opt, 0.5, 10), m.ExponentialLR(opt, 0.95)]),
     "one-cycle": lambda m, opt: m.OneCycleLR(opt, [0.5, 0.1, 0.01], total_steps=STEPS + 1, cycle_momentum=False),
     "one-cycle-linear-three-phase": lambda m, opt: m.OneCycleLR(
@@ -401,7 +404,7 @@ LIMN_RAISES = {
     "sequential milestones order": (
         lambda m, opt: m.SequentialLR(opt, [m.ConstantLR(opt), m.ExponentialLR(opt, 0.9), m.StepLR(opt, 2)], [6, 3]),
         ValueError,
-        r"milestones must be increasing positive steps, got \[6, 3\]",
+        r"milestones must be steps >= 0 in increasing order, got \[6, 3\]",
     ),
     "sequential other optimizer": (
         lambda m, opt: m.SequentialLR(opt, [m.ConstantLR(limn_sgd()), m.ExponentialLR(opt, 0.9)], [3]),

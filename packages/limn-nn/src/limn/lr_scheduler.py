@@ -478,8 +478,8 @@ class SequentialLR(LRScheduler):
                 f"SequentialLR: {len(schedulers)} schedulers need {len(schedulers) - 1} milestones (the steps where "
                 f"each next one takes over), got {len(milestones)}: {list(milestones)}"
             )
-        if any(not b > a for a, b in zip([0, *milestones], milestones)):
-            raise ValueError(f"SequentialLR: milestones must be increasing positive steps, got {list(milestones)}")
+        if any(b < a for a, b in zip([0, *milestones], milestones)):  # bisect would pick the wrong scheduler
+            raise ValueError(f"SequentialLR: milestones must be steps >= 0 in increasing order, got {list(milestones)}")
         self._schedulers = list(schedulers)
         self._milestones = list(milestones)
         self.last_epoch = last_epoch + 1
