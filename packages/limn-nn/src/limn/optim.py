@@ -13,6 +13,7 @@ Pipeline: nn (model, loss.backward()) -> **optim** (ASSIGN graphs) -> realize ->
 from __future__ import annotations
 
 import math
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -27,7 +28,18 @@ from limn.param_groups import LIVE, ParamGroup, Params, split_groups
 from limn.tensor import Tensor, realize
 from limn.walk import assign_values
 
-__all__ = ["NS_COEFFICIENTS", "SGD", "Adam", "AdamW", "Chain", "Muon", "Optimizer", "ParamGroup", "newton_schulz"]
+__all__ = [
+    "NS_COEFFICIENTS",
+    "SGD",
+    "Adam",
+    "AdamW",
+    "Chain",
+    "Muon",
+    "Optimizer",
+    "ParamGroup",
+    "lr_scheduler",
+    "newton_schulz",
+]
 
 
 class Optimizer(ABC):
@@ -600,3 +612,10 @@ def _state(t: Tensor) -> Tensor:
     the optimizer reads it, which saves the step a second block of memory per state tensor."""
     t.node.arg.in_place = True
     return t
+
+
+# torch.optim.lr_scheduler's place: limn.optim.lr_scheduler, and `from limn.optim.lr_scheduler import StepLR`.
+# Imported last: lr_scheduler imports Optimizer and Chain from this module, which exist by now.
+from limn import lr_scheduler  # noqa: E402
+
+sys.modules[f"{__name__}.lr_scheduler"] = lr_scheduler
