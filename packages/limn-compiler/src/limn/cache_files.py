@@ -12,8 +12,9 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import tempfile
 from pathlib import Path
+
+from limn import atomic_write
 
 
 def cache_dir(device: str) -> Path:
@@ -50,22 +51,7 @@ def matches_checksum(path: Path, sum_path: Path) -> bool:
     return hashlib.sha256(data).hexdigest() == recorded.decode("ascii", "replace").strip()
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Writes `data` to a unique temp file beside `path`, then renames it over `path`: a reader sees the whole
-    file or the one before, and processes writing the same entry at once do not collide. OSError propagates."""
-    fd, tmp = tempfile.mkstemp(suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-
-
 def record_checksum(path: Path, sum_path: Path) -> None:
     """Writes the sha256 of `path`'s bytes to `sum_path` atomically, so a reader finds a whole checksum or none.
     OSError propagates: the caller decides whether a folder that cannot take it is fatal."""
-    write_atomically(sum_path, hashlib.sha256(path.read_bytes()).hexdigest().encode("ascii"))
+    atomic_write.write_atomically(sum_path, hashlib.sha256(path.read_bytes()).hexdigest().encode("ascii"))

@@ -12,12 +12,13 @@ import contextlib
 import math
 import numbers
 import os
-import tempfile
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
+
+from limn.atomic_write import write_atomically
 
 Point = tuple[float, float]
 
@@ -254,19 +255,7 @@ class Drawing:
     def save(self, path: str | os.PathLike) -> Path:
         """Writes the document to `path` atomically (a temp file in the same folder, then os.replace): a reader
         sees the old file or the new one, never half of one, and a failed write leaves the old file."""
-        path = Path(path)
-        data = self.to_string().encode("utf-8")
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        finally:
-            if os.path.lexists(tmp):
-                os.unlink(tmp)
-        return path
+        return write_atomically(path, self.to_string().encode("utf-8"))
 
 
 def _svg_root_attrs(width: float, height: float, theme: Theme) -> dict[str, str]:

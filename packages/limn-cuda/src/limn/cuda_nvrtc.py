@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from limn import cache_files
+from limn import atomic_write, cache_files
 from limn.device import DeviceError
 
 INSTALL_HINT = "pip install 'limn-cuda[nvrtc]' (or, in limn's checkout, uv sync --extra cuda)"
@@ -307,7 +307,7 @@ def _read_entry(path: Path) -> Compiled | None:
 
 
 def _write_entry(path: Path, compiled: Compiled) -> None:
-    """Writes the entry through a temp file and a rename (cache_files.write_atomically): a reader sees a whole
+    """Writes the entry through a temp file and a rename (limn.atomic_write): a reader sees a whole
     entry or none, and processes storing the same program at once do not collide."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    cache_files.write_atomically(path, _encode(compiled))
+    atomic_write.write_atomically(path, _encode(compiled))
