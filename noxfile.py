@@ -126,6 +126,17 @@ def ops(session: nox.Session) -> None:
 
 
 @nox.session
+def train(session: nox.Session) -> None:
+    """The long training comparisons: examples/train_stories.py's GPT trained in limn and in torch from the same
+    weights for 100 steps, on numpy and c (pytest -m train)."""
+    packages = ["limn-core", "limn-compiler", "limn-c", "limn-nn"]
+    session.install(
+        "-c", locked_constraints(session), *(str(PACKAGES / name) for name in packages), *test_requirements()
+    )
+    session.run("pytest", "tests/nn/test_train_stories.py", "-m", "train", *session.posargs)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff's lint rules and its formatting, over everything ruff is configured to see."""
     session.install("-c", locked_constraints(session), "ruff")

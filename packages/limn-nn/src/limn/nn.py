@@ -86,6 +86,7 @@ from limn.unpooling import max_unpool1d, max_unpool2d, max_unpool3d
 # the train family's names: the parameter walk, Module, limn.nn.init and limn.nn.utils (gradient clipping)
 from limn import nn_init as init
 from limn import nn_utils as utils
+from limn.kv_cache import KVCache
 from limn.module import Module, Parameter
 from limn.nn_utils import clip_grad_norm_, clip_grad_value_
 from limn.walk import load_state_dict, named_parameters, parameters, state_dict
@@ -634,4 +635,4 @@ cosine_similarity = losses.cosine_similarity
 
 # ---- the train family's names (defined in limn.walk, limn.module, limn.nn_init, limn.nn_utils) ----
 
-__all__ += ["Module", "clip_grad_norm_", "clip_grad_value_", "init", "utils"]
+__all__ += ["KVCache", "Module", "clip_grad_norm_", "clip_grad_value_", "init", "utils"]

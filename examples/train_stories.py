@@ -1,0 +1,421 @@
+"""Train a byte-level GPT on TinyStories, then let it write a story: limn's main example.
+
+    uv run python examples/train_stories.py                       # about two minutes on a 2-core CPU
+    uv run python examples/train_stories.py --data ~/tinystories  # the full TinyStories-{train,valid}.txt
+    uv run python examples/train_stories.py --full --data ~/tinystories   # the long run: a bigger model
+    uv run python examples/train_stories.py --resume runs/stories/ckpt.safetensors
+    uv run python examples/train_stories.py --sample runs/stories/ckpt.safetensors --prompt "Once upon"
+
+The model is examples/stories_gpt.py (nanoGPT's layout, fused attention, a tied head). Muon steps the hidden
+matrices and AdamW the rest, as one Chain, with a linear warmup and a cosine decay of both learning rates and
+the gradients clipped to a global norm of 1; the whole step is captured (limn.capture), so after the first step
+no Python graph is built. Every --eval-every steps the validation loss is measured; every --checkpoint-every
+steps and at the end one safetensors file holds the weights (torch's names), the optimizer state, the random
+generator and the run's history, so --resume continues exactly where the run stopped (the same losses, bit for
+bit, on the same device). At the end it writes loss.svg (drawn by limn.plot) and samples a story through a
+KV cache, one captured one-byte step per byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+from stories_data import Corpus, DataError, open_corpus
+from stories_gpt import GPT, Config
+
+import limn
+from limn import Tensor, nn, optim, plot, serialize
+from limn.capture import capture
+from limn.rng import Generator, default_generator
+
+FULL = Config(context=256, layers=6, heads=6, width=384, dropout=0.1)
+MODEL_ARGS = ("context", "layers", "heads", "width", "dropout")  # the command line's names for Config's fields
+
+
+class UserError(Exception):
+    """A mistake in what the script was asked to do: printed as one line, exit status 2."""
+
+
+# ---- the run's settings and what it keeps ----
+
+
+@dataclass
+class Settings:
+    config: Config = field(default_factory=Config)
+    steps: int = 600
+    batch: int = 16
+    warmup: int = 60
+    muon_lr: float = 0.02
+    adam_lr: float = 3e-3
+    clip: float = 1.0
+    eval_every: int = 100
+    eval_batches: int = 8
+    checkpoint_every: int = 200
+    seed: int = 0
+
+
+@dataclass
+class History:
+    """The losses so far: (step, tokens seen, loss) for train (every step) and validation (when measured)."""
+
+    train: list[tuple[int, int, float]] = field(default_factory=list)
+    valid: list[tuple[int, int, float]] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps({"train": self.train, "valid": self.valid})
+
+    @classmethod
+    def from_json(cls, text: str) -> History:
+        data = json.loads(text)
+        return cls([tuple(r) for r in data["train"]], [tuple(r) for r in data["valid"]])
+
+
+class Run:
+    """A model, its optimizers and schedule, the data and the captured steps: one training run."""
+
+    def __init__(self, settings: Settings, corpus: Corpus) -> None:
+        self.settings, self.corpus = settings, corpus
+        corpus.check(settings.config.context)
+        limn.manual_seed(settings.seed)
+        self.model = GPT(settings.config)
+        named = list(self.model.named_parameters())
+        hidden = [(n, p) for n, p in named if p.ndim == 2 and n.startswith("transformer.h.")]
+        rest = [(n, p) for n, p in named if not (p.ndim == 2 and n.startswith("transformer.h."))]
+        self.optimizer = optim.Chain(
+            optim.Muon(hidden, lr=settings.muon_lr, weight_decay=0.0),
+            optim.AdamW(rest, lr=settings.adam_lr, betas=(0.9, 0.95), weight_decay=0.0),
+        )
+        self.schedule = optim.lr_scheduler.LambdaLR(self.optimizer, self.lr_factor)
+        self.generator = default_generator()  # dropout draws from it: a checkpoint keeps its counter
+        self.history = History()
+        self.step_count = 0
+        self.train_step = capture(self._train_step)
+        self.eval_step = capture(self._eval_step)
+
+    def lr_factor(self, step: int) -> float:
+        """A linear warmup to the full rate, then a cosine decay to a tenth of it at the last step."""
+        s = self.settings
+        if step < s.warmup:
+            return (step + 1) / s.warmup
+        progress = min(1.0, (step - s.warmup) / max(1, s.steps - s.warmup))
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
+
+    def _train_step(self, x: Tensor, y: Tensor) -> Tensor:
+        logits = self.model(x)  # (B, T, 256)
+        loss = logits.reshape(-1, logits.shape[-1]).cross_entropy(y.reshape(-1))
+        loss.backward()
+        nn.utils.clip_grad_norm_(self.model.parameters(), self.settings.clip)
+        self.optimizer.step(loss)  # every update and the loss in one realize()
+        return loss
+
+    def _eval_step(self, x: Tensor, y: Tensor) -> Tensor:
+        self.model.eval()
+        with limn.no_grad():
+            logits = self.model(x)
+            loss = logits.reshape(-1, logits.shape[-1]).cross_entropy(y.reshape(-1))
+        self.model.train()
+        return loss.realize()
+
+    def tokens(self, step: int) -> int:
+        return step * self.settings.batch * self.settings.config.context
+
+    def train_one(self) -> float:
+        s = self.settings
+        x, y = self.corpus.batch("train", s.batch, s.config.context, s.seed, self.step_count)
+        loss = self.train_step(Tensor(x), Tensor(y)).item()
+        self.step_count += 1
+        self.schedule.step()
+        self.history.train.append((self.step_count, self.tokens(self.step_count), loss))
+        return loss
+
+    def validate(self) -> float:
+        s = self.settings
+        losses = []
+        for k in range(s.eval_batches):
+            x, y = self.corpus.batch("valid", s.batch, s.config.context, s.seed, k)
+            losses.append(self.eval_step(Tensor(x), Tensor(y)).item())
+        loss = float(np.mean(losses))
+        self.history.valid.append((self.step_count, self.tokens(self.step_count), loss))
+        return loss
+
+    # ---- checkpoints ----
+
+    def state(self) -> dict[str, Tensor]:
+        """Everything a resumed run needs: the weights under torch's names, the optimizer state, the
+        generator's counter."""
+        return {
+            **self.model.torch_state_dict(),
+            **self.optimizer.state_dict(),
+            "rng.counter": self.generator.counter,
+        }
+
+    def save(self, path: Path) -> None:
+        metadata = {
+            **self.settings.config.as_metadata(),
+            "step": str(self.step_count),
+            "settings": json.dumps({k: v for k, v in vars(self.settings).items() if k != "config"}),
+            "history": self.history.to_json(),
+            "schedule": json.dumps(self.schedule.state_dict()),
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        serialize.save(path, self.state(), metadata)  # atomic: a temp file renamed over the old one
+
+    def load(self, path: Path) -> None:
+        """The state of the checkpoint at `path`, written into this run's own tensors (nothing is loaded
+        when a name or shape differs: the error lists them)."""
+        serialize.load_into(path, self.state())
+        metadata = serialize.read_metadata(path)
+        self.step_count = int(metadata["step"])
+        self.history = History.from_json(metadata["history"])
+        self.schedule.load_state_dict(json.loads(metadata["schedule"]))
+
+
+def settings_of_checkpoint(path: Path, overrides: dict) -> Settings:
+    try:
+        metadata = serialize.read_metadata(path)
+    except (OSError, serialize.SafetensorsError) as e:
+        raise UserError(f"{path}: cannot read the checkpoint: {e}") from e
+    if "settings" not in metadata:
+        raise UserError(f"{path}: not a train_stories checkpoint (its metadata has no settings)")
+    saved = json.loads(metadata["settings"])
+    return Settings(config=Config.from_metadata(metadata), **{**saved, **overrides})
+
+
+# ---- sampling ----
+
+
+def sample_next(logits: Tensor, temperature: float, top_k: int | None, generator: Generator) -> Tensor:
+    """One byte per row of logits (B, 256): the top_k most likely (all when None), drawn from the softmax of
+    logits / temperature; (B, 1) int32. temperature 0 takes the most likely byte."""
+    if temperature == 0:
+        return logits.argmax(-1, keepdim=True).cast("int32")
+    logits = logits / temperature
+    if top_k is not None:
+        kth = logits.topk(top_k, -1).values[:, -1:]  # (B, 1): the k-th largest
+        logits = (logits < kth).where(float("-inf"), logits)
+    return logits.softmax(-1).multinomial(1, generator=generator).cast("int32")
+
+
+def generate(model: GPT, prompt: bytes, count: int, temperature: float, top_k: int | None, seed: int, echo=None):
+    """`count` bytes after `prompt`, one captured one-byte step each against the model's KV caches (when the
+    context is full, the caches are refilled from the last half of it). echo(byte) is called as each comes."""
+    model.eval()
+    context = model.config.context
+    caches = model.caches()
+    generator = Generator(seed, limn.current_device())
+    with limn.no_grad():
+        prefill = capture(lambda idx, pos: model.step(idx, pos, caches).realize())
+        advance = capture(lambda idx, pos: sample_next(model.step(idx, pos, caches), temperature, top_k, generator))
+        window = list(prompt or b"\n")
+        for position, byte in enumerate(window[:-1]):
+            prefill(_byte(byte), _position(position))
+        out = []
+        for _ in range(count):
+            if len(window) > context:  # full: start again from the last half of the context
+                window = window[-(context // 2) :]
+                for position, byte in enumerate(window[:-1]):
+                    prefill(_byte(byte), _position(position))
+            nxt = int(advance(_byte(window[-1]), _position(len(window) - 1)).item())
+            window.append(nxt)
+            out.append(nxt)
+            if echo is not None:
+                echo(nxt)
+    model.train()
+    return bytes(out)
+
+
+def _byte(value: int) -> Tensor:
+    return Tensor(np.array([[value]], np.int32))
+
+
+def _position(value: int) -> Tensor:
+    return Tensor(np.array(value, np.int32))
+
+
+# ---- the command line ----
+
+
+def choose_device(name: str | None) -> str:
+    """The device asked for, or the best one installed: cuda, c, numpy."""
+    if name is not None:
+        try:
+            limn.set_device(name)
+        except limn.DeviceError as e:
+            raise UserError(str(e)) from e
+        return name
+    for candidate in ("cuda", "c"):
+        if candidate in limn.devices():
+            try:
+                limn.set_device(candidate)
+                return candidate
+            except limn.DeviceError:
+                continue
+    limn.set_device("numpy")
+    return "numpy"
+
+
+def clock(seconds: float) -> str:
+    """m:ss, or h:mm:ss past an hour."""
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}" if minutes >= 60 else f"{minutes}:{secs:02d}"
+
+
+def train(run: Run, out: Path, log=None) -> dict:
+    """Trains from run.step_count to its last step, logging a line per eval interval (and a live one between
+    on a terminal); returns the run's figures. tokens/s counts the training steps after the first (which
+    compiles), not the validation passes."""
+    s = run.settings
+    log = log or (lambda line: print(line, flush=True))  # flushed: a pipe or a log file sees each line now
+    live = sys.stdout.isatty()
+    start, first_step, training = time.perf_counter(), None, 0.0
+    begin, val = run.step_count, float("nan")
+    while run.step_count < s.steps:
+        t0 = time.perf_counter()
+        loss = run.train_one()
+        if first_step is None:
+            first_step = time.perf_counter() - t0
+        else:
+            training += time.perf_counter() - t0
+        steady = run.step_count - begin - 1
+        rate = steady * s.batch * s.config.context / training if steady else float("nan")
+        measured = run.step_count % s.eval_every == 0 or run.step_count == s.steps
+        if measured:
+            val = run.validate()
+        elapsed = time.perf_counter() - start
+        per_step = elapsed / (run.step_count - begin)
+        line = (
+            f"step {run.step_count:>5}/{s.steps}  train {loss:.3f}  "
+            + (f"val {val:.3f}  " if measured else " " * 11)
+            + f"{rate:>8,.0f} tok/s  elapsed {clock(elapsed)}  eta {clock(per_step * (s.steps - run.step_count))}"
+        )
+        if measured:
+            log(("\r" if live else "") + line)
+        elif live:
+            print("\r" + line, end="", flush=True)
+        if run.step_count % s.checkpoint_every == 0 or run.step_count == s.steps:
+            run.save(out / "ckpt.safetensors")
+    steady = run.step_count - begin - 1
+    return {
+        "steps": run.step_count - begin,
+        "seconds": time.perf_counter() - start,
+        "first_step_seconds": first_step,
+        "tokens_per_second": steady * s.batch * s.config.context / training if steady else float("nan"),
+        "train_loss": run.history.train[-1][2] if run.history.train else float("nan"),
+        "valid_loss": run.history.valid[-1][2] if run.history.valid else float("nan"),
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def write_loss_svg(history: History, path: Path) -> None:
+    series = {"train": ([t for _, t, _ in history.train], [v for _, _, v in history.train])}
+    if history.valid:
+        series["validation"] = ([t for _, t, _ in history.valid], [v for _, _, v in history.valid])
+    chart = plot.line_chart(series, title="train_stories", x_label="tokens seen", y_label="loss (nats per byte)")
+    chart.save(path)
+
+
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", help="numpy, c, cuda (default: the best installed)")
+    p.add_argument("--data", help="a folder with TinyStories-train.txt and -valid.txt, or one text file")
+    p.add_argument("--full", action="store_true", help="the long run: 6 layers of width 384, context 256")
+    p.add_argument("--steps", type=int)
+    p.add_argument("--batch", type=int)
+    p.add_argument("--context", type=int)
+    p.add_argument("--layers", type=int)
+    p.add_argument("--heads", type=int)
+    p.add_argument("--width", type=int)
+    p.add_argument("--dropout", type=float)
+    p.add_argument("--eval-every", type=int)
+    p.add_argument("--checkpoint-every", type=int)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--out", default="runs/stories", help="where the checkpoint and loss.svg go")
+    p.add_argument("--resume", help="a checkpoint to continue from")
+    p.add_argument("--sample", help="a checkpoint to generate from (no training)")
+    p.add_argument("--prompt", default="Once upon a time")
+    p.add_argument("--tokens", type=int, default=300, help="bytes to generate")
+    p.add_argument("--temperature", type=float, default=0.8)
+    p.add_argument("--top-k", type=int, default=40)
+    return p.parse_args(argv)
+
+
+def settings_of(args: argparse.Namespace) -> Settings:
+    base = Settings(config=FULL, steps=20000, batch=32, warmup=500, eval_every=500) if args.full else Settings()
+    config = replace(
+        base.config,
+        **{k: getattr(args, k) for k in MODEL_ARGS if getattr(args, k) is not None},
+    )
+    chosen = {k: getattr(args, k) for k in ("steps", "batch", "eval_every", "checkpoint_every", "seed")}
+    return replace(base, config=config, **{k: v for k, v in chosen.items() if v is not None})
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = arguments(argv)
+    device = choose_device(args.device)
+    out = Path(args.out)
+    if args.sample:
+        run = Run(settings_of_checkpoint(Path(args.sample), {}), open_corpus(args.data))
+        run.load(Path(args.sample))
+        return {"text": stream(run.model, args)}
+    if args.resume:  # the checkpoint's settings, but for what the command line changes
+        overrides = {k: getattr(args, k) for k in ("steps", "eval_every", "checkpoint_every") if getattr(args, k)}
+        saved = settings_of_checkpoint(Path(args.resume), overrides)
+        shape = {k: getattr(args, k) for k in MODEL_ARGS if getattr(args, k) is not None}
+        run = Run(replace(saved, config=replace(saved.config, **shape)), open_corpus(args.data))
+        run.load(Path(args.resume))  # a model of another shape: the error lists every mismatch
+    else:
+        run = Run(settings_of(args), open_corpus(args.data))
+    c = run.settings.config
+    params = sum(p.size for p in run.model.parameters())
+    print(
+        f"GPT of {params / 1e6:.2f}M parameters ({c.layers} layers, {c.heads} heads, width {c.width}, context "
+        f"{c.context}, head tied to the embedding) on {device}; data: {run.corpus.source}, "
+        f"{len(run.corpus.train):,} train and {len(run.corpus.valid):,} validation bytes"
+    )
+    if run.step_count:
+        print(f"resumed at step {run.step_count} from {args.resume}")
+    figures = train(run, out)
+    write_loss_svg(run.history, out / "loss.svg")
+    print(
+        f"done: {figures['steps']} steps in {clock(figures['seconds'])}, {figures['tokens_per_second']:,.0f} tok/s "
+        f"after a first step of {figures['first_step_seconds']:.1f} s; train loss {figures['train_loss']:.3f}, "
+        f"validation {figures['valid_loss']:.3f}; peak memory {figures['peak_mb']:.0f} MB"
+    )
+    print(f"checkpoint {out / 'ckpt.safetensors'}, loss curve {out / 'loss.svg'}")
+    figures["text"] = stream(run.model, args)
+    return figures
+
+
+def stream(model: GPT, args: argparse.Namespace) -> bytes:
+    """Generates after the prompt, printing bytes as they come."""
+    sys.stdout.write(f"\n{args.prompt}")
+    sys.stdout.flush()
+
+    def echo(byte: int) -> None:
+        sys.stdout.buffer.write(bytes([byte]))
+        sys.stdout.flush()
+
+    text = generate(model, args.prompt.encode(), args.tokens, args.temperature, args.top_k, 0, echo)
+    print()
+    return text
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (UserError, DataError, limn.DeviceError) as e:
+        print(f"train_stories: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except ValueError as e:
+        if "does not match the tensors" not in str(e):
+            raise
+        print(f"train_stories: error: the checkpoint does not fit this model: {e}", file=sys.stderr)
+        sys.exit(2)

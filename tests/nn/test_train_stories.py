@@ -1,0 +1,274 @@
+"""examples/train_stories.py, the README's main example, in a short mode (a one- or two-layer GPT, a few dozen steps):
+- the loss falls, the checkpoint and loss.svg are written (the SVG parses, with a line per split);
+- a run stopped at a checkpoint and resumed with --resume gives the uninterrupted run's losses bit for bit;
+- the checkpoint's weights load into the same model written in torch (safetensors' loader, torch's names) and
+  give limn's logits within 1e-4;
+- sampling with a seed repeats, a top-k draw never leaves the top k, and generation through the KV cache gives
+  the bytes a full forward per byte gives, token for token;
+- the model trained in torch from the same weights (Muon + AdamW, warmup + cosine, the clip) follows limn's loss
+  curve over 100 steps, on numpy and c (marked `train`: nox -s train runs it, and CI runs that);
+- user mistakes (missing data, an unknown device, a checkpoint of another shape) end in one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import limn
+from limn import Tensor
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+sys.path.insert(0, str(EXAMPLES))
+import stories_gpt  # noqa: E402
+import train_stories  # noqa: E402
+from stories_data import open_corpus  # noqa: E402
+
+TINY = ["--layers", "1", "--heads", "2", "--width", "32", "--context", "32", "--batch", "8"]
+
+
+def settings(steps: int, dropout: float = 0.1, layers: int = 1, **kw) -> train_stories.Settings:
+    config = stories_gpt.Config(context=32, layers=layers, heads=2, width=32, dropout=dropout)
+    return train_stories.Settings(config=config, steps=steps, batch=8, warmup=5, eval_every=10, **kw)
+
+
+@pytest.fixture
+def on_c():
+    limn.set_device("c")
+    yield "c"
+    limn.set_device("numpy")
+
+
+def test_a_short_run_lowers_the_loss_and_writes_a_checkpoint_and_its_curve(tmp_path, on_c, capsys):
+    args = [*TINY, "--steps", "40", "--eval-every", "20", "--device", "c", "--out", str(tmp_path), "--tokens", "8"]
+    figures = train_stories.main(args)
+    out = capsys.readouterr().out
+    assert "step    20/40" in out and "val " in out and "tok/s" in out and "eta" in out, out
+    assert figures["train_loss"] < math.log(256) - 1.0, f"the loss did not fall: {figures}"
+    assert (tmp_path / "ckpt.safetensors").is_file()
+    svg = ET.parse(tmp_path / "loss.svg").getroot()
+    names = {g.findtext("{http://www.w3.org/2000/svg}title") for g in svg.iter("{http://www.w3.org/2000/svg}g")}
+    assert {"train", "validation"} <= names, names
+    assert len(figures["text"]) == 8
+
+
+def test_a_resumed_run_gives_the_uninterrupted_runs_losses_bit_for_bit(tmp_path, on_c):
+    corpus = open_corpus(None)
+    whole = train_stories.Run(settings(30, dropout=0.1), corpus)  # dropout on: the generator must resume too
+    for _ in range(30):
+        whole.train_one()
+    first = train_stories.Run(settings(30, dropout=0.1), corpus)
+    for _ in range(15):
+        first.train_one()
+    first.save(tmp_path / "ckpt.safetensors")
+    args = ["--resume", str(tmp_path / "ckpt.safetensors"), "--out", str(tmp_path / "resumed"), "--tokens", "1"]
+    train_stories.main([*args, "--device", "c"])
+    resumed = train_stories.Run(settings(30, dropout=0.1), corpus)
+    resumed.load(tmp_path / "resumed" / "ckpt.safetensors")
+    got, want = [loss for _, _, loss in resumed.history.train], [loss for _, _, loss in whole.history.train]
+    assert got == want, (
+        f"resumed losses differ from step {next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)}"
+    )
+
+
+# ---- the same model in torch ----
+
+
+class TorchBlock(torch.nn.Module):
+    def __init__(self, c: stories_gpt.Config) -> None:
+        super().__init__()
+        self.heads = c.heads
+        self.ln_1, self.ln_2 = torch.nn.LayerNorm(c.width), torch.nn.LayerNorm(c.width)
+        self.attn = torch.nn.Module()
+        self.attn.c_attn, self.attn.c_proj = torch.nn.Linear(c.width, 3 * c.width), torch.nn.Linear(c.width, c.width)
+        self.mlp = torch.nn.Module()
+        self.mlp.c_fc, self.mlp.c_proj = torch.nn.Linear(c.width, 4 * c.width), torch.nn.Linear(4 * c.width, c.width)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.attn.c_attn(self.ln_1(x)).view(b, t, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.attn.c_proj(y.transpose(1, 2).reshape(b, t, c))
+        return x + self.mlp.c_proj(torch.nn.functional.gelu(self.mlp.c_fc(self.ln_2(x))))
+
+
+class TorchGPT(torch.nn.Module):
+    def __init__(self, c: stories_gpt.Config) -> None:
+        super().__init__()
+        self.transformer = torch.nn.ModuleDict(
+            dict(
+                wte=torch.nn.Embedding(256, c.width),
+                wpe=torch.nn.Embedding(c.context, c.width),
+                h=torch.nn.ModuleList([TorchBlock(c) for _ in range(c.layers)]),
+                ln_f=torch.nn.LayerNorm(c.width),
+            )
+        )
+        self.lm_head = torch.nn.Linear(c.width, 256, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight
+
+    def forward(self, idx):
+        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(idx.shape[1]))
+        for block in self.transformer.h:
+            x = block(x)
+        return self.lm_head(self.transformer.ln_f(x))
+
+
+def torch_model_from(path: Path, config: stories_gpt.Config) -> TorchGPT:
+    from safetensors.torch import load_file
+
+    model = TorchGPT(config)
+    saved = load_file(str(path))
+    wanted = model.state_dict()
+    model.load_state_dict({name: saved[name] for name in wanted}, strict=True)
+    return model
+
+
+def test_the_checkpoint_loads_in_torch_and_gives_limns_logits(tmp_path, on_c):
+    run = train_stories.Run(settings(10), open_corpus(None))
+    for _ in range(10):
+        run.train_one()
+    run.save(tmp_path / "ckpt.safetensors")
+    x, _ = run.corpus.batch("valid", 4, 32, 0, 0)
+    run.model.eval()
+    want = run.model(Tensor(x)).numpy()
+    model = torch_model_from(tmp_path / "ckpt.safetensors", run.settings.config)
+    got = model(torch.from_numpy(x).long()).detach().numpy()
+    np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
+
+
+# ---- generation ----
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """A model trained a little, so its next-byte distributions are not uniform. On the numpy device, as the
+    generation tests are: the full forward per byte is a graph of a new length each byte, which a compiled
+    device would compile once each."""
+    limn.set_device("numpy")
+    run = train_stories.Run(settings(30), open_corpus(None))
+    for _ in range(30):
+        run.train_one()
+    return run.model
+
+
+def full_forward(model, prompt: bytes, count: int, temperature: float, top_k, seed: int):
+    """The nanoGPT loop: a full forward over the context for every byte; also each step's logits."""
+    generator = limn.rng.Generator(seed, limn.current_device())
+    model.eval()
+    window, out, seen = list(prompt), [], []
+    with limn.no_grad():
+        for _ in range(count):
+            logits = model(Tensor(np.array([window[-model.config.context :]], np.int32)))[:, -1]  # (1, 256)
+            seen.append(logits.numpy()[0])
+            nxt = int(train_stories.sample_next(logits, temperature, top_k, generator).item())
+            window.append(nxt)
+            out.append(nxt)
+    model.train()
+    return bytes(out), seen
+
+
+def test_sampling_with_a_seed_repeats_and_top_k_stays_in_the_top_k(trained):
+    a = train_stories.generate(trained, b"Once", 12, 1.0, 5, seed=3)
+    b = train_stories.generate(trained, b"Once", 12, 1.0, 5, seed=3)
+    assert a == b
+    text, logits = full_forward(trained, b"Once", 12, 1.0, 5, seed=3)
+    for k, (byte, row) in enumerate(zip(text, logits)):
+        top = set(np.argsort(-row, kind="stable")[:5].tolist())
+        assert byte in top, f"byte {k} ({byte}) is not among the top 5 {sorted(top)}"
+
+
+@pytest.mark.parametrize("temperature, top_k", [(0.0, None), (0.8, 40)], ids=["greedy", "sampled"])
+def test_kv_cache_generation_equals_a_full_forward_per_byte(trained, temperature, top_k):
+    cached = train_stories.generate(trained, b"The cat", 20, temperature, top_k, seed=1)
+    full, _ = full_forward(trained, b"The cat", 20, temperature, top_k, seed=1)
+    assert cached == full, f"kv cache {cached!r} vs full forward {full!r}"
+
+
+# ---- the same training in torch ----
+
+
+def torch_losses(path: Path, run_settings: train_stories.Settings, corpus, steps: int) -> list[float]:
+    s = run_settings
+    model = torch_model_from(path, s.config)
+    named = list(model.named_parameters())
+    hidden = [p for n, p in named if p.ndim == 2 and n.startswith("transformer.h.")]
+    rest = [p for n, p in named if not (p.ndim == 2 and n.startswith("transformer.h."))]
+    muon = torch.optim.Muon(hidden, lr=s.muon_lr, weight_decay=0.0)
+    adam = torch.optim.AdamW(rest, lr=s.adam_lr, betas=(0.9, 0.95), weight_decay=0.0)
+    factor = train_stories.Run.lr_factor.__get__(type("S", (), {"settings": s})())
+    schedules = [torch.optim.lr_scheduler.LambdaLR(o, factor) for o in (muon, adam)]
+    losses = []
+    for step in range(steps):
+        x, y = corpus.batch("train", s.batch, s.config.context, s.seed, step)
+        logits = model(torch.from_numpy(x).long())
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 256), torch.from_numpy(y).long().reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), s.clip)
+        muon.step()
+        adam.step()
+        muon.zero_grad()
+        adam.zero_grad()
+        for schedule in schedules:
+            schedule.step()
+        losses.append(loss.item())
+    return losses
+
+
+@pytest.mark.train
+@pytest.mark.parametrize("device", ["numpy", "c"])
+def test_torch_trained_from_the_same_weights_follows_limns_loss_curve(tmp_path, device):
+    limn.set_device(device)
+    try:
+        corpus = open_corpus(None)
+        run = train_stories.Run(settings(100, dropout=0.0), corpus)  # no dropout: torch draws other numbers
+        run.save(tmp_path / "start.safetensors")  # the initial weights, for torch
+        for _ in range(100):
+            run.train_one()
+        limn_losses = [loss for _, _, loss in run.history.train]
+    finally:
+        limn.set_device("numpy")
+    want = torch_losses(tmp_path / "start.safetensors", run.settings, corpus, 100)
+    np.testing.assert_allclose(limn_losses, want, rtol=2e-3, err_msg=f"limn on {device} against torch")
+    assert want[-1] < want[0] - 1.0, "the run should learn something for the comparison to mean anything"
+
+
+# ---- user mistakes ----
+
+
+def run_script(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, str(EXAMPLES / "train_stories.py"), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--data", "no/such/folder"], "no such file or folder"),
+        (["--device", "abacus"], "no device named 'abacus'"),
+        (["--data", "EMPTY"], "the file is empty"),
+        (["--data", "SHORT"], "fewer than one window"),
+    ],
+    ids=["missing data", "unknown device", "empty file", "shorter than a window"],
+)
+def test_a_user_mistake_is_one_line_and_exit_status_2(tmp_path, args, says):
+    (tmp_path / "EMPTY").write_bytes(b"")
+    (tmp_path / "SHORT").write_bytes(b"Once upon a time." * 2)
+    done = run_script(*TINY, "--steps", "2", "--device", "numpy", *args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0] and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_checkpoint_of_another_shape_lists_the_mismatches_and_loads_nothing(tmp_path, on_c):
+    run = train_stories.Run(settings(1), open_corpus(None))
+    run.save(tmp_path / "ckpt.safetensors")  # width 32; the command asks for 64
+    done = run_script("--resume", str(tmp_path / "ckpt.safetensors"), "--width", "64", "--device", "c", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "transformer.h.0.attn.c_attn.weight" in done.stderr and "(96, 32)" in done.stderr, done.stderr
