@@ -28,6 +28,7 @@ from limn import Tensor
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 import stories_gpt  # noqa: E402
+import stories_torch  # noqa: E402
 import train_stories  # noqa: E402
 from stories_data import open_corpus  # noqa: E402
 
@@ -78,56 +79,7 @@ def test_a_resumed_run_gives_the_uninterrupted_runs_losses_bit_for_bit(tmp_path,
     )
 
 
-# ---- the same model in torch ----
-
-
-class TorchBlock(torch.nn.Module):
-    def __init__(self, c: stories_gpt.Config) -> None:
-        super().__init__()
-        self.heads = c.heads
-        self.ln_1, self.ln_2 = torch.nn.LayerNorm(c.width), torch.nn.LayerNorm(c.width)
-        self.attn = torch.nn.Module()
-        self.attn.c_attn, self.attn.c_proj = torch.nn.Linear(c.width, 3 * c.width), torch.nn.Linear(c.width, c.width)
-        self.mlp = torch.nn.Module()
-        self.mlp.c_fc, self.mlp.c_proj = torch.nn.Linear(c.width, 4 * c.width), torch.nn.Linear(4 * c.width, c.width)
-
-    def forward(self, x):
-        b, t, c = x.shape
-        q, k, v = self.attn.c_attn(self.ln_1(x)).view(b, t, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
-        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.attn.c_proj(y.transpose(1, 2).reshape(b, t, c))
-        return x + self.mlp.c_proj(torch.nn.functional.gelu(self.mlp.c_fc(self.ln_2(x))))
-
-
-class TorchGPT(torch.nn.Module):
-    def __init__(self, c: stories_gpt.Config) -> None:
-        super().__init__()
-        self.transformer = torch.nn.ModuleDict(
-            dict(
-                wte=torch.nn.Embedding(256, c.width),
-                wpe=torch.nn.Embedding(c.context, c.width),
-                h=torch.nn.ModuleList([TorchBlock(c) for _ in range(c.layers)]),
-                ln_f=torch.nn.LayerNorm(c.width),
-            )
-        )
-        self.lm_head = torch.nn.Linear(c.width, 256, bias=False)
-        self.transformer.wte.weight = self.lm_head.weight
-
-    def forward(self, idx):
-        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(idx.shape[1]))
-        for block in self.transformer.h:
-            x = block(x)
-        return self.lm_head(self.transformer.ln_f(x))
-
-
-def torch_model_from(path: Path, config: stories_gpt.Config) -> TorchGPT:
-    from safetensors.torch import load_file
-
-    model = TorchGPT(config)
-    saved = load_file(str(path))
-    wanted = model.state_dict()
-    model.load_state_dict({name: saved[name] for name in wanted}, strict=True)
-    return model
+# ---- the same model in torch (examples/stories_torch.py) ----
 
 
 def test_the_checkpoint_loads_in_torch_and_gives_limns_logits(tmp_path, on_c):
@@ -138,7 +90,8 @@ def test_the_checkpoint_loads_in_torch_and_gives_limns_logits(tmp_path, on_c):
     x, _ = run.corpus.batch("valid", 4, 32, 0, 0)
     run.model.eval()
     want = run.model(Tensor(x)).numpy()
-    model = torch_model_from(tmp_path / "ckpt.safetensors", run.settings.config)
+    model = stories_torch.from_checkpoint(tmp_path / "ckpt.safetensors", run.settings.config)
+    model.eval()
     got = model(torch.from_numpy(x).long()).detach().numpy()
     np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
 
@@ -194,33 +147,6 @@ def test_kv_cache_generation_equals_a_full_forward_per_byte(trained, temperature
 # ---- the same training in torch ----
 
 
-def torch_losses(path: Path, run_settings: train_stories.Settings, corpus, steps: int) -> list[float]:
-    s = run_settings
-    model = torch_model_from(path, s.config)
-    named = list(model.named_parameters())
-    hidden = [p for n, p in named if p.ndim == 2 and n.startswith("transformer.h.")]
-    rest = [p for n, p in named if not (p.ndim == 2 and n.startswith("transformer.h."))]
-    muon = torch.optim.Muon(hidden, lr=s.muon_lr, weight_decay=0.0)
-    adam = torch.optim.AdamW(rest, lr=s.adam_lr, betas=(0.9, 0.95), weight_decay=0.0)
-    factor = train_stories.Run.lr_factor.__get__(type("S", (), {"settings": s})())
-    schedules = [torch.optim.lr_scheduler.LambdaLR(o, factor) for o in (muon, adam)]
-    losses = []
-    for step in range(steps):
-        x, y = corpus.batch("train", s.batch, s.config.context, s.seed, step)
-        logits = model(torch.from_numpy(x).long())
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 256), torch.from_numpy(y).long().reshape(-1))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), s.clip)
-        muon.step()
-        adam.step()
-        muon.zero_grad()
-        adam.zero_grad()
-        for schedule in schedules:
-            schedule.step()
-        losses.append(loss.item())
-    return losses
-
-
 @pytest.mark.train
 @pytest.mark.parametrize("device", ["numpy", "c"])
 def test_torch_trained_from_the_same_weights_follows_limns_loss_curve(tmp_path, device):
@@ -234,7 +160,8 @@ def test_torch_trained_from_the_same_weights_follows_limns_loss_curve(tmp_path, 
         limn_losses = [loss for _, _, loss in run.history.train]
     finally:
         limn.set_device("numpy")
-    want = torch_losses(tmp_path / "start.safetensors", run.settings, corpus, 100)
+    model = stories_torch.from_checkpoint(tmp_path / "start.safetensors", run.settings.config)
+    want = stories_torch.train(model, run.settings, corpus, run.lr_factor, 100)["losses"]
     np.testing.assert_allclose(limn_losses, want, rtol=2e-3, err_msg=f"limn on {device} against torch")
     assert want[-1] < want[0] - 1.0, "the run should learn something for the comparison to mean anything"
 
