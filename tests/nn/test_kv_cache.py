@@ -1,0 +1,61 @@
+"""nn.KVCache, the buffers a generation step attends over: update writes exactly slot `position` and leaves the
+others, the returned mask marks slots 0..position, a captured one-position step replays at each new position
+(one graph for every position), and bad shapes or a non-tensor position are refused with what to do."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import limn
+from limn import Tensor, nn
+from limn.capture import capture
+
+rng = np.random.default_rng(0)
+
+
+def test_update_writes_one_slot_and_masks_the_filled_ones():
+    cache = nn.KVCache(batch=2, heads=3, length=5, head_dim=4)
+    written = []
+    for position in range(3):
+        k, v = (
+            rng.standard_normal((2, 3, 1, 4)).astype(np.float32),
+            rng.standard_normal((2, 3, 1, 4)).astype(np.float32),
+        )
+        keys, values, filled = cache.update(Tensor(k), Tensor(v), Tensor(np.array(position, np.int32)))
+        limn.realize(keys, values, filled, cache.keys, cache.values)
+        written.append((k, v))
+        assert filled.tolist() == [i <= position for i in range(5)]
+    keys = cache.keys.numpy()
+    for position, (k, v) in enumerate(written):
+        np.testing.assert_array_equal(keys[:, :, position], k[:, :, 0])
+        np.testing.assert_array_equal(cache.values.numpy()[:, :, position], v[:, :, 0])
+    assert not keys[:, :, 3:].any(), "slots past the last position stay as they were (zeros)"
+
+
+def test_attention_over_the_cache_equals_causal_attention_over_the_whole_sequence():
+    t, heads, d = 6, 2, 8
+    q, k, v = (rng.standard_normal((1, heads, t, d)).astype(np.float32) for _ in range(3))
+    want = Tensor.scaled_dot_product_attention(Tensor(q), Tensor(k), Tensor(v), causal=True).numpy()
+    cache = nn.KVCache(1, heads, t, d)
+
+    def step(qi: Tensor, ki: Tensor, vi: Tensor, position: Tensor) -> Tensor:
+        keys, values, filled = cache.update(ki, vi, position)
+        return Tensor.scaled_dot_product_attention(qi, keys, values, key_mask=filled)
+
+    step = capture(step)  # one recording: the position is a tensor, so every step is the same graph
+    rows = [
+        step(*(Tensor(a[:, :, i : i + 1]) for a in (q, k, v)), Tensor(np.array(i, np.int32))).numpy() for i in range(t)
+    ]
+    np.testing.assert_allclose(np.concatenate(rows, axis=2), want, rtol=1e-5, atol=1e-6)
+
+
+def test_bad_input_is_refused_with_what_to_do():
+    cache = nn.KVCache(1, 2, 4, 3)
+    one = Tensor.zeros((1, 2, 1, 3))
+    with pytest.raises(limn.ArgumentError, match="one position"):
+        cache.update(Tensor.zeros((1, 2, 2, 3)), Tensor.zeros((1, 2, 2, 3)), Tensor(np.array(0, np.int32)))
+    with pytest.raises(limn.ArgumentError, match="0-d integer tensor"):
+        cache.update(one, one, Tensor(np.array([0], np.int32)))
+    with pytest.raises(limn.ArgumentError, match="at least 1"):
+        nn.KVCache(1, 2, 0, 3)
