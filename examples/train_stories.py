@@ -4,7 +4,8 @@
     uv run python examples/train_stories.py --data ~/tinystories  # the full TinyStories-{train,valid}.txt
     uv run python examples/train_stories.py --full --data ~/tinystories   # the long run: a bigger model
     uv run python examples/train_stories.py --resume runs/stories/ckpt.safetensors
-    uv run python examples/train_stories.py --sample runs/stories/ckpt.safetensors --prompt "Once upon"
+    uv run python examples/train_stories.py --sample runs/stories/ckpt.safetensors --prompt "Once upon" \
+        --tokens 500 --temperature 0.8 --top-k 40 --sample-seed 1
 
 The model is examples/stories_gpt.py (nanoGPT's layout, fused attention, a tied head). Muon steps the hidden
 matrices and AdamW the rest, as one Chain, with a linear warmup and a cosine decay of both learning rates and
@@ -343,7 +344,8 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--prompt", default="Once upon a time")
     p.add_argument("--tokens", type=int, default=300, help="bytes to generate")
     p.add_argument("--temperature", type=float, default=0.8)
-    p.add_argument("--top-k", type=int, default=40)
+    p.add_argument("--top-k", type=int, default=40, help="sample among the k likeliest bytes (0: all of them)")
+    p.add_argument("--sample-seed", type=int, default=0, help="the seed of the sampler's random draws")
     return p.parse_args(argv)
 
 
@@ -403,8 +405,11 @@ def stream(model: GPT, args: argparse.Namespace) -> bytes:
         sys.stdout.buffer.write(bytes([byte]))
         sys.stdout.flush()
 
-    text = generate(model, args.prompt.encode(), args.tokens, args.temperature, args.top_k, 0, echo)
-    print()
+    top_k = args.top_k or None
+    start = time.perf_counter()
+    text = generate(model, args.prompt.encode(), args.tokens, args.temperature, top_k, args.sample_seed, echo)
+    seconds = time.perf_counter() - start
+    print(f"\n({len(text)} bytes in {seconds:.1f} s, {len(text) / seconds:.0f} bytes/s, first step's compile included)")
     return text
 
 

@@ -58,6 +58,8 @@ def test_a_short_run_lowers_the_loss_and_writes_a_checkpoint_and_its_curve(tmp_p
     names = {g.findtext("{http://www.w3.org/2000/svg}title") for g in svg.iter("{http://www.w3.org/2000/svg}g")}
     assert {"train", "validation"} <= names, names
     assert len(figures["text"]) == 8
+    sampled = train_stories.main(["--sample", str(tmp_path / "ckpt.safetensors"), "--tokens", "8", "--device", "c"])
+    assert sampled["text"] == figures["text"], "--sample from the final checkpoint, same seed: the same bytes"
 
 
 def test_a_resumed_run_gives_the_uninterrupted_runs_losses_bit_for_bit(tmp_path, on_c):
