@@ -70,6 +70,23 @@ def test_a_shared_sum_of_many_buffers_is_stored_for_its_reads():
     assert [k.op for k in sched.kernels] == [Op.SUM, Op.MAX], explain(sched)
 
 
+def test_a_chain_on_one_buffer_is_charged_its_ops_alone():
+    """Recomputing a value from one buffer reads as much memory as reading it back once stored, so only the
+    reads past the first are charged: a chain of 20 ops on one buffer (a GELU's pieces on a matmul's output,
+    which the backward pass reads again) is recomputed by both readers, not stored; with a second buffer in
+    it, the read it adds tips it over RECOMPUTE_LIMIT and it is stored."""
+    x, y = Tensor.randn((4, 6)).realize(), Tensor.randn((4, 6)).realize()
+    chain = x
+    for _ in range(10):  # 20 ops, under RECOMPUTE_LIMIT
+        chain = chain * 0.5 + 1.0
+    sched = schedule_of(chain.sum(1), chain.max(axis=0))
+    assert sorted(k.op.name for k in sched.kernels) == ["MAX", "SUM"], explain(sched)
+    two = chain + y  # 21 ops and a second full-size read (LOAD_WEIGHT)
+    sched = schedule_of(two.sum(1), two.max(axis=0))
+    reason = reason_of_kernel(sched, Op.ADD)
+    assert reason.rule is Rule.SHARED and f"recompute cost over {RECOMPUTE_LIMIT}" in str(reason), explain(sched)
+
+
 def test_a_broadcast_scalar_is_not_counted_as_a_read():
     """A shared value reading a small leaf through a broadcast (a bias, a scalar) is charged its ops alone."""
     x, bias = Tensor.randn((4, 6)).realize(), Tensor.randn((6,)).realize()

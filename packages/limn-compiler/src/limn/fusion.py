@@ -99,10 +99,11 @@ VIEW_WEIGHT = 0
 computed value is never recomputed at all (it is stored by the pad rule)."""
 
 LOAD_WEIGHT = 8
-"""A read of a buffer at least as large as the value (a leaf it does not broadcast): a stream of memory per
-element, which a stored value pays once, taken as eight adds. A smaller leaf (a bias, a scalar) is read
-through a broadcast and stays in cache, so it costs nothing here. A residual stream, the sum of every
-layer's outputs, is then stored once rather than re-read from all of them by each kernel that reads it."""
+"""A read of a buffer at least as large as the value (a leaf it does not broadcast), past the first: a stream
+of memory per element, taken as eight adds (the first costs what reading the stored value would). A smaller
+leaf (a bias, a scalar) is read through a broadcast and stays in cache, so it costs nothing here. A residual
+stream, the sum of every layer's outputs, is then stored once rather than re-read from all of them by each
+kernel that reads it."""
 
 RECOMPUTE_LIMIT = 24
 """A shared value costing up to this many units is recomputed in every kernel that reaches it; past it, it is
@@ -118,16 +119,22 @@ WEIGHT: dict[Op, int] = (
 
 def recompute_cost(node: Node, stored: dict[int, Reason], loads: bool = True) -> int | None:
     """The weighted ops below `node` and (with `loads`) the reads of the values in memory they start from
-    (counting stops once past RECOMPUTE_LIMIT), or None when a pad over a computed value lies below: that is
-    never recomputed."""
-    cost, seen, stack = 0, set(), [node]
+    beyond the first (counting stops once past RECOMPUTE_LIMIT), or None when a pad over a computed value lies
+    below: that is never recomputed. The first full-size read is free because storing the value would cost
+    its readers one read too: a chain of elementwise ops on one buffer (a GELU's pieces on a matmul's output)
+    is recomputed from it rather than stored piece by piece."""
+    cost, reads, seen, stack = 0, 0, set(), [node]
     while stack:
         n = stack.pop()
         if id(n) in seen:
             continue
         seen.add(id(n))
         if is_leaf(n, stored):
-            cost += LOAD_WEIGHT if loads and n.op is not Op.CONST and n.size >= node.size else 0
+            if loads and n.op is not Op.CONST and n.size >= node.size:
+                cost += LOAD_WEIGHT if reads else 0
+                reads += 1
+            if cost > RECOMPUTE_LIMIT:
+                return cost
             continue
         if n.op in MOVEMENT and n.arg.mask is not None:
             return None
