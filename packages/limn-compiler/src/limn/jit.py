@@ -89,7 +89,8 @@ class Plan:
     kernel, and the index checks to run on the way. Each thread keeps its own scratch buffers for the
     intermediate values (`scratch()`), reused between its runs: a training step reuses the same memory
     every step instead of asking the allocator (and the kernel, page by page) for fresh memory, and two
-    threads running one plan at once never share an intermediate. Sinks get fresh buffers each run,
+    threads running one plan at once never share an intermediate. Within a run, intermediates whose lives do
+    not meet share a buffer (`owners`). Sinks get fresh buffers each run,
     since callers keep them."""
 
     program: Program
@@ -104,6 +105,37 @@ class Plan:
         kept = {sink.slot for sink in self.schedule.sinks}
         slots = self.schedule.slots
         return [(s.number, s.dtype, s.shape, s.number in kept) for s in slots if s.kind != SlotKind.INPUT]
+
+    @functools.cached_property
+    def owners(self) -> dict[int, int]:
+        """Each scratch slot's owner: the slot whose buffer it uses. A slot's life runs from the first kernel
+        that touches it to the last (an index check counts as a read); slots of one dtype and shape whose lives
+        do not meet share one buffer, the later taking the buffer of one that is done, so a training step
+        holds about what is live at once rather than every intermediate it ever makes. A kernel reading one
+        slot for the last time and writing another for the first keeps them apart (no kernel reads and writes
+        one buffer under two names)."""
+        life: dict[int, list[int]] = {}
+        for i, kernel in enumerate(self.program.kernels):
+            for b in kernel.inputs + kernel.outputs:
+                span = life.setdefault(b.slot, [i, i])
+                span[1] = i
+        for check in self.checks:
+            if check.load.slot in life:
+                life[check.load.slot][1] = max(life[check.load.slot][1], check.kernel)
+        free: dict[tuple[DType, Shape], list[tuple[int, int]]] = {}  # (dtype, shape) -> (done after, owner)
+        owners: dict[int, int] = {}
+        scratch = [(n, d, s) for n, d, s, kept in self.written if not kept and n in life]
+        for number, dtype, shape in sorted(scratch, key=lambda entry: life[entry[0]][0]):
+            first, last = life[number]
+            pool = free.setdefault((dtype, tuple(shape)), [])
+            done = [k for k, (end, _) in enumerate(pool) if end < first]
+            if done:
+                _, owner = pool.pop(done[0])
+            else:
+                owner = number
+            owners[number] = owner
+            pool.append((last, owner))
+        return owners
 
     @functools.cached_property
     def checks_by_kernel(self) -> dict[int, list[IndexCheck]]:
@@ -222,9 +254,10 @@ class CompiledDevice:
             if kept:
                 handles[number] = self._alloc_checked(dtype, shape)
             else:
-                if number not in scratch:
-                    scratch[number] = self._alloc_checked(dtype, shape)
-                handles[number] = scratch[number]
+                owner = plan.owners.get(number, number)
+                if owner not in scratch:
+                    scratch[owner] = self._alloc_checked(dtype, shape)
+                handles[number] = scratch[owner]
         checks = plan.checks_by_kernel
         timing = debug_level() >= 3
         for i, (kernel, compiled) in enumerate(zip(plan.program.kernels, plan.compiled)):
