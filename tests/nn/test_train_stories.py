@@ -168,6 +168,20 @@ def test_torch_trained_from_the_same_weights_follows_limns_loss_curve(tmp_path, 
     assert want[-1] < want[0] - 1.0, "the run should learn something for the comparison to mean anything"
 
 
+def test_the_full_files_are_memory_mapped_from_their_folder(tmp_path):
+    sample = (EXAMPLES / "data" / "tinystories-sample.txt").read_bytes()
+    (tmp_path / "TinyStories-train.txt").write_bytes(sample * 3)
+    (tmp_path / "TinyStories-valid.txt").write_bytes(sample[:5000])
+    corpus = open_corpus(str(tmp_path))
+    assert isinstance(corpus.train, np.memmap) and isinstance(corpus.valid, np.memmap)
+    assert (len(corpus.train), len(corpus.valid)) == (3 * len(sample), 5000)
+    x, y = corpus.batch("train", 4, 32, 0, 0)
+    assert x.shape == y.shape == (4, 32) and (x[:, 1:] == y[:, :-1]).all()
+    (tmp_path / "TinyStories-valid.txt").unlink()
+    with pytest.raises(train_stories.DataError, match="missing"):
+        open_corpus(str(tmp_path))
+
+
 # ---- user mistakes ----
 
 
