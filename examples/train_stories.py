@@ -359,8 +359,27 @@ def settings_of(args: argparse.Namespace) -> Settings:
     return replace(base, config=config, **{k: v for k, v in chosen.items() if v is not None})
 
 
+def check_arguments(args: argparse.Namespace) -> None:
+    """The command line's numbers, before anything is built: a UserError naming the first that cannot be used."""
+    at_least_one = ("steps", "batch", "context", "layers", "heads", "width", "eval_every", "checkpoint_every")
+    for name in at_least_one:
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise UserError(f"--{name.replace('_', '-')} {value}: it must be at least 1")
+    if args.dropout is not None and not 0 <= args.dropout < 1:
+        raise UserError(f"--dropout {args.dropout}: a rate in [0, 1)")
+    if args.tokens < 0 or args.temperature < 0 or not 0 <= args.top_k <= 256:
+        raise UserError(
+            f"--tokens {args.tokens}, --temperature {args.temperature}, --top-k {args.top_k}: tokens and temperature "
+            "are at least 0, top-k is 0 (every byte) to 256"
+        )
+    if args.width is not None and args.heads is not None and args.width % args.heads:
+        raise UserError(f"--width {args.width} is not a multiple of --heads {args.heads}")
+
+
 def main(argv: list[str] | None = None) -> dict:
     args = arguments(argv)
+    check_arguments(args)
     device = choose_device(args.device)
     out = Path(args.out)
     if args.sample:

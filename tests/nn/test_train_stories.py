@@ -197,8 +197,11 @@ def run_script(*args: str, cwd: Path) -> subprocess.CompletedProcess:
         (["--device", "abacus"], "no device named 'abacus'"),
         (["--data", "EMPTY"], "the file is empty"),
         (["--data", "SHORT"], "fewer than one window"),
+        (["--eval-every", "0"], "--eval-every 0: it must be at least 1"),
+        (["--top-k", "300"], "top-k is 0 (every byte) to 256"),
+        (["--width", "30", "--heads", "4"], "not a multiple of --heads"),
     ],
-    ids=["missing data", "unknown device", "empty file", "shorter than a window"],
+    ids=["missing data", "unknown device", "empty file", "shorter than a window", "zero interval", "top-k", "heads"],
 )
 def test_a_user_mistake_is_one_line_and_exit_status_2(tmp_path, args, says):
     (tmp_path / "EMPTY").write_bytes(b"")
