@@ -7,6 +7,7 @@ capture cannot replay correctly it must refuse with a CaptureError that says wha
 
 import numpy as np
 import pytest
+from training import training_step
 
 import limn
 import limn.nn as nn
@@ -47,19 +48,6 @@ def muon_and_adamw(model):
     matrices = [(n, p) for n, p in named if p.ndim == 2]
     rest = [(n, p) for n, p in named if p.ndim != 2]
     return optim.Chain(optim.Muon(matrices, lr=0.02), optim.AdamW(rest, lr=1e-2))
-
-
-def training_step(model, opt):
-    """The step as a user writes it: forward, backward, and one realize() for the update and the loss."""
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = nn.mse_loss(model(x), y)
-        loss.backward()
-        opt.step(loss)
-        return loss
-
-    return step
 
 
 def params(model):

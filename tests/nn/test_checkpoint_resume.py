@@ -10,6 +10,7 @@ optimizer's state under `{path}.{state}`, and its scalars (step, lr, beta**t) un
 import numpy as np
 import pytest
 import safetensors.numpy
+from training import training_step
 
 import limn
 import limn.nn as nn
@@ -62,17 +63,6 @@ def make(run, seed):
     limn.manual_seed(seed)
     model = model_class()
     return model, OPTIMIZERS[opt_kind](nn.named_parameters(model))
-
-
-def training_step(model, opt):
-    def step(x, y):
-        opt.zero_grad()
-        loss = nn.mse_loss(model(x), y)
-        loss.backward()
-        opt.step(loss)
-        return loss
-
-    return step
 
 
 def train(model, step, steps):

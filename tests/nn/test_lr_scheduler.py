@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import torch
 import torch.optim.lr_scheduler as theirs
+from training import training_step
 
 import limn
 import limn.nn as nn
@@ -234,17 +235,6 @@ def muon_and_adamw(model):
 def warmup_cosine(opt):
     warmup = ours.LinearLR(opt, start_factor=0.1, total_iters=3)
     return ours.SequentialLR(opt, [warmup, ours.CosineAnnealingLR(opt, T_max=9, eta_min=1e-4)], milestones=[3])
-
-
-def training_step(model, opt):
-    def step(x, y):
-        opt.zero_grad()
-        loss = nn.mse_loss(model(x), y)
-        loss.backward()
-        opt.step(loss)
-        return loss
-
-    return step
 
 
 def train(make_opt, make_schedule, captured, steps=TRAIN_STEPS):
