@@ -23,7 +23,7 @@ import numpy as np
 from limn import cuda_attention, cuda_driver, cuda_nvrtc, dtypes
 from limn.cuda_matmul import GPU_TILING, Tiling
 from limn.cuda_prelude import PRELUDE
-from limn.cuda_program import CudaProgram, Launch, merge
+from limn.cuda_program import CudaProgram, Launch, RendersPrograms, merge
 from limn.cuda_source import CudaRenderer
 from limn.device import Buffer, DeviceError
 from limn.dtypes import DType
@@ -83,7 +83,7 @@ class Loaded:
     module: Any
 
 
-class CudaDevice(CompiledDevice):
+class CudaDevice(RendersPrograms, CompiledDevice):
     """Runs kernels on an NVIDIA GPU through NVRTC and the driver API (see the module docstring)."""
 
     name = "cuda"
@@ -104,7 +104,6 @@ class CudaDevice(CompiledDevice):
         self._enter()
         self.stream = _check(d.cuStreamCreate(0), "cuStreamCreate")
         self.renderer = CudaRenderer(tiling=tiling)  # tiling: the matmul tiles' widths (None: no tiles)
-        self._rendered: dict[str, CudaProgram] = {}  # source -> its program, for compile to find the launches
         self._pending: list[str] = []  # kernels launched since the stream was last waited for
         self._attention: Loaded | None = None  # the attention kernels' module, built on first use
         self._attention_functions: dict[str, Any] = {}  # their CUfunctions, by name, as they are first run
@@ -119,18 +118,10 @@ class CudaDevice(CompiledDevice):
 
     # ---- compiling ----
 
-    def render(self, kernel: KernelIR) -> str:
-        program = self.renderer.render(kernel)
-        self._rendered[program.source] = program
-        return program.source
-
-    def compile(self, kernel: KernelIR, source: str) -> Any:
-        return self.compile_batch([(kernel, source)])[0]
-
     def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Loaded]:
         """One NVRTC program and one module for all of a plan's kernels (NVRTC starts once per plan, and the
         prelude is compiled once). An NvrtcError propagates with NVRTC's log and the lines it names."""
-        programs = [self._rendered.pop(source) for _, source in items]
+        programs = self.rendered_programs(items)
         source = merge(programs, PRELUDE).source
         arch, cubin = self.target
         image = cuda_nvrtc.cached_compile(source, "limn_plan.cu", arch, cubin, self.gpu.driver_version).image

@@ -19,7 +19,7 @@ import numpy as np
 from limn import cuda_attention
 from limn.cuda_matmul import Tiling
 from limn.cuda_prelude import PRELUDE
-from limn.cuda_program import CudaProgram, merge
+from limn.cuda_program import CudaProgram, RendersPrograms, merge
 from limn.cuda_sim import SimRuntime
 from limn.cuda_source import CudaRenderer
 from limn.device import DeviceError
@@ -32,7 +32,7 @@ BLOCK = 32  # threads per simulated block: a few blocks already cover a small te
 TILING = Tiling(rows=8, cols=8, depth=4, patch_rows=2, patch_cols=2)  # 16 threads: small tests cross tile edges
 
 
-class CudaSimDevice(CompiledDevice):
+class CudaSimDevice(RendersPrograms, CompiledDevice):
     """Renders kernels as CUDA C and runs them on the CPU through the shim (see the module docstring)."""
 
     name = "cuda-sim"
@@ -50,19 +50,10 @@ class CudaSimDevice(CompiledDevice):
         self.block = block
         self.attention_tiles = cuda_attention.SIM  # small blocks and tiles: a std::thread per CUDA thread
         self._attention: tuple[Any, CudaProgram] | None = None  # the kernels' module, built on first use
-        self._rendered: dict[str, CudaProgram] = {}  # source -> its program, for compile to find the launches
-
-    def render(self, kernel: KernelIR) -> str:
-        program = self.renderer.render(kernel)
-        self._rendered[program.source] = program
-        return program.source
-
-    def compile(self, kernel: KernelIR, source: str) -> Any:
-        return self.compile_batch([(kernel, source)])[0]
 
     def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Any]:
         """One C++ translation unit for all the kernels (g++ starts once per plan, not once per kernel)."""
-        programs = [self._rendered.pop(source) for _, source in items]
+        programs = self.rendered_programs(items)
         module = self.runtime.compile(merge(programs, PRELUDE))
         return [(module, p) for p in programs]
 

@@ -12,6 +12,7 @@ run a CudaProgram the same way. Pipeline: IR -> CUDA C (cuda_source.py) -> **thi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -40,3 +41,23 @@ def merge(programs: list[CudaProgram], prelude: str) -> CudaProgram:
         assert program.source.startswith(prelude), "every program of a plan begins with the same prelude"
     source = prelude + "".join(p.source[len(prelude) :] for p in programs)
     return CudaProgram(source, tuple(launch for p in programs for launch in p.launches))
+
+
+class RendersPrograms:
+    """What the cuda and cuda-sim devices share between jit's render and compile hooks: render() gives jit the
+    source of a kernel's CudaProgram and remembers the program by that source, so compile_batch finds each
+    kernel's launches again (`rendered_programs`); compile() is a batch of one. The device sets `renderer`."""
+
+    renderer: Any  # a limn.cuda_source.CudaRenderer
+
+    def render(self, kernel: Any) -> str:
+        program = self.renderer.render(kernel)
+        self.__dict__.setdefault("_rendered", {})[program.source] = program
+        return program.source
+
+    def compile(self, kernel: Any, source: str) -> Any:
+        return self.compile_batch([(kernel, source)])[0]
+
+    def rendered_programs(self, items: list[tuple[Any, str]]) -> list[CudaProgram]:
+        """The programs render() gave for these (kernel, source) pairs, forgotten as they are taken."""
+        return [self.__dict__["_rendered"].pop(source) for _, source in items]
