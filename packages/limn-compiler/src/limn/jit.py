@@ -17,7 +17,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -242,9 +242,12 @@ class CompiledDevice:
     def run(self, sinks: Sequence[Node]) -> list[Buffer]:
         return self.run_plan(*self.plan(sinks))
 
-    def run_plan(self, plan: Plan, leaves: Sequence[Buffer]) -> list[Buffer]:
+    def run_plan(
+        self, plan: Plan, leaves: Sequence[Buffer], after: Callable[[int, list[Any]], None] | None = None
+    ) -> list[Buffer]:
         """Runs a plan on these leaf buffers (in structure_key's order): what run() does after the
-        cache lookup, and what limn.capture replays without building the graph again."""
+        cache lookup, and what limn.capture replays without building the graph again. `after(i, handles)`,
+        when given, is called once kernel i has run, with every slot's handle (run_plan_traced's hook)."""
         sched = plan.schedule
         handles: list[Any] = [None] * len(sched.slots)
         for slot, buf in zip(sched.inputs, leaves):
@@ -277,7 +280,23 @@ class CompiledDevice:
                     file=sys.stderr,
                 )
             self.stats.kernels_run += 1
+            if after is not None:
+                after(i, handles)
         return self._results(sched, leaves, handles)
+
+    def run_plan_traced(self, plan: Plan, leaves: Sequence[Buffer]) -> tuple[list[Buffer], list[dict[int, np.ndarray]]]:
+        """run_plan, also returning what each kernel wrote: per kernel, slot number -> a copy of that slot's
+        bytes just after the kernel ran (a later kernel may reuse the scratch buffer). Slow, since it copies
+        every written slot out: limn.capture's verify runs it to name the first kernel where two runs part."""
+        slots = plan.schedule.slots
+        written: list[dict[int, np.ndarray]] = []
+
+        def keep(i: int, handles: list[Any]) -> None:
+            self.synchronize()
+            outputs = plan.program.kernels[i].outputs
+            written.append({b.slot: self.copyout(handles[b.slot], b.dtype, slots[b.slot].shape) for b in outputs})
+
+        return self.run_plan(plan, leaves, after=keep), written
 
     def run_custom(self, kernel: KernelIR, handles: list[Any]) -> None:
         raise DeviceError(f"device {self.name!r} registers no CUSTOM kernel {kernel.custom!r}")

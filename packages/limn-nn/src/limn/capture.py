@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from limn import engine, rng, snapshot
+from limn import capture_verify, engine, rng, snapshot
 from limn.device import Buffer, current_device, get_device
 from limn.dtypes import DType
 from limn.ops import Node, Op, rebuilt, substitute, toposort
@@ -384,21 +384,7 @@ class Captured:
     # ---- replaying ----
 
     def _replay(self, args: tuple) -> Any:
-        results: list[list[Buffer]] = []
-        for run in self.recording.runs:
-            forks = {id(leaf.buffer): snapshot.fork(leaf.buffer) for leaf in run.leaves if leaf.kind == "before"}
-            leaves = [_leaf_buffer(leaf, args, results, forks) for leaf in run.leaves]
-            forks |= {id(b): snapshot.fork(b) for b in run.in_place}  # no new memory: they only lose readers
-            dev = get_device(run.device)
-            try:
-                if run.plan is not None:
-                    results.append(dev.run_plan(run.plan, leaves))
-                else:
-                    results.append(dev.run(_bind(run.template, leaves)))
-            except BaseException:
-                snapshot.undo(list(forks.values()))
-                raise
-            _settle(run, list(forks.values()))
+        results, _ = _run_runs(self.recording, args)
         self.replays += 1
         outs = []
         for run, index in self.recording.outputs:
@@ -408,14 +394,15 @@ class Captured:
 
     def _verified_replay(self, args: tuple) -> Any:
         """A replay checked against the eager call from the same state: the written buffers are saved,
-        the function runs, they are put back, the replay runs, and the two must agree exactly."""
+        the function runs, they are put back, the replay runs, and the two must agree exactly. On a
+        difference both are run again from the saved state, kernel by kernel (limn.capture_verify), to
+        name the first recorded kernel whose value differs."""
         written = self.recording.written
         saved = [b.numpy() for b in written]
-        _, eager = _record(self.fn, args)
+        eager_recording, eager = _record(self.fn, args)
         eager_outs = [t.numpy() for t in _flatten(eager)[0]]
         eager_state = [b.numpy() for b in written]
-        for b, data in zip(written, saved):
-            get_device(b.device).copyin(b.handle, data)
+        _restore(written, saved)
         call = self.replays + 2
         out = self._replay(args)
         pairs = [(f"output {i}", t.numpy(), e) for i, (t, e) in enumerate(zip(_flatten(out)[0], eager_outs))]
@@ -425,13 +412,51 @@ class Captured:
         ]
         for what, got, expected in pairs:
             if not np.array_equal(got, expected, equal_nan=got.dtype.kind == "f"):
-                diff = np.max(np.abs(got.astype(np.float64) - expected.astype(np.float64)))
+
+                def trace(recording: _Recording) -> list[list[dict[int, np.ndarray]]]:
+                    _restore(written, saved)
+                    return _run_runs(recording, args, traced=True)[1]
+
+                first = capture_verify.first_difference(self.recording, eager_recording, trace)
                 raise CaptureError(
-                    f"verify: call {call} replayed differs from the eager call in {what}: max difference {diff}. "
-                    "The step depends on Python state the recording cannot see (a float or counter in a "
-                    "closure, a rebound tensor); pass it as a tensor argument"
+                    f"verify: call {call} replayed differs from the eager call in {what}: max difference "
+                    f"{capture_verify.max_difference(got, expected)}. {first}"
                 )
         return out
+
+
+def _restore(buffers: list[Buffer], saved: list[np.ndarray]) -> None:
+    for b, data in zip(buffers, saved):
+        get_device(b.device).copyin(b.handle, data)
+
+
+def _run_runs(recording: _Recording, args: tuple, traced: bool = False) -> tuple[list[list[Buffer]], list]:
+    """Runs a recording's runs on this call's arguments: each run's result buffers and, when traced, what
+    each run wrote step by step (limn.capture_verify.Trace: per kernel on a compiled device, slot ->
+    bytes; one step on the numpy device, result index -> bytes)."""
+    results: list[list[Buffer]] = []
+    traces: list[list[dict[int, np.ndarray]]] = []
+    for run in recording.runs:
+        forks = {id(leaf.buffer): snapshot.fork(leaf.buffer) for leaf in run.leaves if leaf.kind == "before"}
+        leaves = [_leaf_buffer(leaf, args, results, forks) for leaf in run.leaves]
+        forks |= {id(b): snapshot.fork(b) for b in run.in_place}  # no new memory: they only lose readers
+        dev = get_device(run.device)
+        try:
+            if traced and run.plan is not None:
+                out, steps = dev.run_plan_traced(run.plan, leaves)
+                traces.append(steps)
+            elif run.plan is not None:
+                out = dev.run_plan(run.plan, leaves)
+            else:
+                out = dev.run(_bind(run.template, leaves))
+                if traced:
+                    traces.append([{i: b.numpy() for i, b in enumerate(out)}])
+            results.append(out)
+        except BaseException:
+            snapshot.undo(list(forks.values()))
+            raise
+        _settle(run, list(forks.values()))
+    return results, traces
 
 
 def _leaf_buffer(leaf: _Leaf, args: tuple, results: list[list[Buffer]], forks: dict[int, Fork]) -> Buffer:
