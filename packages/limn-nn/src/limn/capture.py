@@ -26,6 +26,7 @@ Pipeline: nn/optim step -> **capture** -> plan executor (jit.py) -> device.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 from collections.abc import Callable
@@ -84,7 +85,7 @@ class _Recording:
     """What one call did: its runs, where its outputs are and the host data it made."""
 
     runs: list[_Run]
-    outputs: list[tuple[int, int]]  # (run, result index) of each returned tensor
+    outputs: list[_Leaf]  # where each returned tensor is: a run's result, or an argument returned as it is
     rebuild: Callable[[list[Tensor]], Any]
     constants: list[tuple[str, str]] = field(default_factory=list)  # (what, fingerprint) of each
 
@@ -122,6 +123,7 @@ class _Recorder:
         self.fresh: set[int] = set()  # buffers made from host data during the call
         self.constants: list[tuple[str, str]] = []
         self.assigns: list[Tensor] = []  # tensors the call assigned, realized or not
+        self.targets: set[int] = set()  # id(Buffer) of each buffer an assign made in the call writes
         self.before: dict[int, Buffer] = {}  # id(old bytes) -> the buffer they were, in the current run
         self.problem: str | None = None
         # every buffer whose id is a key above, held until the recording ends: a buffer freed mid-call
@@ -137,6 +139,7 @@ class _Recorder:
 
     def assigned(self, t: Tensor) -> None:
         self.assigns.append(t)
+        self.targets.add(id(t.node.srcs[0].arg))
 
     def read_back(self, t: Tensor) -> None:
         self.refuse(
@@ -148,6 +151,12 @@ class _Recorder:
     def realized(self, device: str, sinks: list[Node], buffers: list[Buffer], forks: list[Fork]) -> None:
         self.before = {id(f.before): f.target for f in forks if f.before is not None}
         for f in forks:
+            if id(f.target) not in self.targets:
+                self.refuse(
+                    f"the step realized an assign to a {_what(f.target.dtype, f.target.shape)} tensor that was "
+                    "made before the step was called (left pending: not realized); a replay would make it again "
+                    "on every call. Realize the tensor (t.realize()) before calling the step"
+                )
             if id(f.target) in self.arg_buffers:
                 self.refuse(
                     f"the step assigns argument {self.arg_buffers[id(f.target)]} "
@@ -215,15 +224,46 @@ def _swap_leaves(sinks: list[Node], arg: Callable[[Node], Any]) -> list[Node]:
     return substitute(sinks, swap)
 
 
-def _signature(args: tuple) -> tuple:
-    """What must stay the same between calls: each argument's kind, shape and dtype (or value)."""
+def _signature(args: tuple, keywords: tuple[str, ...] = ()) -> tuple:
+    """What must stay the same between calls: each argument's kind, shape and dtype (a tensor), value (a
+    number, string, or container of them: by repr) or identity (any other object, whose attributes the
+    step may read: another one is another step). The last len(keywords) arguments were passed by name."""
+    names = ("",) * (len(args) - len(keywords)) + keywords
     sig = []
-    for a in args:
+    for a, name in zip(args, names):
         if isinstance(a, Tensor):
-            sig.append(("tensor", a.shape, a.dtype.name, a.device))
+            sig.append(("tensor", a.shape, a.dtype.name, a.device, name))
+        elif _holds_tensor(a):
+            where = f"argument {name!r}" if name else f"argument {len(sig)}"
+            raise CaptureError(
+                f"{where} is a {type(a).__name__} holding tensors; a recording binds only tensors passed as "
+                "arguments themselves (one in a container would be read as the first call's on every replay). "
+                "Pass each tensor as its own argument"
+            )
+        elif _plain(a):
+            sig.append(("value", type(a).__name__, repr(a), name))
         else:
-            sig.append(("value", type(a).__name__, repr(a)))
+            sig.append(("object", type(a).__name__, id(a), name))
     return tuple(sig)
+
+
+def _holds_tensor(a: Any) -> bool:
+    if isinstance(a, dict):
+        return any(_holds_tensor(v) for v in a.values())
+    if isinstance(a, (list, tuple, set, frozenset)):
+        return any(isinstance(v, Tensor) or _holds_tensor(v) for v in a)
+    return False
+
+
+def _plain(a: Any) -> bool:
+    """A value compared by repr: a number, string, bytes, None, or a container of them."""
+    if isinstance(a, (bool, int, float, complex, str, bytes, type(None))):
+        return True
+    if isinstance(a, dict):
+        return all(_plain(k) and _plain(v) for k, v in a.items())
+    if isinstance(a, (list, tuple)):
+        return all(_plain(v) for v in a)
+    return False
 
 
 def _sharing(args: tuple) -> tuple:
@@ -252,8 +292,10 @@ def _flatten(out: Any) -> tuple[list[Tensor], Callable[[list[Tensor]], Any]]:
     raise CaptureError(f"a captured step returned {type(out).__name__}; return tensors (or None)")
 
 
-def _record(fn: Callable[..., Any], args: tuple) -> tuple[_Recording, Any]:
-    """Runs fn(*args) eagerly while recording what it runs; raises CaptureError for what cannot replay."""
+def _record(call: Callable[[], Any], args: tuple) -> tuple[_Recording, Any]:
+    """Runs call() (the step on `args`) eagerly while recording what it runs; raises CaptureError for what
+    cannot replay. A step that raises records nothing: the assigns it made are realized, outside the
+    recording (as an eager loop realizes them when it next reads them), and the exception propagates."""
     realize(*[a for a in args if isinstance(a, Tensor)])  # arguments must be buffers to be bound to
     arg_buffers = {id(a.node.arg): i for i, a in enumerate(args) if isinstance(a, Tensor)}
     recorder = _Recorder(arg_buffers)
@@ -263,23 +305,33 @@ def _record(fn: Callable[..., Any], args: tuple) -> tuple[_Recording, Any]:
     engine.observers.active.append(recorder)
     try:
         with rng.drawing_on_device():  # draws are graphs the recording holds, so replays draw anew
-            out = fn(*args)
+            out = call()
         outs, rebuild = _flatten(out)
         pending = [t for t in recorder.assigns if t.node.op is Op.ASSIGN]
         realize(*outs, *pending)  # assigns the step left pending are part of what it did
-    finally:
+    except BaseException:
         engine.observers.active.remove(recorder)
+        # the assigns made before the raise are realized now, so the next call (which records) does not
+        # find them pending; one that cannot run stays pending, as eagerly, and the step's own error is raised
+        with contextlib.suppress(Exception):
+            realize(*[t for t in recorder.assigns if t.node.op is Op.ASSIGN])
+        raise
+    engine.observers.active.remove(recorder)
     if recorder.problem is not None:
         raise CaptureError(recorder.problem)
     positions = []
     for o in outs:
         buf = o.node.arg
-        if id(buf) not in recorder.results:
+        if id(buf) in recorder.results:
+            run, index = recorder.results[id(buf)]
+            positions.append(_Leaf("run", index=index, run=run))
+        elif id(buf) in arg_buffers:  # an argument returned as it is (a view of one is a run's result)
+            positions.append(_Leaf("arg", index=arg_buffers[id(buf)]))
+        else:
             raise CaptureError(
                 f"the step returned a {_what(o.dtype, o.shape)} tensor it did not compute; "
                 "return only values computed inside the step"
             )
-        positions.append(recorder.results[id(buf)])
     return _Recording(recorder.runs, positions, rebuild, recorder.constants), out
 
 
@@ -312,33 +364,48 @@ class Captured:
         self.recording: _Recording | None = None
         self.confirmed = False  # host data the step makes is checked once more on the second call
         self.replays = 0
+        self.objects: list[Any] = []  # object arguments, held so no other object takes their id
 
     @property
     def runs(self) -> list[_Run]:
         return [] if self.recording is None else self.recording.runs
 
-    def __call__(self, *args: Any) -> Any:
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        """A captured method: bound to its instance, which is an argument like any other (compared by
+        identity, so a method captured on its class refuses a second instance)."""
+        return self if instance is None else functools.partial(self, instance)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if any(isinstance(o, _Recorder) for o in engine.observers.active):
+            return self.fn(*args, **kwargs)  # inside another step's recording: its runs are that step's
+        keywords = tuple(sorted(kwargs))
+        flat = args + tuple(kwargs[k] for k in keywords)  # keyword arguments bind by name, in name order
+        call = functools.partial(self.fn, *args, **kwargs)
         if self.recording is None:
-            self.recording, out = _record(self.fn, args)
-            self.signature, self.sharing = _signature(args), _sharing(args)
+            signature = _signature(flat, keywords)
+            self.recording, out = _record(call, flat)
+            self.signature, self.sharing = signature, _sharing(flat)
+            self.objects = [a for a in flat if not isinstance(a, Tensor) and not _plain(a)]  # ids stay theirs
             self.confirmed = not self.recording.constants
             return out
-        self._check_arguments(args)
+        self._check_arguments(flat, keywords)
         if not self.confirmed:
-            return self._confirm(args)
-        self._check_kept(args)
+            return self._confirm(call, flat)
+        self._check_kept(flat)
         if self.replays < self.verify:
-            return self._verified_replay(args)
-        return self._replay(args)
+            return self._verified_replay(call, flat)
+        return self._replay(flat)
 
     # ---- what a replay must refuse ----
 
-    def _check_arguments(self, args: tuple) -> None:
-        sig = _signature(args)
+    def _check_arguments(self, args: tuple, keywords: tuple[str, ...]) -> None:
+        sig = _signature(args, keywords)
         if sig != self.signature:
             raise CaptureError(
                 f"captured step called with arguments {_describe(sig)}, recorded with {_describe(self.signature)}: "
-                "a replay runs the recorded shapes, dtypes and values only; capture a new step for these"
+                "a replay runs the recorded shapes, dtypes and values only, and reads the recorded objects (one "
+                "object is not another, however alike: capture a method per instance, not on its class); "
+                "capture a new step for these"
             )
         realize(*[a for a in args if isinstance(a, Tensor)])
         sharing = _sharing(args)
@@ -367,9 +434,9 @@ class Captured:
                     "Pass it as an argument, or capture the step again"
                 )
 
-    def _confirm(self, args: tuple) -> Any:
+    def _confirm(self, call: Callable[[], Any], args: tuple) -> Any:
         """The second call of a step that makes host data: run and record it again; the data must match."""
-        second, out = _record(self.fn, args)
+        second, out = _record(call, args)
         for (what, a), (_, b) in zip(self.recording.constants, second.constants):
             if a != b:
                 raise CaptureError(
@@ -387,19 +454,19 @@ class Captured:
         results, _ = _run_runs(self.recording, args)
         self.replays += 1
         outs = []
-        for run, index in self.recording.outputs:
-            buf = results[run][index]
+        for leaf in self.recording.outputs:
+            buf = _leaf_buffer(leaf, args, results, {})
             outs.append(Tensor._from_node(buf.node(), buf.device))
         return self.recording.rebuild(outs)
 
-    def _verified_replay(self, args: tuple) -> Any:
+    def _verified_replay(self, call: Callable[[], Any], args: tuple) -> Any:
         """A replay checked against the eager call from the same state: the written buffers are saved,
         the function runs, they are put back, the replay runs, and the two must agree exactly. On a
         difference both are run again from the saved state, kernel by kernel (limn.capture_verify), to
         name the first recorded kernel whose value differs."""
         written = self.recording.written
         saved = [b.numpy() for b in written]
-        eager_recording, eager = _record(self.fn, args)
+        eager_recording, eager = _record(call, args)
         eager_outs = [t.numpy() for t in _flatten(eager)[0]]
         eager_state = [b.numpy() for b in written]
         _restore(written, saved)
@@ -484,9 +551,12 @@ def _describe(sig: tuple) -> str:
     parts = []
     for item in sig:
         if item[0] == "tensor":
-            parts.append(f"{item[2]}{list(item[1])} on {item[3]}")
+            part = f"{item[2]}{list(item[1])} on {item[3]}"
+        elif item[0] == "object":
+            part = f"{item[1]} object at 0x{item[2]:x}"
         else:
-            parts.append(f"{item[1]} {item[2]}")
+            part = f"{item[1]} {item[2]}"
+        parts.append(f"{item[-1]}={part}" if item[-1] else part)
     return "(" + ", ".join(parts) + ")"
 
 
