@@ -23,9 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from limn import provenance
 from limn.codegen import lower_schedule
 from limn.device import Buffer, DeviceError, get_device
 from limn.dtypes import DType
+from limn.explanation import explain_schedule
 from limn.ir import KernelIR, Program
 from limn.kernel import SlotKind
 from limn.ops import Node, Op, Shape, toposort
@@ -205,7 +207,10 @@ class CompiledDevice:
         self.stats.plans_built += 1
         if debug_level() >= 1:
             print(f"[limn {self.name}] plan {len(self.plans)}: {len(sched.kernels)} kernels", file=sys.stderr)
-        if debug_level() >= 2:
+        if provenance.from_environment():  # LIMN_EXPLAIN=1: each kernel's source lines and reasons, beside its IR
+            print(f"[limn {self.name}] plan {len(self.plans)}, explained:", file=sys.stderr)
+            print(explain_schedule(sched, program), file=sys.stderr)
+        elif debug_level() >= 2:
             print(explain(sched), file=sys.stderr)  # per buffer, the fusion rule that stored it
             print(program, file=sys.stderr)
         return plan, leaves

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from limn.dtypes import DType
-from limn.ops import REDUCE, CustomArg, Op, Shape, postorder
+from limn.ops import REDUCE, CustomArg, Node, Op, Shape, postorder
 from limn.view import View
 
 if TYPE_CHECKING:
@@ -198,6 +198,16 @@ class Schedule:
     inputs: list[int]  # slots bound to the graph's leaf buffers, in leaf order
     sinks: list[Sink]
     reasons: dict[int, Reason] = field(default_factory=dict)  # per slot a kernel writes: why it holds a value
+    computes: dict[int, list[Node]] = field(default_factory=dict)  # per slot written: the graph nodes evaluated
+
+    def computed_by(self, kernel: Kernel) -> list[Node]:
+        """The graph nodes a kernel evaluates (a node cheap enough to recompute is in every kernel that
+        reads it), gathered over the slots it writes: merged kernels keep what each part computed."""
+        found: dict[int, Node] = {}
+        for s in kernel.outputs:
+            for node in self.computes.get(s, ()):
+                found.setdefault(id(node), node)
+        return list(found.values())
 
 
 class ScheduleError(RuntimeError):

@@ -131,6 +131,7 @@ class _Build:
         self.new_reads: dict[int, set[int]] = {}  # kernel -> slots it reads after an ASSIGN wrote them
         self.reads: dict[int, set[int]] = {}  # kernel -> every slot it reads
         self.run_order: list[int] = []  # kernel indices in run order (short of all of them: a cycle)
+        self.computes: dict[int, dict[int, Node]] = {}  # kernel -> the graph nodes it evaluates, by id
 
     def new_slot(self, node: Node, kind: SlotKind, reason: Reason | None, target: int | None = None) -> int:
         self.slots.append(Slot(len(self.slots), node.dtype, node.shape, kind, target))
@@ -155,6 +156,7 @@ class _Build:
             node, v, source_keys = stack.pop()
             key = (id(node), id(v))
             if source_keys is not None:  # every source is built now
+                self.computes.setdefault(kernel, {})[id(node)] = node
                 if not (node is root and is_root) and not free_to_recompute(node, stored):
                     self.users.setdefault(id(node), set()).add(kernel)
                 if node.op in MOVEMENT:
@@ -223,6 +225,7 @@ def _build(order: list[Node], decisions: Decisions) -> _Build:
 
 def _custom_kernel(build: _Build, node: Node, order: list[Node], calls: dict[tuple, list[int]]) -> None:
     """One kernel for all outputs of a CUSTOM call: the first of its output nodes met makes it."""
+    build.computes.setdefault(len(build.kernels), {})[id(node)] = node
     arg: CustomArg = node.arg
     key = (arg.name, arg.params, tuple(id(s) for s in node.srcs))
     if key in calls:  # a sibling output: the merged call already writes it
@@ -268,6 +271,7 @@ def _sibling(node: Node, output: int) -> Node:
 def _assign_kernel(build: _Build, node: Node) -> None:
     """An ASSIGN writes its target's slot in place, or a temp (an ASSIGN slot) copied over at the end."""
     kid = len(build.kernels)
+    build.computes.setdefault(kid, {})[id(node)] = node
     target = build.slot_of[id(node.srcs[0])]
     value = build.expr(node.srcs[1], kid)
     build.reasons.setdefault(target, build.decisions.stored[id(node)])
@@ -284,6 +288,7 @@ def _kernel(build: _Build, node: Node) -> None:
     """The kernel of a stored REDUCE, GATHER, SCATTER, CONTIGUOUS, or of a stored elementwise value, view
     or const (a sink, a shared value, a stretched one), each writing a new temp slot."""
     kid = len(build.kernels)
+    build.computes.setdefault(kid, {})[id(node)] = node
     name = f"k{kid}"
     out = build.slot_of[id(node)] = build.new_slot(node, SlotKind.TEMP, build.decisions.stored[id(node)])
     if node.op in REDUCE:
@@ -377,8 +382,11 @@ def _finish(build: _Build, sinks: list[Node]) -> Schedule:
         if s.op is Op.ASSIGN:
             base = s.srcs[0]  # the target itself, also when the value went through a temp first
         sink_slots.append(Sink(build.slot_of[id(base)], s.shape))
+    computes: dict[int, list[Node]] = {}  # per slot written: the nodes of the kernel that writes it
+    for i, k in enumerate(build.kernels):
+        computes.setdefault(k.out, []).extend(build.computes.get(i, {}).values())
     kernels = fold_epilogues(merge_kernels(kernels))
-    return Schedule(kernels, build.slots, build.inputs, sink_slots, build.reasons)
+    return Schedule(kernels, build.slots, build.inputs, sink_slots, build.reasons, computes)
 
 
 def _renamed(k: Kernel, name: str) -> Kernel:

@@ -7,6 +7,7 @@ packages) are found through the `limn.devices` entry point group and chosen with
 
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)  # limn.* modules ship in several packages
 
+from limn import provenance  # noqa: F401  (LIMN_EXPLAIN=1 starts recording at import)
 from limn.autograd import enable_grad, is_grad_enabled, no_grad
 from limn.creation import manual_seed
 from limn.device import DeviceError, current_device, devices, get_device, register_device, set_device
@@ -64,7 +65,18 @@ def __getattr__(name: str) -> object:
     attr = getattr(Tensor, name, None) if not name.startswith("_") else None
     if callable(attr) and not isinstance(attr, type) and importlib.util.find_spec(f"limn.{name}") is None:
         return attr
+    provided = _provided_functions().get(name)
+    if provided is not None:  # a function another limn package adds: limn.explain from limn-compiler
+        return provided.load()
     raise AttributeError(f"module 'limn' has no attribute {name!r}")
+
+
+def _provided_functions() -> dict:
+    """The `limn.functions` entry points: functions the packages above core put in limn's namespace (they
+    cannot be imported here, since core imports nothing above it)."""
+    from importlib import metadata
+
+    return {ep.name: ep for ep in metadata.entry_points(group="limn.functions")}
 
 
 # limn.float, limn.int and limn.bool are torch's names too, left out of __all__ so that `from limn import *`

@@ -9,12 +9,14 @@ Pipeline: **tensor + autograd** -> graph -> schedule -> IR -> device.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from limn import ops, provenance
 from limn.errors import ArgumentError
 from limn.ops import Movement, Node, Op, postorder
 
@@ -290,10 +292,13 @@ def _walk(root: Tensor, gradient: Tensor, create_graph: bool) -> Iterator[tuple[
                 yield t, g
             if t._ctx is None:
                 continue
-            parent_grads = GRADIENTS[t._ctx.rule](t._ctx, g)
-            for p, pg in zip(t._ctx.parents, parent_grads):
-                if pg is None or not p.requires_grad:
-                    continue
-                if pg.dtype != p.dtype:
-                    pg = pg.cast(p.dtype)
-                grads[id(p)] = grads[id(p)] + pg if id(p) in grads else pg
+            # while provenance records, the gradient's nodes come from the line that made the forward value
+            recording = ops.on_create is not None
+            with provenance.gradient_of(t._ctx.out) if recording else contextlib.nullcontext():
+                parent_grads = GRADIENTS[t._ctx.rule](t._ctx, g)
+                for p, pg in zip(t._ctx.parents, parent_grads):
+                    if pg is None or not p.requires_grad:
+                        continue
+                    if pg.dtype != p.dtype:
+                        pg = pg.cast(p.dtype)
+                    grads[id(p)] = grads[id(p)] + pg if id(p) in grads else pg

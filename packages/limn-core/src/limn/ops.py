@@ -105,6 +105,15 @@ class CustomArg:
         return dict(self.params)[key]
 
 
+on_create: Callable[[Node], None] | None = None
+"""Set by limn.provenance while it records: called with each new node. None otherwise, so making a node
+costs one test of this global."""
+
+on_rebuild: Callable[[Node, Node], None] | None = None
+"""Set by limn.provenance once it has recorded anything: called with each node a rewrite makes and the node
+it replaces, so a rewrite after recording has stopped (a later realize, the scheduler's) keeps the record."""
+
+
 @dataclass(frozen=True, eq=False)
 class Node:
     """One value in the op graph. Identity is the object itself (eq=False), so a DAG shares by reference."""
@@ -114,6 +123,10 @@ class Node:
     dtype: DType
     shape: Shape
     arg: Any = None
+
+    def __post_init__(self) -> None:
+        if on_create is not None:  # limn.provenance is recording where nodes come from
+            on_create(self)
 
     def __repr__(self) -> str:
         arg = "" if self.arg is None or self.op is Op.BUFFER else f", arg={self.arg!r}"
@@ -175,4 +188,9 @@ def substitute(
 
 def rebuilt(node: Node, srcs: tuple[Node, ...]) -> Node:
     """`node` over `srcs`: the node itself when they are its own srcs, else a new node with them."""
-    return node if srcs == node.srcs else Node(node.op, srcs, node.dtype, node.shape, node.arg)
+    if srcs == node.srcs:
+        return node
+    new = Node(node.op, srcs, node.dtype, node.shape, node.arg)
+    if on_rebuild is not None:
+        on_rebuild(new, node)  # a rebuilt node comes from where the node it replaces came from
+    return new
