@@ -4,8 +4,11 @@ The oracle is the eager call itself: a replay is broken on purpose (a kept buffe
 for another of the same shape, so the replay reads other bytes than the eager call), and the error must
 name the first recorded kernel that reads the swapped slot, computed here from the recorded plan; on the
 numpy device, which runs graphs and no kernels, the run and the result. A correct replay must pass.
+Verify mode records where nodes are made (limn.provenance) on the first call, so the kernel's source lines,
+as limn.explain names them, are in the message too.
 """
 
+import inspect
 import re
 
 import numpy as np
@@ -76,6 +79,9 @@ def test_verify_names_the_first_kernel_that_reads_a_swapped_buffer(device):
     written = int(re.search(r"writing buf(\d+) float32\[[\d, ]*\]: max difference [\d.e+-]+", message).group(1))
     assert written in [b.slot for b in first.outputs]
     assert f"It reads buf{slot}, which the recording binds to a kept float32[8, 4] buffer" in message
+    lines, start = inspect.getsourcelines(_two_run_step)
+    scaled = start + next(i for i, line in enumerate(lines) if "z = (x - m) * scale" in line)
+    assert f"test_capture_verify.py:{scaled} in " in message, "the kernel's source line, as limn.explain records it"
 
 
 def test_a_correct_verified_replay_passes_and_runs_no_kernel_by_kernel_trace(device, monkeypatch):

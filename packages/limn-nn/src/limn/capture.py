@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from limn import capture_verify, engine, rng, snapshot
+from limn import capture_verify, engine, provenance, rng, snapshot
 from limn.device import Buffer, current_device, get_device
 from limn.dtypes import DType
 from limn.ops import Node, Op, rebuilt, substitute, toposort
@@ -383,7 +383,9 @@ class Captured:
         call = functools.partial(self.fn, *args, **kwargs)
         if self.recording is None:
             signature = _signature(flat, keywords)
-            self.recording, out = _record(call, flat)
+            # verify names a kernel's source lines when it finds one differing: record where nodes are made
+            with provenance.recording() if self.verify else contextlib.nullcontext():
+                self.recording, out = _record(call, flat)
             self.signature, self.sharing = signature, _sharing(flat)
             self.objects = [a for a in flat if not isinstance(a, Tensor) and not _plain(a)]  # ids stay theirs
             self.confirmed = not self.recording.constants

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from limn.explanation import kernel_sites
 from limn.jit import structure_key
+from limn.kernel import Kernel, Schedule
 from limn.ops import Op
 
 if TYPE_CHECKING:
@@ -171,6 +173,9 @@ def _dtype_shape(a: np.ndarray) -> str:
     return f"{a.dtype}{list(a.shape)}"
 
 
-def _source_lines(sched, kernel) -> str:
-    """The user source lines (file:line) the kernel computes, when limn.explanation can say; else ""."""
-    return ""
+def _source_lines(sched: Schedule, kernel: Kernel) -> str:
+    """The user source lines (file:line) the kernel computes, as limn.explanation finds them."""
+    sites = kernel_sites(sched, kernel)
+    if not sites:
+        return "(Its source lines were not recorded: its plan was built before the capture; set LIMN_EXPLAIN=1.)"
+    return "It computes " + "; ".join(str(site) for site in sites) + "."
