@@ -213,6 +213,12 @@ class CompiledDevice:
         elif debug_level() >= 2:
             print(explain(sched), file=sys.stderr)  # per buffer, the fusion rule that stored it
             print(program, file=sys.stderr)
+        if not provenance.is_recording():
+            # a cached plan outlives its graph: the nodes each kernel computes (kept for explain's source lines,
+            # which exist only while provenance records) would hold the graph's BUFFER nodes, so the tensors'
+            # bytes, alive for as long as the device lives; and capture takes a buffer no node reads as let go
+            sched.computes.clear()
+            program.schedule.computes.clear()
         return plan, leaves
 
     def _programs(self, kernels: Sequence[KernelIR]) -> list[Any]:
