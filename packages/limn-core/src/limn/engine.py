@@ -53,6 +53,28 @@ class _Observers(threading.local):
 observers = _Observers()
 
 
+class _Pending(threading.local):
+    """The tensors assigned in this thread since the last realize_pending_assigns(), by id (weakly held:
+    a tensor that goes needs no realize). What limn.capture realizes before it records or replays a step."""
+
+    def __init__(self) -> None:
+        self.assigns: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+
+
+pending = _Pending()
+
+
+def realize_pending_assigns() -> None:
+    """Realizes every assign made in this thread that is still waiting for a realize. limn.capture runs it
+    before it records a step and before each replay: an assign made outside the step (a weight loaded, a
+    caller's `t.assign(...)`) must land outside it, and before the recording reads the bytes, as the eager
+    step would have realized it by reading the tensor."""
+    waiting = [t for t in pending.assigns.values() if t.node.op is Op.ASSIGN]
+    pending.assigns.clear()
+    if waiting:
+        realize(*waiting)
+
+
 def buffer_node(device: str, arr: np.ndarray) -> Node:
     """A BUFFER node holding `arr` on `device`: the array itself on a host device, a copy elsewhere."""
     dev = get_device(device)

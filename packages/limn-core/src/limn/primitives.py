@@ -18,7 +18,7 @@ from limn import autograd, dtypes
 from limn.autograd import Context
 from limn.device import Buffer, DeviceError, current_device, get_device
 from limn.dtypes import DType
-from limn.engine import buffer_node, observers, realize
+from limn.engine import buffer_node, observers, pending, realize
 from limn.errors import ArgumentError
 from limn.ops import Movement, Node, Op, Shape
 from limn.view import View, prod
@@ -356,6 +356,7 @@ class Tensor:
         self.realize()  # the target is a buffer, and the bytes this tensor holds now (limn.snapshot)
         self.node = Node(Op.ASSIGN, (self.node, value.node), self.dtype, self.shape)
         self._ctx = None
+        pending.assigns[id(self)] = self
         for observer in observers.active:
             observer.assigned(self)
         return self

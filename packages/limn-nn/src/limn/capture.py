@@ -153,9 +153,10 @@ class _Recorder:
         for f in forks:
             if id(f.target) not in self.targets:
                 self.refuse(
-                    f"the step realized an assign to a {_what(f.target.dtype, f.target.shape)} tensor that was "
-                    "made before the step was called (left pending: not realized); a replay would make it again "
-                    "on every call. Realize the tensor (t.realize()) before calling the step"
+                    f"the step realized an assign to a {_what(f.target.dtype, f.target.shape)} tensor made "
+                    "outside it and still pending (capture realizes this thread's pending assigns first: was it "
+                    "made in another thread?); a replay would make it again on every call. Realize the tensor "
+                    "(t.realize()) before calling the step"
                 )
             if id(f.target) in self.arg_buffers:
                 self.refuse(
@@ -302,6 +303,7 @@ def _record(call: Callable[[], Any], args: tuple) -> tuple[_Recording, Any]:
     for device in {a.device for a in args if isinstance(a, Tensor)} | {current_device()}:
         rng.default_generator(device)  # made outside the recording: its state is kept across calls
     rng.settle()  # a draw made before the step advanced a counter lazily: write it now, not in the recording
+    engine.realize_pending_assigns()  # so with any assign made before the step (a weight loaded, ...)
     engine.observers.active.append(recorder)
     try:
         with rng.drawing_on_device():  # draws are graphs the recording holds, so replays draw anew
@@ -391,6 +393,8 @@ class Captured:
             self.confirmed = not self.recording.constants
             return out
         self._check_arguments(flat, keywords)
+        rng.settle()  # a draw outside the step advanced a counter lazily: the replay reads the new bytes
+        engine.realize_pending_assigns()  # so do assigns the caller left pending (the eager step reads them)
         if not self.confirmed:
             return self._confirm(call, flat)
         self._check_kept(flat)
