@@ -64,13 +64,19 @@ class _Pending(threading.local):
 pending = _Pending()
 
 
-def realize_pending_assigns() -> None:
-    """Realizes every assign made in this thread that is still waiting for a realize. limn.capture runs it
-    before it records a step and before each replay: an assign made outside the step (a weight loaded, a
-    caller's `t.assign(...)`) must land outside it, and before the recording reads the bytes, as the eager
-    step would have realized it by reading the tensor."""
-    waiting = [t for t in pending.assigns.values() if t.node.op is Op.ASSIGN]
-    pending.assigns.clear()
+def realize_pending_assigns(targets: set[int] | None = None) -> None:
+    """Realizes the assigns made in this thread that still wait for a realize: all of them, or those
+    writing a buffer in `targets` (by id). limn.capture runs it before it records a step (all) and before
+    each replay (the buffers the recording reads): an assign made outside the step (a weight loaded, a
+    caller's `t.assign(...)`) must land outside it and before the replay reads the bytes, as the eager step
+    would have realized it by reading the tensor."""
+    waiting = []
+    for key, t in list(pending.assigns.items()):
+        if t.node.op is not Op.ASSIGN:
+            del pending.assigns[key]  # realized since
+        elif targets is None or id(t.node.srcs[0].arg) in targets:
+            waiting.append(t)
+            del pending.assigns[key]
     if waiting:
         realize(*waiting)
 

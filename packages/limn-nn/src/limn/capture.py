@@ -95,6 +95,10 @@ class _Recording:
         return self._buffers(("kept", "before"))
 
     @functools.cached_property
+    def kept_ids(self) -> set[int]:
+        return {id(b) for b in self.kept}
+
+    @functools.cached_property
     def written(self) -> list[Buffer]:
         """The buffers the recorded step assigns."""
         in_place = {id(b): b for run in self.runs for b in run.in_place}
@@ -394,7 +398,7 @@ class Captured:
             return out
         self._check_arguments(flat, keywords)
         rng.settle()  # a draw outside the step advanced a counter lazily: the replay reads the new bytes
-        engine.realize_pending_assigns()  # so do assigns the caller left pending (the eager step reads them)
+        engine.realize_pending_assigns(self.recording.kept_ids)  # and what the caller assigned, not realized
         if not self.confirmed:
             return self._confirm(call, flat)
         self._check_kept(flat)
@@ -424,7 +428,7 @@ class Captured:
 
     def _check_kept(self, args: tuple) -> None:
         kept = self.recording.kept
-        kept_ids = {id(b) for b in kept}
+        kept_ids = self.recording.kept_ids
         for i, a in enumerate(args):
             if isinstance(a, Tensor) and id(a.node.arg) in kept_ids:
                 raise CaptureError(
