@@ -6,21 +6,34 @@ came from: an argument of the call, the result of an earlier run in the same cal
 across calls (parameters and optimizer state, which the step's assigns update), or a constant the step
 made from host data. Later calls bind the new arguments' buffers to those leaves and run the recorded
 plans directly, so no Python graph is built. Assigns the step made but did not realize are realized at
-its end and recorded with it.
+its end and recorded with it; assigns made outside it (a weight loaded, a caller's `t.assign(...)`) are
+realized before it is recorded and, for the buffers it reads, before each replay, as the eager step would.
 
-What a replay would get wrong is refused with a CaptureError instead: a changed shape, dtype or
-argument structure; a value read back into Python inside the step (a branch on it could go the other
-way); host data whose bytes differ between the first two calls;
-an argument that is a buffer the step assigns or the recording keeps; a tensor the recording read that
-no longer exists outside it (a global rebound to a new tensor). Random numbers drawn inside the step
-(rand, randn, dropout, ...) come from the device generator (limn.rng), whose counter the step reads and
-advances like optimizer state: each replay draws fresh numbers, the ones the uncaptured loop would draw.
+Replayed as the eager loop runs: arguments positional or by keyword (bound by name), one tensor passed
+twice, a view of another argument (each is realized to its own buffer), an argument or a view of one
+returned, an output fed back as the next input, realizes inside the step (one recorded run each),
+random draws (the device generator's counter is state the step advances: each replay draws fresh numbers,
+the ones the uncaptured loop would), a captured function called inside another step (it runs eagerly
+there, recorded as the outer step's), a step that raises while recorded (nothing is recorded, the assigns
+it made are realized, the next call records), a replay that raises (its run writes nothing).
+
+Refused with a CaptureError naming the cause: another shape (batch size), dtype, device or argument
+structure; another Python value argument (compared by repr) or object (compared by identity: a method
+captured on its class refuses a second instance); tensors inside a container argument; other sharing of
+buffers between arguments; a value read back into Python inside the step (a branch on it could go the
+other way); host data whose bytes differ between the first two calls; an argument that is a buffer the
+step assigns or the recording keeps; a tensor the recording read that no longer exists outside it (a
+global rebound to a new tensor); a returned value that is not a tensor, or a tensor the step did not make.
 
 What cannot be seen from the recording is Python state the step reads: a float in a closure (a
-learning rate kept in Python), a branch on a Python counter, a global tensor rebound while the old one
-lives on. A replay runs what the first call did, so pass such values in as tensor arguments (or as
-optimizer hyperparameters, which live on the device), and check a new step with `capture(fn, verify=N)`:
-its first N replays also run the function eagerly and raise on the first difference.
+learning rate kept in Python) is replayed as recorded, a branch on a Python counter follows the recorded
+path, a print runs on the recording call only, a global rebound while the old tensor lives on is read as
+the old one. Pass such values in as tensor arguments (or keep them on the device, as optimizer
+hyperparameters are), and check a new step with `capture(fn, verify=N)`: its first N replays also run the
+function eagerly from the same state and raise on the first difference, naming what the eager call did
+otherwise (limn.capture_verify): another number of runs, another plan (the kernel line that changed, a
+closure's float as a CONST), or the first recorded kernel that wrote another value (`k1 SUM loop[8, 4]`,
+its slot, the largest difference, its source lines and the binding that differs).
 Pipeline: nn/optim step -> **capture** -> plan executor (jit.py) -> device.
 """
 
@@ -573,5 +586,9 @@ def _describe(sig: tuple) -> str:
 def capture(fn: Callable[..., Any], verify: int = 0) -> Captured:
     """Wraps a step function for record-once, replay-after execution (see the module docstring). With
     verify=N the first N replays also run fn eagerly from the same state and raise CaptureError on the
-    first difference; use it when a step is new, then drop it (each verified call costs two steps)."""
+    first difference, naming the call, the run and the first recorded kernel whose value differs (as ir()
+    names it, with its slot, the largest difference, its source lines and the likely causes; on the numpy
+    device, which runs graphs and not kernels, the run and its first differing result). Use it when a
+    step is new, then drop it: each verified call costs two steps, four when they differ, and the first
+    call records where each node is made (limn.provenance) for the source lines."""
     return Captured(fn, verify)
