@@ -56,6 +56,8 @@ def _swap_kept(step: capture, buffer) -> tuple[int, int]:
 
 
 def test_verify_names_the_first_kernel_that_reads_a_swapped_buffer(device):
+    """The first recorded kernel to write another value than the eager call's is the first reader of the
+    swapped slot: its name as ir() prints it, the slot it writes, the binding that differs, its source line."""
     fn, scale = _two_run_step()
     step = capture(fn, verify=2)
     step(Tensor(XS[0]), Tensor(XS[1]))
