@@ -493,7 +493,7 @@ class Captured:
         eager_outs = [t.numpy() for t in _flatten(eager)[0]]
         eager_state = [b.numpy() for b in written]
         _restore(written, saved)
-        call = self.replays + 2
+        number = self.replays + 2  # the recording was call 1
         out = self._replay(args)
         pairs = [(f"output {i}", t.numpy(), e) for i, (t, e) in enumerate(zip(_flatten(out)[0], eager_outs))]
         pairs += [
@@ -502,17 +502,19 @@ class Captured:
         ]
         for what, got, expected in pairs:
             if not np.array_equal(got, expected, equal_nan=got.dtype.kind == "f"):
-
-                def trace(recording: _Recording) -> list[list[dict[int, np.ndarray]]]:
-                    _restore(written, saved)
-                    return _run_runs(recording, args, traced=True)[1]
-
+                trace = functools.partial(_traced, args=args, written=written, saved=saved)
                 first = capture_verify.first_difference(self.recording, eager_recording, trace)
                 raise CaptureError(
-                    f"verify: call {call} replayed differs from the eager call in {what}: max difference "
+                    f"verify: call {number} replayed differs from the eager call in {what}: max difference "
                     f"{capture_verify.max_difference(got, expected)}. {first}"
                 )
         return out
+
+
+def _traced(recording: _Recording, args: tuple, written: list[Buffer], saved: list[np.ndarray]) -> list:
+    """What each run of `recording` writes, kernel by kernel (capture_verify.Trace), from the saved state."""
+    _restore(written, saved)
+    return _run_runs(recording, args, traced=True)[1]
 
 
 def _restore(buffers: list[Buffer], saved: list[np.ndarray]) -> None:

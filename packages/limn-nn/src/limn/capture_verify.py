@@ -95,9 +95,10 @@ def _graph_change(ours: _Run, eager: _Run) -> str | None:
         if mine == theirs:
             return None
         changed = "ran another graph than the recording's (the numpy device runs graphs, not kernels)"
-        for row_ours, row_eager in zip(mine, theirs):
-            if row_ours != row_eager and row_ours[0] == row_eager[0] == Op.CONST:
-                return f"{changed}: a constant {row_eager[3][1]} where the recording has {row_ours[3][1]}"
+        # structure_key's rows are (op, dtype, shape, arg, srcs), a CONST's arg (type name, repr of the value)
+        for (op, _, _, arg_ours, _), (op_eager, _, _, arg_eager, _) in zip(mine[:-1], theirs[:-1]):
+            if op is op_eager is Op.CONST and arg_ours != arg_eager:
+                return f"{changed}: a constant {arg_eager[1]} where the recording has {arg_ours[1]}"
         return changed
     if ours.plan is eager.plan:  # plans are cached by graph structure: the same graph gets the same plan
         return None
@@ -122,7 +123,7 @@ def _first_kernel(r: int, ours: _Run, eager: _Run, step: int, slot: int, got: np
             f"The first difference: run {r}, result {slot} {_dtype_shape(got)} (the numpy device runs whole "
             f"graphs, so no kernel is named): max difference {diff}."
         )
-        rebound = _rebound_leaf(ours.leaves, eager.leaves, range(len(ours.leaves)))
+        rebound = _rebound_leaf(ours.leaves, eager.leaves, {f"leaf {j}": j for j in range(len(ours.leaves))})
         return f"{where} {rebound or BYTES}"
     sched = ours.plan.schedule
     kernel = ours.plan.program.kernels[step]
@@ -132,21 +133,21 @@ def _first_kernel(r: int, ours: _Run, eager: _Run, step: int, slot: int, got: np
         f"{dtype}{list(sched.slots[slot].shape)}: max difference {diff}."
     )
     leaf_of = {s: j for j, s in enumerate(sched.inputs)}
-    read = [leaf_of[b.slot] for b in kernel.inputs if b.slot in leaf_of]
-    rebound = _rebound_leaf(ours.leaves, eager.leaves, read, [f"buf{sched.inputs[j]}" for j in read])
+    read = {f"buf{b.slot}": leaf_of[b.slot] for b in kernel.inputs if b.slot in leaf_of}  # its leaf slots
+    rebound = _rebound_leaf(ours.leaves, eager.leaves, read)
     sources = _source_lines(sched, sched.kernels[step])
     return " ".join(part for part in (where, sources, rebound or BYTES) if part)
 
 
-def _rebound_leaf(ours: list[_Leaf], eager: list[_Leaf], indices, names: list[str] | None = None) -> str | None:
-    """Says which of these leaves the recording binds otherwise than the eager call, if one is."""
-    for n, j in enumerate(indices):
+def _rebound_leaf(ours: list[_Leaf], eager: list[_Leaf], read: dict[str, int]) -> str | None:
+    """Says which of the leaves `read` (name -> leaf index) the recording binds otherwise than the eager
+    call, if one is. Host data is made anew each call, so two "const" leaves count as the same."""
+    for name, j in read.items():
         a, b = ours[j], eager[j]
         same = a.kind == b.kind and (a.index, a.run) == (b.index, b.run)
         if a.kind in ("kept", "before"):
             same = same and a.buffer is b.buffer
         if not same:
-            name = names[n] if names is not None else f"leaf {j}"
             binds = f"the recording binds to {_leaf(a)} and the eager call to {_leaf(b)}"
             return f"It reads {name}, which {binds}. {REBOUND}"
     return None
