@@ -229,6 +229,17 @@ def test_a_python_value_argument_replays_while_it_stays_the_same_and_is_refused_
         step(*pair(0)[0], 4)
 
 
+def test_a_numpy_array_argument_is_compared_by_identity_and_a_new_one_refused(device):
+    """An array is an object the step may read anything from (its repr elides the middle): another array,
+    however alike, is refused with the hint to pass it as a tensor; numpy scalars are values."""
+    step = capture(lambda x, k, arr: x * float(k) + float(arr.sum()))
+    arr = np.ones(2)
+    step(Tensor(XS[0]), np.float32(2), arr)
+    np.testing.assert_array_equal(step(Tensor(XS[1]), np.float32(2), arr).numpy(), XS[1] * 2 + 2)
+    with pytest.raises(CaptureError, match=r"ndarray object at 0x[0-9a-f]+\), recorded with .*pass arrays as tensors"):
+        step(Tensor(XS[1]), np.float32(2), np.ones(2))
+
+
 def test_tensors_inside_a_container_argument_are_refused(device):
     """A tensor in a list is not an argument the recording can bind: a replay would read the first one."""
     step = capture(lambda a, arr: a + arr[0])

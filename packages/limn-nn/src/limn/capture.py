@@ -274,8 +274,8 @@ def _holds_tensor(a: Any) -> bool:
 
 
 def _plain(a: Any) -> bool:
-    """A value compared by repr: a number, string, bytes, None, or a container of them."""
-    if isinstance(a, (bool, int, float, complex, str, bytes, type(None))):
+    """A value compared by repr: a number (numpy's too), string, bytes, None, slice, or a container of them."""
+    if isinstance(a, (bool, int, float, complex, str, bytes, type(None), slice, range, np.generic)):
         return True
     if isinstance(a, dict):
         return all(_plain(k) and _plain(v) for k, v in a.items())
@@ -427,7 +427,7 @@ class Captured:
             raise CaptureError(
                 f"captured step called with arguments {_describe(sig)}, recorded with {_describe(self.signature)}: "
                 "a replay runs the recorded shapes, dtypes and values only, and reads the recorded objects (one "
-                "object is not another, however alike: capture a method per instance, not on its class); "
+                "object is not another, however alike: pass arrays as tensors, capture a method per instance); "
                 "capture a new step for these"
             )
         realize(*[a for a in args if isinstance(a, Tensor)])
