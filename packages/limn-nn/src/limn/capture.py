@@ -416,7 +416,12 @@ class Captured:
             return self._confirm(call, flat)
         self._check_kept(flat)
         if self.replays < self.verify:
-            return self._verified_replay(call, flat)
+            out = self._verified_replay(call, flat)
+            if self.replays == self.verify and not provenance.is_recording():
+                for run in self.runs:  # verified: the plans need not hold the first call's graph for its lines
+                    if run.plan is not None:
+                        run.plan.schedule.computes.clear()
+            return out
         return self._replay(flat)
 
     # ---- what a replay must refuse ----
@@ -592,5 +597,6 @@ def capture(fn: Callable[..., Any], verify: int = 0) -> Captured:
     names it, with its slot, the largest difference, its source lines and the likely causes; on the numpy
     device, which runs graphs and not kernels, the run and its first differing result). Use it when a
     step is new, then drop it: each verified call costs two steps, four when they differ, and the first
-    call records where each node is made (limn.provenance) for the source lines."""
+    call records where each node is made (limn.provenance) for the source lines, so its plans hold its
+    graph until the last verified call."""
     return Captured(fn, verify)
