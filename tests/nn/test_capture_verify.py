@@ -136,3 +136,15 @@ def test_verify_names_a_different_number_of_runs_as_the_cause(device):
     step(Tensor(XS[0]), Tensor(XS[1]))
     with pytest.raises(CaptureError, match=r"The eager call made 2 device runs \(realize\(\) calls\), the recording 1"):
         step(Tensor(XS[0]), Tensor(XS[1]))
+
+
+def test_after_the_verified_calls_the_plans_let_go_of_the_first_calls_graph(device):
+    """Verify records where the first call's nodes are made, and its plans hold them for the source lines;
+    after the last verified call they let go, so a global rebound is again seen as let go and refused."""
+    scale = {"t": Tensor(np.full(4, 2.0, np.float32))}
+    step = capture(lambda x, y: x * scale["t"] - y, verify=1)
+    for c in range(3):
+        np.testing.assert_array_equal(step(Tensor(XS[c]), Tensor(XS[c + 1])).numpy(), XS[c] * 2 - XS[c + 1])
+    scale["t"] = Tensor(np.full(4, 3.0, np.float32))  # the old tensor is gone: only the recording has it
+    with pytest.raises(CaptureError, match=r"read a float32\[4\] tensor that nothing outside the recording holds"):
+        step(Tensor(XS[0]), Tensor(XS[1]))
