@@ -151,7 +151,8 @@ def browser(session: nox.Session) -> None:
                 "install Chromium with this system's package manager so that `chromium` runs, then rerun"
             )
         session.run("apt-get", "update", external=True)
-        session.run("apt-get", "install", "-y", "--no-install-recommends", "chromium", external=True)
+        apt_env = {"DEBIAN_FRONTEND": "noninteractive"}  # no debconf question can stop an unattended run
+        session.run("apt-get", "install", "-y", "--no-install-recommends", "chromium", external=True, env=apt_env)
     session.install("-c", locked_constraints(session), str(PACKAGES / "limn-core"), "pytest")
     session.run("pytest", "tests/core/test_diagram_browser.py", "-m", "browser", *session.posargs)
 

@@ -17,6 +17,7 @@ NODE_GAP = 24  # pixels between neighbouring boxes in a layer
 LAYER_GAP = 40  # pixels between layers: room for the edge labels
 PORT_GAP = 14  # between a layer of ports and its neighbour: only lines pass there
 SWEEPS = 4  # barycenter sweeps (each down then up); crossings rarely improve much past a few
+SWEEP_BUDGET = 600_000  # node visits per kind of sweep, past which a level gets fewer sweeps (see _sweeps)
 
 
 @dataclass
@@ -63,39 +64,69 @@ def _isotonic(desired: list[float], sep: list[float]) -> list[float]:
     offset = [0.0]
     for s in sep:
         offset.append(offset[-1] + s)
-    blocks: list[list[float]] = []  # [sum of targets, count], merged while a block's mean falls below the last's
+    # blocks of pooled targets (their sum and count), merged while a block's mean falls below the one before
+    sums: list[float] = []
+    counts: list[int] = []
     for d, o in zip(desired, offset):
-        blocks.append([d - o, 1])
-        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
-            total, count = blocks.pop()
-            blocks[-1][0] += total
-            blocks[-1][1] += count
+        total, count = d - o, 1
+        while sums and sums[-1] * count > total * counts[-1]:
+            total += sums.pop()
+            count += counts.pop()
+        sums.append(total)
+        counts.append(count)
     out = []
-    for total, count in blocks:
+    for total, count in zip(sums, counts):
         out.extend([total / count] * count)
     return [y + o for y, o in zip(out, offset)]
 
 
+def _barycenters(row: list[int], neighbours: list[list[int]], value: list[float]) -> list[float]:
+    """Each node's mean `value` over its neighbours (its own value where it has none). Most nodes of a large
+    level are dummies with one neighbour, so that case goes first."""
+    out = []
+    for node in row:
+        near = neighbours[node]
+        if len(near) == 1:
+            out.append(value[near[0]])
+        elif near:
+            out.append(sum(value[m] for m in near) / len(near))
+        else:
+            out.append(value[node])
+    return out
+
+
+def _sweeps(nodes: int) -> int:
+    """SWEEPS, or fewer on a level of over SWEEP_BUDGET / SWEEPS nodes (dummies included, as long edges make
+    them): each sweep costs a few microseconds a node, and a huge graph still lays out in seconds."""
+    return max(1, min(SWEEPS, SWEEP_BUDGET // max(nodes, 1)))
+
+
 def _order_layers(rows: list[list[int]], up: list[list[int]], down: list[list[int]]) -> None:
     """Barycenter sweeps, in place: each layer sorted by the mean position of its neighbours in the layer above
-    (going down), then below (going up). A node with no neighbours there keeps its position as its key."""
+    (going down), then below (going up); a node with no neighbours there keeps its position as its key. Stops
+    early when a sweep down and the sweep up after it move nothing."""
     position = [0.0] * len(up)
     for row in rows:
         for i, node in enumerate(row):
             position[node] = i
-    for sweep in range(2 * SWEEPS):
+    still = 0  # sweeps in a row that moved nothing
+    for sweep in range(2 * _sweeps(len(up))):
         going_down = sweep % 2 == 0
         sequence = range(1, len(rows)) if going_down else range(len(rows) - 2, -1, -1)
         neighbours = up if going_down else down
+        moved = False
         for r in sequence:
             row = rows[r]
-            keys = {}
-            for node in row:
-                near = neighbours[node]
-                keys[node] = sum(position[m] for m in near) / len(near) if near else position[node]
-            row.sort(key=keys.__getitem__)
-            for i, node in enumerate(row):
-                position[node] = i
+            keys = _barycenters(row, neighbours, position)
+            order = sorted(range(len(row)), key=keys.__getitem__)  # stable: ties keep their order
+            if any(i != k for i, k in enumerate(order)):
+                moved = True
+                row[:] = [row[k] for k in order]
+                for i, node in enumerate(row):
+                    position[node] = i
+        still = 0 if moved else still + 1
+        if still == 2:
+            break
 
 
 def _assign_x(rows, up, down, widths) -> list[float]:
@@ -113,14 +144,13 @@ def _assign_x(rows, up, down, widths) -> list[float]:
         for node, s in zip(row, [0.0, *sep]):
             cursor += s
             x[node] = cursor
-    for sweep in range(2 * SWEEPS):
+    for sweep in range(2 * _sweeps(len(widths))):
         going_down = sweep % 2 == 0
         sequence = range(1, len(rows)) if going_down else range(len(rows) - 2, -1, -1)
         neighbours = up if going_down else down
         for r in sequence:
             row = rows[r]
-            desired = [sum(x[m] for m in neighbours[n]) / len(neighbours[n]) if neighbours[n] else x[n] for n in row]
-            for node, value in zip(row, _isotonic(desired, seps[r])):
+            for node, value in zip(row, _isotonic(_barycenters(row, neighbours, x), seps[r])):
                 x[node] = value
     return x
 

@@ -344,16 +344,21 @@ def _routes(graph: Graph, boxes: dict[str, Rect], middles: list[list[Point]], si
     return routes
 
 
-def _along(points: tuple[Point, ...], fraction: float) -> Point:
-    """The point `fraction` of the way along a polyline, by length."""
+def _along(points: tuple[Point, ...], fractions: tuple[float, ...]) -> list[Point]:
+    """The points the given fractions of the way along a polyline, by length (measured once for all)."""
     lengths = [((x1 - x0) ** 2 + (y1 - y0) ** 2) ** 0.5 for (x0, y0), (x1, y1) in zip(points, points[1:])]
-    rest = sum(lengths) * fraction
-    for (x0, y0), (x1, y1), length in zip(points, points[1:], lengths):
-        if rest <= length and length > 0:
-            t = rest / length
-            return x0 + t * (x1 - x0), y0 + t * (y1 - y0)
-        rest -= length
-    return points[-1]
+    total = sum(lengths)
+    out = []
+    for fraction in fractions:
+        rest, at = total * fraction, points[-1]
+        for (x0, y0), (x1, y1), length in zip(points, points[1:], lengths):
+            if rest <= length and length > 0:
+                t = rest / length
+                at = (x0 + t * (x1 - x0), y0 + t * (y1 - y0))
+                break
+            rest -= length
+        out.append(at)
+    return out
 
 
 class _Grid:
@@ -395,9 +400,9 @@ def _place_labels(graph: Graph, routes: list[EdgeRoute], boxes, clusters) -> lis
     placed = []
     for edge, route in zip(graph.edges, routes):
         if not edge.label:
-            placed.append(EdgeRoute(route.index, route.points, _along(route.points, 0.5)))
+            placed.append(EdgeRoute(route.index, route.points, _along(route.points, (0.5,))[0]))
             continue
-        tries = [_along(route.points, fraction) for fraction in LABEL_TRIES]
+        tries = _along(route.points, LABEL_TRIES)
         at = next((p for p in tries if not grid.hits(_label_rect(p, edge.label))), tries[0])
         grid.add(_label_rect(at, edge.label))
         placed.append(EdgeRoute(route.index, route.points, at))
