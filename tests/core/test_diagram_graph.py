@@ -104,9 +104,22 @@ def on_boundary(point, rect: diagram_layout.Rect) -> bool:
     return inside_x and inside_y and on_side
 
 
+def check_labels_fit(root: ET.Element) -> None:
+    """Each box text's estimated extent (svg.text_width at its font size, widened for bold as the layout is)
+    lies inside its box's rect, horizontally and from cap height to descent."""
+    for g in groups(root, "box"):
+        rect = rect_of(g.find(f"{NS}rect"))
+        for text in g.findall(f"{NS}text"):
+            size, x, baseline = (float(text.get(name)) for name in ("font-size", "x", "y"))
+            width = text_width(text.text or "", size) * (diagram_layout.BOLD_WIDTH if text.get("font-weight") else 1)
+            assert text.get("text-anchor") == "middle"
+            assert rect.x <= x - width / 2 and x + width / 2 <= rect.right, (text.text, rect)
+            assert rect.y <= baseline - 0.75 * size and baseline + 0.25 * size <= rect.bottom, (text.text, rect)
+
+
 def check_drawing(graph: Graph, theme: str = "light") -> ET.Element:
     """The rules every drawing keeps: no two boxes overlap, each cluster holds exactly its members, every edge
-    runs from its src box to its dst box. Returns the parsed SVG."""
+    runs from its src box to its dst box, every label fits its box. Returns the parsed SVG."""
     root = ET.fromstring(graph.to_svg(theme))
     boxes, clusters = box_rects(root), cluster_rects(root)
     assert overlapping_pairs(boxes) == []
@@ -122,6 +135,7 @@ def check_drawing(graph: Graph, theme: str = "light") -> ET.Element:
         assert (src, dst) == (edge.src, edge.dst)
         assert on_boundary(points[0], boxes[edge.src]), (edge, points[0], boxes[edge.src])
         assert on_boundary(points[-1], boxes[edge.dst]), (edge, points[-1], boxes[edge.dst])
+    check_labels_fit(root)
     return root
 
 
@@ -152,16 +166,32 @@ def test_no_two_boxes_overlap_clusters_hold_exactly_their_members_and_edges_join
 
 def test_every_label_fits_inside_its_box():
     """Each text's estimated extent (svg.text_width at its font size, widened for bold as the layout is) lies
-    inside its box's rect, horizontally and from cap height to descent."""
+    inside its box's rect, horizontally and from cap height to descent (checked in check_drawing)."""
+    check_labels_fit(ET.fromstring(sample_graph().to_svg()))
+
+
+def test_edge_labels_sit_on_their_edge_and_cluster_labels_inside_their_cluster():
     root = ET.fromstring(sample_graph().to_svg())
-    for g in groups(root, "box"):
-        rect = rect_of(g.find(f"{NS}rect"))
-        for text in g.findall(f"{NS}text"):
-            size, x, baseline = (float(text.get(name)) for name in ("font-size", "x", "y"))
-            width = text_width(text.text, size) * (diagram_layout.BOLD_WIDTH if text.get("font-weight") else 1)
-            assert text.get("text-anchor") == "middle"
-            assert rect.x <= x - width / 2 and x + width / 2 <= rect.right, (text.text, rect)
-            assert rect.y <= baseline - 0.75 * size and baseline + 0.25 * size <= rect.bottom, (text.text, rect)
+    for g in groups(root, "edge"):
+        text = g.find(f"{NS}text")
+        if text is None:
+            continue
+        points = [tuple(float(c) for c in p.split(",")) for p in g.find(f"{NS}polyline").get("points").split()]
+        # the text starts 4 px right of and 3 px below a point of the line
+        at = (float(text.get("x")) - 4, float(text.get("y")) - 3)
+        assert min(distance_to_segment(at, a, b) for a, b in zip(points, points[1:])) < 0.05, (text.text, at)
+    for g in groups(root, "cluster"):
+        rect, text = rect_of(g.find(f"{NS}rect")), g.find(f"{NS}text")
+        size = float(text.get("font-size"))
+        assert rect.x < float(text.get("x")) and float(text.get("x")) + text_width(text.text, size) <= rect.right
+        assert rect.y < float(text.get("y")) - size * 0.75
+
+
+def distance_to_segment(p, a, b) -> float:
+    (px, py), (ax, ay), (bx, by) = p, a, b
+    dx, dy = bx - ax, by - ay
+    t = 0.0 if dx == dy == 0 else max(0.0, min(1.0, ((px - ax) * dx + (py - ay) * dy) / (dx * dx + dy * dy)))
+    return ((px - ax - t * dx) ** 2 + (py - ay - t * dy) ** 2) ** 0.5
 
 
 def test_several_edges_between_one_pair_are_drawn_apart():
@@ -199,10 +229,19 @@ def test_cluster_against_the_flow_still_encloses_only_its_members():
         (Graph([Box("a", "A")], [Edge("a", "ghost")]), "'ghost'"),
         (Graph([Box("a", "A")], [], [Cluster("c", "c", ["nobody"])]), "'nobody'"),
         (Graph([Box("a", "A")], [], [Cluster("c", "c", ["a"]), Cluster("d", "d", ["a"])]), "'a'"),
+        (Graph([Box("a", "A")], [], [Cluster("empty", "e", [])]), "'empty'"),
         (Graph([Box("a", "A", group="shiny")], []), "'shiny'"),
         (Graph([Box("a", "A"), Box("b", "B")], [Edge("a", "b", kind="pipe")]), "'pipe'"),
     ],
-    ids=["box-twice", "edge-to-missing-box", "missing-member", "member-of-two", "unknown-group", "unknown-kind"],
+    ids=[
+        "box-twice",
+        "edge-to-missing-box",
+        "missing-member",
+        "member-of-two",
+        "empty-cluster",
+        "unknown-group",
+        "unknown-kind",
+    ],
 )
 def test_invalid_graph_raises_value_error_naming_the_id(graph, named):
     with pytest.raises(ValueError, match=re.escape(named)):

@@ -84,7 +84,8 @@ class Graph:
 
     def validate(self) -> None:
         """Raises ValueError, naming the id, for a box id used twice, an edge naming a missing box, a cluster
-        member that is missing or in two clusters, an unknown group or edge kind. (A cycle is found by layout.)"""
+        member that is missing or in two clusters, a cluster with no members, an unknown group or edge kind.
+        (A cycle is found by layout.)"""
         ids: set[str] = set()
         for box in self.boxes:
             if box.id in ids:
@@ -107,6 +108,8 @@ class Graph:
             if cluster.id in cluster_ids:
                 raise ValueError(f"cluster id {cluster.id!r} is used by two clusters; give each its own id")
             cluster_ids.add(cluster.id)
+            if not cluster.members:
+                raise ValueError(f"cluster {cluster.id!r} has no members; give it its boxes or leave it out")
             for member in cluster.members:
                 if member not in ids:
                     raise ValueError(f"cluster {cluster.id!r} lists member {member!r}, which is not a box id")
