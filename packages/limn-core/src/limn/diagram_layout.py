@@ -209,14 +209,10 @@ def _layout_cluster(graph: Graph, unit: _Unit, sizes: dict[str, tuple[float, flo
     )
 
 
-def layout_graph(graph: Graph) -> Layout:
-    """The Layout of a validated graph: see the module docstring for how it is made."""
-    rank = {box: k for k, box in enumerate(topological_order(graph))}
-    sizes = {box.id: box_size(box.label, box.detail) for box in graph.boxes}
-    units = _units(graph, rank, sizes)
-    unit_of = {box: index for index, unit in enumerate(units) for box in unit.members}
-    units = [units[k] for k in _unit_order(len(units), [(unit_of[e.src], unit_of[e.dst]) for e in graph.edges])]
-    unit_of = {box: index for index, unit in enumerate(units) for box in unit.members}
+def _sort_edges(graph: Graph, units: list[_Unit], unit_of: dict[str, int]):
+    """Splits the edges into those inside one cluster (appended to its inner_edges) and those between units:
+    their indices, the (upper, lower) unit pairs the outer layout gets, and the set drawn upward. Each end of
+    an edge between units that lies in a cluster gets a port on that cluster's border."""
     outer_edges, outer_pairs, flipped = [], [], set()
     for i, edge in enumerate(graph.edges):
         a, b = unit_of[edge.src], unit_of[edge.dst]
@@ -237,6 +233,18 @@ def layout_graph(graph: Graph) -> Layout:
                 unit.port_of[(i, end)] = port
                 # an edge leaves its src through the bottom and enters its dst through the top; flipped, the other way
                 unit.port_side[port] = "bottom" if (end == 0) != flip else "top"
+    return outer_edges, outer_pairs, flipped
+
+
+def layout_graph(graph: Graph) -> Layout:
+    """The Layout of a validated graph: see the module docstring for how it is made."""
+    rank = {box: k for k, box in enumerate(topological_order(graph))}
+    sizes = {box.id: box_size(box.label, box.detail) for box in graph.boxes}
+    units = _units(graph, rank, sizes)
+    unit_of = {box: index for index, unit in enumerate(units) for box in unit.members}
+    units = [units[k] for k in _unit_order(len(units), [(unit_of[e.src], unit_of[e.dst]) for e in graph.edges])]
+    unit_of = {box: index for index, unit in enumerate(units) for box in unit.members}
+    outer_edges, outer_pairs, flipped = _sort_edges(graph, units, unit_of)
     labels = {cluster.id: cluster.label for cluster in graph.clusters}
     for unit in units:
         if unit.is_cluster:
