@@ -130,8 +130,15 @@ def step():
 """
 
 
-@pytest.mark.parametrize("suffix", [".svg", ".dot", ".tex"])
-@pytest.mark.parametrize("flags", [[], ["--schedule"], ["--fold-elementwise", "--theme", "dark"], ["--expand"]])
+@pytest.mark.parametrize(
+    "suffix, flags",
+    [
+        (".svg", []),
+        (".svg", ["--schedule", "--theme", "dark"]),
+        (".dot", ["--fold-elementwise"]),
+        (".tex", ["--schedule", "--expand"]),
+    ],
+)
 def test_the_command_line_writes_the_format_its_extension_names(tmp_path: Path, suffix: str, flags: list[str]):
     script = tmp_path / "user_model.py"
     script.write_text(SCRIPT)
