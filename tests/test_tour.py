@@ -1,6 +1,7 @@
-"""Rule: docs/tour.md shows what running it prints, and the diagrams it draws. Each ```python block of the page runs in turn, in one
-namespace, in a scratch folder, compiled under the page's own name and line numbers (so the source lines
-limn.explain reports are the page's); the ```text block after it must be exactly what it printed.
+"""Rule: docs/tour.md shows what running it prints, and the diagrams it draws. Each ```python block of the
+page runs in turn, in one namespace, in a scratch folder, compiled under the page's own name and line numbers
+(so the source lines limn.explain reports are the page's); the ```text block after it must be exactly what
+it printed, and each tour-*.svg it saves must be the page's own image.
 `python tests/test_tour.py --write` reruns the page and writes the outputs into it."""
 
 from __future__ import annotations

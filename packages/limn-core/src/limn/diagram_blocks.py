@@ -85,9 +85,8 @@ def _leaves_read_only_by(order: list[Node], members: set[int]) -> set[int]:
     for node in order:
         for s in node.srcs:
             readers[id(s)].add(id(node))
-    return {
-        id(n) for n in order if n.op in SOURCES and readers[id(n)] and readers[id(n)] <= members and id(n) not in members
-    }
+    leaves = [n for n in order if n.op in SOURCES and id(n) not in members]
+    return {id(n) for n in leaves if readers[id(n)] and readers[id(n)] <= members}
 
 
 def _acyclic(order: list[Node], blocks: list[Block]) -> list[Block]:

@@ -66,9 +66,7 @@ def box_tooltip(node: Node) -> str:
     return "\n".join(lines)
 
 
-def graph_view(
-    roots: Sequence[Node], fold_elementwise: bool = False, expand: bool = False, title: str = ""
-) -> Graph:
+def graph_view(roots: Sequence[Node], fold_elementwise: bool = False, expand: bool = False, title: str = "") -> Graph:
     """The diagram of the graph under `roots` (nodes), as described in the module docstring."""
     order = toposort(roots)
     blocks = [] if expand else repeated_blocks(order)
