@@ -9,6 +9,9 @@
   plugin           limn-core plus examples/third_party_device: limn finds a device it has never heard of
   isa              the slow c tests (pytest -m isa): every ISA's kernels, sweeps, two thirds of the corpus' rewrites
   ops              the c device's half of the op tables against torch (pytest -m ops)
+  train            the long training runs against torch (pytest -m train)
+  browser          a diagram's SVG screenshotted by headless Chromium (pytest -m browser) and its dot read by
+                   Graphviz; installs Debian's chromium and graphviz with apt-get where they are missing
 
 Third-party versions (pytest, torch, ruff, ...) are pinned to uv.lock, so a session tests what
 `uv sync` gives. `uv run nox` runs the three CI sessions; `uv run nox -s 'tests(c)'` runs one backend's
@@ -134,6 +137,26 @@ def train(session: nox.Session) -> None:
         "-c", locked_constraints(session), *(str(PACKAGES / name) for name in packages), *test_requirements()
     )
     session.run("pytest", "tests/nn/test_train_stories.py", "-m", "train", *session.posargs)
+
+
+@nox.session
+def browser(session: nox.Session) -> None:
+    """A diagram's SVG as headless Chromium draws it, checked pixel by pixel against the SVG's own boxes and
+    text lines (pytest -m browser), and its dot source as Graphviz reads it. Debian's chromium and graphviz are
+    installed with apt-get where `chromium` or `dot` is missing, which needs root (CI runs as root)."""
+    missing = [package for tool, package in (("chromium", "chromium"), ("dot", "graphviz")) if not shutil.which(tool)]
+    if missing:
+        if shutil.which("apt-get") is None:
+            session.error(
+                f"nox -s browser needs {' and '.join(missing)} on PATH, and there is no apt-get here to install "
+                "Debian's: install them with this system's package manager, then rerun"
+            )
+        session.run("apt-get", "update", external=True)
+        apt_env = {"DEBIAN_FRONTEND": "noninteractive"}  # no debconf question can stop an unattended run
+        session.run("apt-get", "install", "-y", "--no-install-recommends", *missing, external=True, env=apt_env)
+    session.install("-c", locked_constraints(session), str(PACKAGES / "limn-core"), "pytest", "hypothesis")
+    session.run("pytest", "tests/core/test_diagram_browser.py", "-m", "browser", *session.posargs)
+    session.run("pytest", "tests/core/test_diagram_graph.py", "-k", "dot", *session.posargs)
 
 
 @nox.session

@@ -199,6 +199,7 @@ class Schedule:
     sinks: list[Sink]
     reasons: dict[int, Reason] = field(default_factory=dict)  # per slot a kernel writes: why it holds a value
     computes: dict[int, list[Node]] = field(default_factory=dict)  # per slot written: the graph nodes evaluated
+    slot_of: dict[int, int] = field(default_factory=dict)  # id(node) -> the slot holding its value, if stored
 
     def computed_by(self, kernel: Kernel) -> list[Node]:
         """The graph nodes a kernel evaluates (a node cheap enough to recompute is in every kernel that

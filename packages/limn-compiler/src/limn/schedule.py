@@ -386,7 +386,7 @@ def _finish(build: _Build, sinks: list[Node]) -> Schedule:
     for i, k in enumerate(build.kernels):
         computes.setdefault(k.out, []).extend(build.computes.get(i, {}).values())
     kernels = fold_epilogues(merge_kernels(kernels))
-    return Schedule(kernels, build.slots, build.inputs, sink_slots, build.reasons, computes)
+    return Schedule(kernels, build.slots, build.inputs, sink_slots, build.reasons, computes, build.slot_of)
 
 
 def _renamed(k: Kernel, name: str) -> Kernel:

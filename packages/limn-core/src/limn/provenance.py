@@ -84,7 +84,7 @@ def _library_roots() -> tuple[str, ...]:
     return tuple(os.path.join(r, "") for r in roots)
 
 
-_USER_PSEUDO_FILES = ("<stdin>", "<doctest", "<ipython-input", "<limn-user")  # typed or run by the user
+_USER_PSEUDO_FILES = ("<stdin>", "<doctest", "<ipython-input")  # code the user typed
 
 
 class _Recorder:
