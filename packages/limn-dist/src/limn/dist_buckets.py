@@ -24,7 +24,11 @@ DEFAULT_BUCKET_BYTES = 25 * 2**20
 """How much one collective carries at most: big enough that MPI's per-call latency is paid a few times per
 step, small enough that a bucket's flat copy stays a small share of memory (torch's DDP uses 25 MiB too)."""
 
-WIRE: dict[str, np.dtype] = {"float16": np.dtype(np.float32), "bfloat16": np.dtype(np.float32), "bool": np.dtype(np.uint8)}
+WIRE: dict[str, np.dtype] = {
+    "float16": np.dtype(np.float32),
+    "bfloat16": np.dtype(np.float32),
+    "bool": np.dtype(np.uint8),
+}
 """The dtype a tensor travels in when it is not its own (see the module docstring)."""
 
 
@@ -85,7 +89,9 @@ def pack(bucket: Bucket, arrays: list[np.ndarray]) -> np.ndarray:
     return flat
 
 
-def unpack(bucket: Bucket, flat: np.ndarray, dtypes: list[DType], shapes: list[tuple[int, ...]]) -> dict[int, np.ndarray]:
+def unpack(
+    bucket: Bucket, flat: np.ndarray, dtypes: list[DType], shapes: list[tuple[int, ...]]
+) -> dict[int, np.ndarray]:
     """Tensor index -> its reduced value, cut from the flat array and converted back to its own dtype."""
     out = {}
     for slot in bucket.slots:

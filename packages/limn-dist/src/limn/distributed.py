@@ -140,23 +140,29 @@ def _named(tensors: Iterable[Tensor] | Mapping[str, Tensor] | Iterable[tuple[str
     if isinstance(tensors, Mapping):
         pairs = list(tensors.items())
     else:
-        items = list(tensors)
-        pairs = [(str(i), t) if isinstance(t, Tensor) else tuple(t) for i, t in enumerate(items)]
+        pairs = []
+        for i, item in enumerate(tensors):
+            named = isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+            pairs.append(item if named else (str(i), item))
     for name, t in pairs:
         if not isinstance(t, Tensor):
-            raise TypeError(f"limn.distributed: {name!r} is a {type(t).__name__}, not a Tensor")
+            raise TypeError(f"limn.distributed: tensor {name} is a {type(t).__name__}, not a Tensor")
     return pairs
 
 
 def _whole_buffers(pairs: list[tuple[str, Tensor]], what: str) -> None:
-    """Realizes the tensors and checks each now holds a buffer of its own (a view shares another's)."""
-    realize(*[t for _, t in pairs])
+    """Realizes the tensors, after checking none is a view of a buffer: a view realizes to bytes of its own,
+    so reducing it in place would leave the tensor it views as it was (torch's would change)."""
     for name, t in pairs:
-        if t.node.op is not Op.BUFFER:
+        node = t.node
+        while node.op is Op.VIEW:
+            node = node.srcs[0]
+        if t.node.op is Op.VIEW and node.op is Op.BUFFER:
             raise DistributedError(
                 f"{what}: tensor {name} ({t.dtype.name}{list(t.shape)}) is a view of another tensor's buffer, and a "
                 "collective writes whole buffers in place: pass the tensor it views, or t.contiguous()"
             )
+    realize(*[t for _, t in pairs])
 
 
 def all_reduce(
