@@ -486,17 +486,27 @@ def tour_like_schedule() -> Graph:
     return Graph(boxes, edges, clusters)
 
 
-@pytest.mark.parametrize("make", [sample_graph, tour_like_schedule], ids=["sample", "tour-like"])
+def crowded_graph() -> Graph:
+    """Twenty boxes and 28 labelled edges, each reaching up to 30 boxes back: the lines crowd each layer gap."""
+    return generated_graph(20, 28, 2, seed=0)
+
+
+DRAWINGS = pytest.mark.parametrize(
+    "make", [sample_graph, tour_like_schedule, crowded_graph], ids=["sample", "tour-like", "crowded"]
+)
+
+
+@DRAWINGS
 def test_every_text_lies_inside_the_canvas(make):
     check_texts_inside_canvas(ET.fromstring(make().to_svg()))
 
 
-@pytest.mark.parametrize("make", [sample_graph, tour_like_schedule], ids=["sample", "tour-like"])
+@DRAWINGS
 def test_every_cluster_label_lies_inside_its_cluster(make):
     check_cluster_labels_inside_their_clusters(ET.fromstring(make().to_svg()))
 
 
-@pytest.mark.parametrize("make", [sample_graph, tour_like_schedule], ids=["sample", "tour-like"])
+@DRAWINGS
 def test_no_two_texts_overlap_nor_an_edge_label_a_box(make):
     check_texts_apart(ET.fromstring(make().to_svg()))
 
