@@ -117,9 +117,72 @@ def check_labels_fit(root: ET.Element) -> None:
             assert rect.y <= baseline - 0.75 * size and baseline + 0.25 * size <= rect.bottom, (text.text, rect)
 
 
+# a browser without Helvetica draws in its sans-serif, DejaVu Sans on Linux, up to a fifth wider than
+# svg.text_width's Helvetica metrics (digits, brackets): edge and cluster labels and the title need that room
+WIDER_FONT = 1.2
+
+
+def text_extents(root: ET.Element) -> list[tuple[str, str, diagram_layout.Rect]]:
+    """(kind of the group it is in: box, edge, cluster-label or title; its text; its estimated extent) for every
+    text element: svg.text_width at its font size (widened for bold, as the layout does, and for all but a box's
+    texts, which their box's padding covers, by WIDER_FONT), placed by its text-anchor, from 0.8 of the size
+    above the baseline to 0.2 below (cap height to descent)."""
+    parent = {child: g for g in root.iter() for child in g}
+    out = []
+    for text in root.iter(f"{NS}text"):
+        size, x, baseline = (float(text.get(name)) for name in ("font-size", "x", "y"))
+        classes = (parent[text].get("class") or "").split() if parent[text] is not root else []
+        kind = classes[0] if classes else "title"
+        width = text_width(text.text or "", size) * (diagram_layout.BOLD_WIDTH if text.get("font-weight") else 1)
+        width *= 1 if kind == "box" else WIDER_FONT
+        left = {"middle": x - width / 2, "end": x - width}.get(text.get("text-anchor"), x)
+        out.append((kind, text.text or "", diagram_layout.Rect(left, baseline - 0.8 * size, width, size)))
+    return out
+
+
+def check_texts_inside_canvas(root: ET.Element) -> None:
+    """Every text's estimated extent lies inside the SVG's width and height: nothing is cut off."""
+    width, height = float(root.get("width")), float(root.get("height"))
+    for kind, text, r in text_extents(root):
+        assert r.x >= -EPS and r.y >= -EPS and r.right <= width + EPS and r.bottom <= height + EPS, (
+            f"{kind} text {text!r} at {r} leaves the {width} x {height} canvas"
+        )
+
+
+def check_cluster_labels_inside_their_clusters(root: ET.Element) -> None:
+    """Each cluster's label, at WIDER_FONT times its estimated width, lies inside its cluster's rect, clear of
+    its left and right borders, and is drawn after every edge, so that no line crosses over it."""
+    order = {element: k for k, element in enumerate(root.iter())}
+    last_edge = max((order[g] for g in groups(root, "edge")), default=-1)
+    clusters = cluster_rects(root)
+    # the label is drawn over the edges, in a group of its own with its cluster's data-id
+    labels = [g for g in groups(root, "cluster") + groups(root, "cluster-label") if g.find(f"{NS}text") is not None]
+    assert sorted(g.get("data-id") for g in labels) == sorted(clusters)
+    for g in labels:
+        text = g.find(f"{NS}text")
+        size, x = float(text.get("font-size")), float(text.get("x"))
+        rect = clusters[g.get("data-id")]
+        assert rect.x + 4 <= x and x + text_width(text.text, size) * WIDER_FONT <= rect.right - 4, (text.text, rect)
+        assert rect.y < float(text.get("y")) - size * 0.8, (text.text, rect)
+        assert order[text] > last_edge, f"cluster label {text.text!r} is drawn under the edges"
+
+
+def check_texts_apart(root: ET.Element) -> None:
+    """No two texts' estimated extents overlap (a box's label and detail lines included), and no edge label
+    overlaps a box's rect."""
+    texts = text_extents(root)
+    extents = {f"{k} {kind} {text!r}": r for k, (kind, text, r) in enumerate(texts)}
+    assert overlapping_pairs(extents) == []
+    edge_labels = {f"edge {k} {text!r}": r for k, (kind, text, r) in enumerate(texts) if kind == "edge"}
+    boxes = {f"box {box!r}": rect for box, rect in box_rects(root).items()}
+    hits = [(a, b) for a, b in overlapping_pairs(edge_labels | boxes) if {a[:4], b[:4]} == {"edge", "box "}]
+    assert hits == [], f"edge labels overlap boxes: {hits}"
+
+
 def check_drawing(graph: Graph, theme: str = "light") -> ET.Element:
     """The rules every drawing keeps: no two boxes overlap, each cluster holds exactly its members, every edge
-    runs from its src box to its dst box, every label fits its box. Returns the parsed SVG."""
+    runs from its src box to its dst box, every label fits its box, every text lies inside the canvas, each
+    cluster label inside its cluster, and no two texts overlap, nor an edge label a box. Returns the parsed SVG."""
     root = ET.fromstring(graph.to_svg(theme))
     boxes, clusters = box_rects(root), cluster_rects(root)
     assert overlapping_pairs(boxes) == []
@@ -136,6 +199,9 @@ def check_drawing(graph: Graph, theme: str = "light") -> ET.Element:
         assert on_boundary(points[0], boxes[edge.src]), (edge, points[0], boxes[edge.src])
         assert on_boundary(points[-1], boxes[edge.dst]), (edge, points[-1], boxes[edge.dst])
     check_labels_fit(root)
+    check_texts_inside_canvas(root)
+    check_cluster_labels_inside_their_clusters(root)
+    check_texts_apart(root)
     return root
 
 
@@ -177,14 +243,11 @@ def test_edge_labels_sit_on_their_edge_and_cluster_labels_inside_their_cluster()
         if text is None:
             continue
         points = [tuple(float(c) for c in p.split(",")) for p in g.find(f"{NS}polyline").get("points").split()]
-        # the text starts 4 px right of and 3 px below a point of the line
-        at = (float(text.get("x")) - 4, float(text.get("y")) - 3)
+        # the text starts 4 px right of a point of the line (or ends 4 px left of it), its baseline 3 px below
+        side = -4 if text.get("text-anchor") != "end" else 4
+        at = (float(text.get("x")) + side, float(text.get("y")) - 3)
         assert min(distance_to_segment(at, a, b) for a, b in zip(points, points[1:])) < 0.05, (text.text, at)
-    for g in groups(root, "cluster"):
-        rect, text = rect_of(g.find(f"{NS}rect")), g.find(f"{NS}text")
-        size = float(text.get("font-size"))
-        assert rect.x < float(text.get("x")) and float(text.get("x")) + text_width(text.text, size) <= rect.right
-        assert rect.y < float(text.get("y")) - size * 0.75
+    check_cluster_labels_inside_their_clusters(root)
 
 
 def distance_to_segment(p, a, b) -> float:
@@ -398,3 +461,69 @@ def test_data_flows_down_every_edge_when_clusters_close_no_cycle():
     boxes = box_rects(ET.fromstring(graph.to_svg()))
     upward = [(e.src, e.dst) for e in graph.edges if boxes[e.dst].y < boxes[e.src].bottom]
     assert upward == []
+
+
+def tour_like_schedule() -> Graph:
+    """The shape of docs/tour-schedule.svg's top: two sources whose long labels meet above the kernel that
+    reads both, a kernel whose label is longer than its boxes, a buffer label at the drawing's right."""
+    boxes = [
+        Box("b0", "buf0", "float32[4, 5]", "source"),
+        Box("b1", "buf1", "float32[5, 3]", "source"),
+        Box("mul", "MUL", "float32[4, 3, 5]", "elementwise"),
+        Box("sum", "SUM", "float32[4, 3, 1]", "reduce"),
+        Box("neg", "NEG", "float32[4, 3]", "elementwise"),
+    ]
+    edges = [
+        Edge("b0", "mul", "buf0 float32[4, 5] as [4, 3, 5]", "buffer"),
+        Edge("b1", "mul", "buf1 float32[5, 3] as [4, 3, 5]", "buffer"),
+        Edge("mul", "sum", "float32[4, 3, 5]"),
+        Edge("sum", "neg", "buf2 float32[4, 3, 1] as [4, 3]", "buffer"),
+    ]
+    clusters = [
+        Cluster("k0", "k0  SUM  loop[4, 3, 5] and a long name", ["mul", "sum"]),
+        Cluster("k1", "k1  NEG  loop[4, 3]", ["neg"]),
+    ]
+    return Graph(boxes, edges, clusters)
+
+
+def crowded_graph() -> Graph:
+    """Twenty boxes and 28 labelled edges, each reaching up to 30 boxes back: the lines crowd each layer gap."""
+    return generated_graph(20, 28, 2, seed=0)
+
+
+DRAWINGS = pytest.mark.parametrize(
+    "make", [sample_graph, tour_like_schedule, crowded_graph], ids=["sample", "tour-like", "crowded"]
+)
+
+
+@DRAWINGS
+def test_every_text_lies_inside_the_canvas(make):
+    check_texts_inside_canvas(ET.fromstring(make().to_svg()))
+
+
+@DRAWINGS
+def test_every_cluster_label_lies_inside_its_cluster(make):
+    check_cluster_labels_inside_their_clusters(ET.fromstring(make().to_svg()))
+
+
+@DRAWINGS
+def test_no_two_texts_overlap_nor_an_edge_label_a_box(make):
+    check_texts_apart(ET.fromstring(make().to_svg()))
+
+
+def test_to_svg_then_save_lays_out_once_and_a_change_lays_out_again(tmp_path, monkeypatch):
+    """The Layout is kept while the graph's contents are unchanged; changing any part makes a new one."""
+    calls = []
+    real = diagram_layout.layout_graph
+    monkeypatch.setattr(diagram_layout, "layout_graph", lambda graph: calls.append(1) or real(graph))
+    graph = sample_graph()
+    svg = graph.to_svg()
+    graph.save(tmp_path / "d.svg")
+    graph.save(tmp_path / "d.tex")
+    assert len(calls) == 1 and (tmp_path / "d.svg").read_text() == svg
+    graph.boxes[0].label = "A MUCH LONGER LABEL"
+    assert graph.to_svg() != svg and len(calls) == 2
+    graph.clusters[0].members.append("x")
+    graph.layout()
+    assert len(calls) == 3
+    check_drawing(graph)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from limn import diagram_layout, diagram_svg
 from limn.atomic_write import write_atomically
-from limn.diagram_layout import DETAIL_SIZE, EDGE_LABEL_SIZE, LABEL_SIZE, Layout
+from limn.diagram_labels import EDGE_LABEL_SIZE, GAP
+from limn.diagram_layout import CLUSTER_LABEL_SIZE, CLUSTER_PAD, DETAIL_SIZE, LABEL_SIZE, Layout
 from limn.svg import fmt
 
 EDGE_KINDS = ("value", "buffer")
@@ -73,6 +74,8 @@ class Graph:
     edges: list[Edge]
     clusters: list[Cluster] = field(default_factory=list)
     title: str = ""
+    # the last Layout made and the graph's contents it was made for (see layout)
+    _cached: tuple[tuple, Layout] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
         def count(n: int, noun: str) -> str:
@@ -122,9 +125,21 @@ class Graph:
 
     def layout(self) -> Layout:
         """Validates the graph, then places every box, cluster and edge (diagram_layout): the positions every
-        renderer draws at. A cycle among the edges raises ValueError naming a box on it."""
-        self.validate()
-        return diagram_layout.layout_graph(self)
+        renderer draws at. A cycle among the edges raises ValueError naming a box on it.
+
+        The Layout is kept with a snapshot of the graph's contents, so that to_svg then save lay out once; any
+        change to a box, edge, cluster or the title (the Graph and its parts are mutable) makes a new one. The
+        Layout returned is shared between calls: read it, do not change it."""
+        key = self._contents()
+        if self._cached is None or self._cached[0] != key:
+            self.validate()
+            self._cached = (key, diagram_layout.layout_graph(self))
+        return self._cached[1]
+
+    def _contents(self) -> tuple:
+        """Every field of every part, as tuples: equal exactly when a layout of either graph would be."""
+        parts = lambda items: tuple(tuple(map(_frozen, vars(item).values())) for item in items)  # noqa: E731
+        return parts(self.boxes), parts(self.edges), parts(self.clusters), self.title
 
     def to_svg(self, theme: str = "light") -> str:
         """The diagram as an SVG document, drawn by limn (no Graphviz), in the "light" or "dark" theme."""
@@ -188,6 +203,11 @@ class Graph:
             raise ValueError(f"cannot save a diagram as {str(path)!r}: the formats are {allowed} (from the extension)")
         text = getattr(self, FORMATS[suffix])()
         return write_atomically(path, text.encode("utf-8"))
+
+
+def _frozen(value: object) -> object:
+    """A field's value as a hashable, comparable snapshot: a cluster's member list as a tuple."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _dot_string(text: str) -> str:
@@ -255,11 +275,18 @@ def _tikz_document(graph: Graph, layout: Layout) -> str:
         r = layout.clusters[cluster.id]
         out.append(
             rf"\path[fill=limncluster, draw=limnclusterline, rounded corners=4pt] ({fmt(r.x)},{fmt(r.y)}) rectangle "
-            rf"({fmt(r.right)},{fmt(r.bottom)}) ({fmt(r.x + 8)},{fmt(r.y + 6)}) node[anchor=north west, inner sep=0pt, "
-            rf"font=\sffamily\footnotesize, text=black!60] {{{tex_escape(cluster.label)}}};"
+            rf"({fmt(r.right)},{fmt(r.bottom)});"
         )
     for edge, route in zip(graph.edges, layout.edges):
-        out.append(_tikz_edge(edge, route.points))
+        out.append(_tikz_edge(edge, route))
+    for cluster in graph.clusters:  # over the edges, on the cluster's fill, as the SVG draws them
+        r = layout.clusters[cluster.id]
+        x, baseline = r.x + CLUSTER_PAD - 4 / 3, r.y + CLUSTER_PAD + CLUSTER_LABEL_SIZE * 0.8
+        out.append(
+            rf"\path ({fmt(x)},{fmt(baseline)}) node[anchor=base west, inner sep=1pt, fill=limncluster, "
+            rf"font=\sffamily\fontsize{{{pt(CLUSTER_LABEL_SIZE)}}}{{{pt(CLUSTER_LABEL_SIZE)}}}\selectfont, "
+            rf"text=black!60] {{{tex_escape(cluster.label)}}};"
+        )
     label_font = rf"\sffamily\bfseries\fontsize{{{pt(LABEL_SIZE)}}}{{{pt(LABEL_SIZE * 1.2)}}}\selectfont"
     detail_font = rf"\fontsize{{{pt(DETAIL_SIZE)}}}{{{pt(DETAIL_SIZE * 1.3)}}}\selectfont"
     for box in graph.boxes:
@@ -276,15 +303,15 @@ def _tikz_document(graph: Graph, layout: Layout) -> str:
     return "\n".join(out) + "\n"
 
 
-def _tikz_edge(edge: Edge, points: tuple[diagram_layout.Point, ...]) -> str:
-    """One \\draw along the route, its label as a node on the segment that holds the route's middle."""
-    lengths = [abs(x1 - x0) + abs(y1 - y0) for (x0, y0), (x1, y1) in zip(points, points[1:])]
-    longest = max(range(len(lengths)), key=lengths.__getitem__) if lengths else 0
-    path = f"({fmt(points[0][0])},{fmt(points[0][1])})"
-    for k, (x, y) in enumerate(points[1:]):
-        label = ""
-        if edge.label and k == longest:
-            label = rf" node[elabel, pos=0.5] {{{tex_escape(edge.label)}}}"
-        path += f" --{label} ({fmt(x)},{fmt(y)})"
+def _tikz_edge(edge: Edge, route: diagram_layout.EdgeRoute) -> str:
+    """One \\draw along the route, then its label as a node where the Layout puts it: its baseline 3 px below
+    the label's point, starting GAP px right of it or ending GAP px left of it, as the SVG draws it."""
     style = "buffer" if edge.kind == "buffer" else "edge"
-    return rf"\draw[{style}] {path};"
+    out = rf"\draw[{style}] " + " -- ".join(f"({fmt(x)},{fmt(y)})" for x, y in route.points) + ";"
+    if edge.label:
+        (x, y), start = route.label_at, route.label_anchor == "start"
+        anchor = "base west" if start else "base east"
+        # elabel's inner sep is 1pt (4/3 px): its text starts that much inside the anchor
+        x += (GAP - 4 / 3) if start else -(GAP - 4 / 3)
+        out += rf" \path ({fmt(x)},{fmt(y + 3)}) node[elabel, anchor={anchor}] {{{tex_escape(edge.label)}}};"
+    return out

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 DUMMY_WIDTH, DUMMY_GAP = 4, 8  # an edge passing through a layer takes this much room in it
 NODE_GAP = 24  # pixels between neighbouring boxes in a layer
-LAYER_GAP = 40  # pixels between layers: room for the edge labels
+LAYER_GAP = 40  # pixels between layers, by default: room for the edge labels
 PORT_GAP = 14  # between a layer of ports and its neighbour: only lines pass there
 SWEEPS = 4  # barycenter sweeps (each down then up); crossings rarely improve much past a few
 SWEEP_BUDGET = 600_000  # node visits per kind of sweep, past which a level gets fewer sweeps (see _sweeps)
@@ -156,12 +156,15 @@ def _assign_x(rows, up, down, widths) -> list[float]:
 
 
 def layout_level(
-    sizes: list[tuple[float, float]], edges: list[tuple[int, int]], ports: dict[int, str] | None = None
+    sizes: list[tuple[float, float]],
+    edges: list[tuple[int, int]],
+    ports: dict[int, str] | None = None,
+    layer_gap: float = LAYER_GAP,
 ) -> Level:
     """Lays out nodes 0..n-1 of the given (width, height) joined by acyclic edges (u, v), u drawn above v; x and
     y are relative to the level's top-left corner. `ports` maps a node to "top" or "bottom": it is pinned to a
     layer of its own above (below) every other node, where an edge crosses a cluster's border, and each of its
-    edges must join it to a node that is not a port."""
+    edges must join it to a node that is not a port. `layer_gap` is the room between two layers of nodes."""
     ports = ports or {}
     n = len(sizes)
     inner = [(u, v) for u, v in edges if u not in ports and v not in ports]
@@ -202,7 +205,7 @@ def layout_level(
     layer_top, cursor = [], 0.0
     for r, height in enumerate(layer_height):
         if r > 0:
-            cursor += PORT_GAP if (r in port_rows or r - 1 in port_rows) else LAYER_GAP
+            cursor += PORT_GAP if (r in port_rows or r - 1 in port_rows) else layer_gap
         layer_top.append(cursor)
         cursor += height
     # a node sits at the vertical middle of its layer; a dummy's y is its layer's top

@@ -4,8 +4,9 @@ It takes a validated Graph (boxes, edges, clusters) and gives a Layout in pixels
 box and per cluster and a polyline per edge, from its src box to its dst box. Data flows top to bottom: a box's
 layer is its longest path from a source, and each layer is ordered and spaced by diagram_layered. A cluster is
 laid out on its own first, with a port on its border for each edge that crosses it, then placed as one big node
-in the outer layout, so clusters never overlap and enclose only their members. Edge labels go where they hit
-no box and no other label, where such a place is near the middle of the line.
+in the outer layout, so clusters never overlap and enclose only their members. Edge labels go beside their
+line, clear of boxes and texts (diagram_labels); where one finds no room, the layout is made again with more
+room between layers. The drawing's size encloses every shape and every text.
 Pipeline: tensors -> graph -> diagram.build -> Graph -> **diagram_layout.layout_graph** -> Layout -> svg/tikz.
 """
 
@@ -16,7 +17,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from limn.diagram_layered import DUMMY_WIDTH, Level, layout_level
+from limn.diagram_labels import FONT_SLACK, label_span, place_labels
+from limn.diagram_layered import DUMMY_WIDTH, LAYER_GAP, Level, layout_level
 from limn.svg import text_width
 
 if TYPE_CHECKING:
@@ -24,14 +26,15 @@ if TYPE_CHECKING:
 
 Point = tuple[float, float]
 
-LABEL_SIZE, DETAIL_SIZE, EDGE_LABEL_SIZE, CLUSTER_LABEL_SIZE, TITLE_SIZE = 12, 10, 9, 10, 15
+LABEL_SIZE, DETAIL_SIZE, CLUSTER_LABEL_SIZE, TITLE_SIZE = 12, 10, 10, 15
 # text_width has Helvetica's regular metrics; a bold label runs up to this much wider (r, t, i, l in Bold)
 BOLD_WIDTH = 1.15
 BOX_PAD_X, BOX_PAD_Y, MIN_BOX_WIDTH = 12, 6, 44
 CLUSTER_PAD, CLUSTER_HEADER = 10, 20  # a cluster's margin around its members, and the band its label sits in
 MARGIN = 16  # between the drawing's edge and the outermost shape
 TITLE_BAND = 28
-LABEL_TRIES = (0.5, 0.35, 0.65, 0.2, 0.8)  # where along its line an edge label may go, tried in turn
+# the gaps between layers tried in turn, until every edge label finds a spot clear of boxes and texts
+LAYER_GAPS = (LAYER_GAP, 64, 104, 168)
 
 
 @dataclass(frozen=True)
@@ -65,12 +68,14 @@ class Rect:
 
 @dataclass(frozen=True)
 class EdgeRoute:
-    """Where one edge of the graph is drawn: a polyline from its src box's boundary to its dst box's, and the
-    point its label starts at (the middle of the line, by length)."""
+    """Where one edge of the graph is drawn: a polyline from its src box's boundary to its dst box's, the
+    point of the line its label is placed at, and the label's side: "start", its text starts 4 px right of the
+    point, or "end", it ends 4 px left of it (diagram_labels.label_span)."""
 
     index: int  # the edge's position in Graph.edges
     points: tuple[Point, ...]
     label_at: Point
+    label_anchor: str = "start"
 
 
 @dataclass(frozen=True)
@@ -191,9 +196,10 @@ def _unit_order(n: int, pairs: list[tuple[int, int]]) -> list[int]:
     return order
 
 
-def _layout_cluster(graph: Graph, unit: _Unit, sizes: dict[str, tuple[float, float]], label: str) -> None:
+def _layout_cluster(graph: Graph, unit: _Unit, sizes: dict[str, tuple[float, float]], label: str, gap: float) -> None:
     """Lays out a cluster's interior, its ports included (port_of and port_side filled in by the caller), and
-    sets the cluster's size: the interior, a margin, and the band its label sits in."""
+    sets the cluster's size: the interior, a margin, and the band its label sits in, at least as wide as the
+    label (with room for a wider font) and its margins."""
     local = {box: k for k, box in enumerate(unit.members)}
     unit.member_sizes = [sizes[box] for box in unit.members]
     node_sizes = unit.member_sizes + [(DUMMY_WIDTH, 0.0)] * len(unit.port_of)
@@ -201,8 +207,8 @@ def _layout_cluster(graph: Graph, unit: _Unit, sizes: dict[str, tuple[float, flo
     for (i, end), port in unit.port_of.items():
         member = local[graph.edges[i].dst if end else graph.edges[i].src]
         pairs.append((port, member) if unit.port_side[port] == "top" else (member, port))
-    unit.inner = layout_level(node_sizes, pairs, unit.port_side)
-    label_width = text_width(label, CLUSTER_LABEL_SIZE) + 2 * CLUSTER_PAD
+    unit.inner = layout_level(node_sizes, pairs, unit.port_side, gap)
+    label_width = text_width(label, CLUSTER_LABEL_SIZE) * FONT_SLACK + 2 * CLUSTER_PAD
     unit.size = (
         max(unit.inner.width + 2 * CLUSTER_PAD, label_width),
         unit.inner.height + CLUSTER_HEADER + 2 * CLUSTER_PAD,
@@ -237,7 +243,17 @@ def _sort_edges(graph: Graph, units: list[_Unit], unit_of: dict[str, int]):
 
 
 def layout_graph(graph: Graph) -> Layout:
-    """The Layout of a validated graph: see the module docstring for how it is made."""
+    """The Layout of a validated graph: see the module docstring for how it is made. It is made at each of
+    LAYER_GAPS in turn until every edge label finds a spot clear of boxes and texts (the last is kept)."""
+    for gap in LAYER_GAPS:
+        layout, crowded = _layout_at(graph, gap)
+        if crowded == 0:
+            break
+    return layout
+
+
+def _layout_at(graph: Graph, gap: float) -> tuple[Layout, int]:
+    """The Layout with `gap` pixels between layers, and how many edge labels found no free spot."""
     rank = {box: k for k, box in enumerate(topological_order(graph))}
     sizes = {box.id: box_size(box.label, box.detail) for box in graph.boxes}
     units = _units(graph, rank, sizes)
@@ -248,8 +264,8 @@ def layout_graph(graph: Graph) -> Layout:
     labels = {cluster.id: cluster.label for cluster in graph.clusters}
     for unit in units:
         if unit.is_cluster:
-            _layout_cluster(graph, unit, sizes, labels[unit.id])
-    outer = layout_level([unit.size for unit in units], outer_pairs)
+            _layout_cluster(graph, unit, sizes, labels[unit.id], gap)
+    outer = layout_level([unit.size for unit in units], outer_pairs, None, gap)
 
     top = MARGIN + (TITLE_BAND if graph.title else 0)
     unit_rects = [
@@ -270,14 +286,31 @@ def layout_graph(graph: Graph) -> Layout:
         middles[i] = src + (between[::-1] if flip else between) + dst
     sides = [("top", "bottom") if i in flipped else ("bottom", "top") for i in range(len(graph.edges))]
     routes = _routes(graph, boxes, middles, sides)
-    routes = _place_labels(graph, routes, boxes, clusters)
 
-    content_right = max((r.right for r in unit_rects), default=MARGIN)
-    content_bottom = max((r.bottom for r in unit_rects), default=top)
-    title_width = text_width(graph.title, TITLE_SIZE) * BOLD_WIDTH if graph.title else 0.0
-    width = max(content_right, MARGIN + title_width) + MARGIN
     title_at = (MARGIN, MARGIN + TITLE_SIZE) if graph.title else None
-    return Layout(width, content_bottom + MARGIN, boxes, clusters, routes, title_at)
+    texts = [cluster_label_span(clusters[cluster.id], cluster.label) for cluster in graph.clusters]
+    if graph.title:
+        title_width = text_width(graph.title, TITLE_SIZE) * BOLD_WIDTH * FONT_SLACK
+        texts.append((MARGIN, MARGIN, MARGIN + title_width, MARGIN + TITLE_BAND))
+    spans = lambda rects: [(r.x, r.y, r.right, r.bottom) for r in rects]  # noqa: E731
+    edge_labels = [edge.label for edge in graph.edges]
+    placed, crowded = place_labels(
+        edge_labels, [route.points for route in routes], spans(boxes.values()), texts, spans(clusters.values())
+    )
+    routes = [EdgeRoute(route.index, route.points, at, anchor) for route, (at, anchor) in zip(routes, placed)]
+    label_spans = [label_span(at, label, anchor) for label, (at, anchor) in zip(edge_labels, placed) if label]
+    # the drawing encloses every shape and every text, edge labels past the rightmost box included
+    extents = spans(unit_rects) + texts + label_spans
+    width = max((span[2] for span in extents), default=MARGIN) + MARGIN
+    height = max((span[3] for span in extents), default=top) + MARGIN
+    return Layout(width, height, boxes, clusters, routes, title_at), crowded
+
+
+def cluster_label_span(rect: Rect, label: str) -> tuple[float, float, float, float]:
+    """Where a cluster's label is drawn (left, top, right, bottom): inside its top-left corner, its baseline
+    CLUSTER_PAD and 0.8 of its size below the cluster's top, FONT_SLACK times its estimated width."""
+    left, top = rect.x + CLUSTER_PAD, rect.y + CLUSTER_PAD
+    return left, top, left + text_width(label, CLUSTER_LABEL_SIZE) * FONT_SLACK, top + CLUSTER_LABEL_SIZE
 
 
 def _inner_origin(unit: _Unit, rect: Rect) -> Point:
@@ -350,68 +383,3 @@ def _routes(graph: Graph, boxes: dict[str, Rect], middles: list[list[Point]], si
         deduplicated = [p for k, p in enumerate(points) if k == 0 or p != points[k - 1]]
         routes.append(EdgeRoute(i, tuple(deduplicated), deduplicated[0]))
     return routes
-
-
-def _along(points: tuple[Point, ...], fractions: tuple[float, ...]) -> list[Point]:
-    """The points the given fractions of the way along a polyline, by length (measured once for all)."""
-    lengths = [((x1 - x0) ** 2 + (y1 - y0) ** 2) ** 0.5 for (x0, y0), (x1, y1) in zip(points, points[1:])]
-    total = sum(lengths)
-    out = []
-    for fraction in fractions:
-        rest, at = total * fraction, points[-1]
-        for (x0, y0), (x1, y1), length in zip(points, points[1:], lengths):
-            if rest <= length and length > 0:
-                t = rest / length
-                at = (x0 + t * (x1 - x0), y0 + t * (y1 - y0))
-                break
-            rest -= length
-        out.append(at)
-    return out
-
-
-class _Grid:
-    """Rects bucketed by 64-pixel cells, to ask cheaply whether a new one meets any already there."""
-
-    CELL = 64
-
-    def __init__(self) -> None:
-        self.cells: dict[tuple[int, int], list[Rect]] = defaultdict(list)
-
-    def _keys(self, r: Rect):
-        c = self.CELL
-        for i in range(int(r.x // c), int(r.right // c) + 1):
-            for j in range(int(r.y // c), int(r.bottom // c) + 1):
-                yield i, j
-
-    def add(self, r: Rect) -> None:
-        for key in self._keys(r):
-            self.cells[key].append(r)
-
-    def hits(self, r: Rect) -> bool:
-        return any(r.overlaps(other) for key in self._keys(r) for other in self.cells.get(key, ()))
-
-
-def _label_rect(at: Point, label: str) -> Rect:
-    """The box an edge label covers when its text starts 4 px right of `at` (as the renderers draw it)."""
-    x, y = at
-    return Rect(x + 4, y + 3 - EDGE_LABEL_SIZE * 0.8, text_width(label, EDGE_LABEL_SIZE), EDGE_LABEL_SIZE)
-
-
-def _place_labels(graph: Graph, routes: list[EdgeRoute], boxes, clusters) -> list[EdgeRoute]:
-    """Each labelled edge's label at the first of LABEL_TRIES along its line where it meets no box, no cluster
-    label and no label placed before; where every try meets something, at the middle."""
-    grid = _Grid()
-    for rect in boxes.values():
-        grid.add(rect)
-    for rect in clusters.values():  # the band a cluster's label sits in
-        grid.add(Rect(rect.x, rect.y, rect.width, CLUSTER_HEADER))
-    placed = []
-    for edge, route in zip(graph.edges, routes):
-        if not edge.label:
-            placed.append(EdgeRoute(route.index, route.points, _along(route.points, (0.5,))[0]))
-            continue
-        tries = _along(route.points, LABEL_TRIES)
-        at = next((p for p in tries if not grid.hits(_label_rect(p, edge.label))), tries[0])
-        grid.add(_label_rect(at, edge.label))
-        placed.append(EdgeRoute(route.index, route.points, at))
-    return placed

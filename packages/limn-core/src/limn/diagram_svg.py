@@ -1,9 +1,11 @@
 """A diagram Graph drawn as SVG on its Layout: rounded boxes coloured by group, arrows, clusters behind.
 
-It takes a Graph and its Layout and gives an svg.Drawing: each cluster a light rectangle with its label at the
-top-left, each edge a polyline with an arrowhead (heavier and dashed for a buffer) and its label in small muted
-text at its middle, each box a rounded rect with its label in bold over its detail. Every box, cluster and edge
-is its own <g> with an id, a class naming what it is (and a box's group) and a <title> a browser shows on hover.
+It takes a Graph and its Layout and gives an svg.Drawing: each cluster a light rectangle, each edge a polyline
+with an arrowhead (heavier and dashed for a buffer) and its label in small muted text beside it, each cluster's
+label at its top-left over the lines that cross it, each box a rounded rect with its label in bold over its
+detail. Every box, cluster and edge is its own <g> with a class naming what it is (and a box's group) and a
+<title> a browser shows on hover; boxes and clusters also have an id, and a cluster's label is a <g
+class="cluster-label"> with the cluster's data-id.
 Pipeline: Graph -> diagram_layout.layout_graph -> Layout -> **diagram_svg.render** -> svg.Drawing -> .svg file.
 """
 
@@ -12,16 +14,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from limn.diagram_layout import (
-    BOX_PAD_Y,
-    CLUSTER_LABEL_SIZE,
-    CLUSTER_PAD,
-    DETAIL_SIZE,
-    EDGE_LABEL_SIZE,
-    LABEL_SIZE,
-    TITLE_SIZE,
-    Layout,
-)
+from limn.diagram_labels import EDGE_LABEL_SIZE, GAP
+from limn.diagram_layout import BOX_PAD_Y, CLUSTER_LABEL_SIZE, CLUSTER_PAD, DETAIL_SIZE, LABEL_SIZE, TITLE_SIZE, Layout
 from limn.svg import Drawing, Element, Theme, get_theme
 
 if TYPE_CHECKING:
@@ -77,7 +71,8 @@ def css_id(prefix: str, raw: str, taken: set[str]) -> str:
 
 
 def render(graph: Graph, layout: Layout, theme: str | Theme = "light") -> Drawing:
-    """The Drawing of `graph` at `layout`'s positions: clusters first, then edges, then boxes over them."""
+    """The Drawing of `graph` at `layout`'s positions: clusters first, then edges, then the clusters' labels
+    and the boxes over them."""
     theme = get_theme(theme)
     if theme.name not in GROUP_COLOURS:
         raise ValueError(f"diagram colours exist for the themes {sorted(GROUP_COLOURS)}, got {theme.name!r}")
@@ -89,6 +84,7 @@ def render(graph: Graph, layout: Layout, theme: str | Theme = "light") -> Drawin
     taken: set[str] = set()
     _draw_clusters(drawing, graph, layout, taken)
     _draw_edges(drawing, graph, layout)
+    _draw_cluster_labels(drawing, graph, layout)
     _draw_boxes(drawing, graph, layout, taken)
     return drawing
 
@@ -121,10 +117,19 @@ def _draw_clusters(drawing: Drawing, graph: Graph, layout: Layout, taken: set[st
         group_id = css_id("cluster", cluster.id, taken)
         with drawing.group(title=cluster.tooltip or cluster.label, id=group_id, class_="cluster", data_id=cluster.id):
             drawing.rect(rect.x, rect.y, rect.width, rect.height, rx=8, fill=fill, stroke=stroke)
+
+
+def _draw_cluster_labels(drawing: Drawing, graph: Graph, layout: Layout) -> None:
+    """Each cluster's label, drawn after the edges: a line entering the cluster through its top passes under
+    the label, whose halo in the cluster's fill keeps it whole."""
+    fill, _ = CLUSTER_COLOURS[drawing.theme.name]
+    halo = {"stroke": fill, "stroke_width": 3, "paint_order": "stroke"}
+    for cluster in graph.clusters:
+        rect = layout.clusters[cluster.id]
+        with drawing.group(title=cluster.tooltip or cluster.label, class_="cluster-label", data_id=cluster.id):
             baseline = rect.y + CLUSTER_PAD + CLUSTER_LABEL_SIZE * 0.8
-            drawing.text(
-                rect.x + CLUSTER_PAD, baseline, cluster.label, size=CLUSTER_LABEL_SIZE, fill=drawing.theme.muted
-            )
+            x = rect.x + CLUSTER_PAD
+            drawing.text(x, baseline, cluster.label, size=CLUSTER_LABEL_SIZE, fill=drawing.theme.muted, **halo)
 
 
 def _draw_edges(drawing: Drawing, graph: Graph, layout: Layout) -> None:
@@ -138,9 +143,11 @@ def _draw_edges(drawing: Drawing, graph: Graph, layout: Layout) -> None:
             drawing.polyline(route.points, stroke=theme.muted, marker_end=f"url(#{ARROW_ID})", **style)
             if edge.label:
                 x, y = route.label_at
+                x += GAP if route.label_anchor == "start" else -GAP
                 # a halo in the background colour keeps the label readable where it crosses a line
                 halo = {"stroke": theme.background, "stroke_width": 3, "paint_order": "stroke"}
-                drawing.text(x + 4, y + 3, edge.label, size=EDGE_LABEL_SIZE, fill=theme.muted, **halo)
+                text = edge.label
+                drawing.text(x, y + 3, text, size=EDGE_LABEL_SIZE, anchor=route.label_anchor, fill=theme.muted, **halo)
 
 
 def _draw_boxes(drawing: Drawing, graph: Graph, layout: Layout, taken: set[str]) -> None:
