@@ -10,6 +10,7 @@
   isa              the slow c tests (pytest -m isa): every ISA's kernels, sweeps, two thirds of the corpus' rewrites
   ops              the c device's half of the op tables against torch (pytest -m ops)
   train            the long training runs against torch (pytest -m train)
+  dist             data-parallel runs under mpiexec, started by the tests (pytest -m dist)
   browser          a diagram's SVG screenshotted by headless Chromium (pytest -m browser) and its dot read by
                    Graphviz; installs Debian's chromium and graphviz with apt-get where they are missing
 
@@ -137,6 +138,17 @@ def train(session: nox.Session) -> None:
         "-c", locked_constraints(session), *(str(PACKAGES / name) for name in packages), *test_requirements()
     )
     session.run("pytest", "tests/nn/test_train_stories.py", "-m", "train", *session.posargs)
+
+
+@nox.session
+def dist(session: nox.Session) -> None:
+    """Data-parallel training under mpiexec (pytest -m dist): each test launches its ranks with the mpiexec
+    of the mpich wheel, on numpy and c."""
+    packages = ["limn-core", "limn-compiler", "limn-c", "limn-nn", "limn-dist[mpich]"]
+    session.install(
+        "-c", locked_constraints(session), *(str(PACKAGES / name) for name in packages), *test_requirements()
+    )
+    session.run("pytest", "tests/dist", "-m", "dist", *session.posargs)
 
 
 @nox.session
