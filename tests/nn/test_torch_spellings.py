@@ -3,7 +3,7 @@ LeakyReLU, Tanh, Sigmoid) forward and backward on numpy and c and their inplace=
 (CrossEntropyLoss, NLLLoss, BCEWithLogitsLoss, BCELoss, MSELoss, L1Loss) with their weight buffers, `import
 limn.nn.functional as F`, F.layer_norm, F.group_norm, F.linear, F.embedding, nn.Parameter (nanoGPT's own
 LayerNorm is written with it and F.layer_norm), and
-train()/eval() on the plain layers that read `training` (Dropout, BatchNorm, InstanceNorm).
+train()/eval() on the layers that read `training` (Dropout, BatchNorm, InstanceNorm).
 """
 
 import numpy as np
@@ -195,13 +195,13 @@ def test_loss_layers_keep_their_weights_as_buffers_under_torchs_names():
     assert [n for n, _ in ours.named_parameters()] == ["head.weight", "head.bias"]
 
 
-# ---- train() / eval() on plain layers ----
+# ---- train() / eval() on the layers that read `training` ----
 
 
 @pytest.mark.parametrize(
     "make", [nn.Dropout, nn.Dropout1d, nn.Dropout2d, lambda: nn.BatchNorm2d(3), lambda: nn.InstanceNorm2d(3)]
 )
-def test_plain_layers_train_and_eval_as_torchs(make):
+def test_layers_that_read_training_train_and_eval_as_torchs(make):
     layer = make()
     assert layer.training and layer.eval() is layer and not layer.training
     assert layer.train() is layer and layer.training and not layer.train(False).training

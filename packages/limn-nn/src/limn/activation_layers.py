@@ -1,5 +1,5 @@
-"""Activation layers, as torch.nn's: ReLU, GELU, SiLU, LeakyReLU, Tanh, Sigmoid, each a plain class
-with torch's constructor arguments whose __call__ applies limn's function, so `nn.Sequential(nn.Linear(4, 8),
+"""Activation layers, as torch.nn's: ReLU, GELU, SiLU, LeakyReLU, Tanh, Sigmoid, each a limn.module.Module
+with torch's constructor arguments whose forward applies limn's function, so `nn.Sequential(nn.Linear(4, 8),
 nn.GELU())` and nanoGPT's `self.gelu = nn.GELU()` port unchanged. They hold no parameters.
 Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -> device.
 """
@@ -7,6 +7,7 @@ Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -
 from __future__ import annotations
 
 from limn import activations
+from limn.module import Module
 from limn.tensor import Tensor
 
 __all__ = ["GELU", "LeakyReLU", "ReLU", "SiLU", "Sigmoid", "Tanh"]
@@ -20,7 +21,7 @@ def _out_of_place(inplace: bool, what: str) -> None:
         )
 
 
-class ReLU:
+class ReLU(Module):
     """torch.nn.ReLU: max(x, 0), gradient 0 at 0.
 
     >>> ReLU()(Tensor([-1.0, 2.0])).tolist()
@@ -31,11 +32,11 @@ class ReLU:
         _out_of_place(inplace, "ReLU")
         self.inplace = inplace
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return x.relu()
 
 
-class GELU:
+class GELU(Module):
     """torch.nn.GELU: x Phi(x), with erf (approximate='none', torch's default) or torch's tanh form ('tanh')."""
 
     def __init__(self, approximate: str = "none"):
@@ -43,41 +44,41 @@ class GELU:
             raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
         self.approximate = approximate
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return x.gelu(self.approximate)
 
 
-class SiLU:
+class SiLU(Module):
     """torch.nn.SiLU: x * sigmoid(x)."""
 
     def __init__(self, inplace: bool = False):
         _out_of_place(inplace, "SiLU")
         self.inplace = inplace
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return activations.silu(x)
 
 
-class LeakyReLU:
+class LeakyReLU(Module):
     """torch.nn.LeakyReLU: x if x > 0 else negative_slope * x; gradient negative_slope at 0, as torch."""
 
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
         _out_of_place(inplace, "LeakyReLU")
         self.negative_slope, self.inplace = negative_slope, inplace
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return activations.leaky_relu(x, self.negative_slope)
 
 
-class Tanh:
+class Tanh(Module):
     """torch.nn.Tanh."""
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return x.tanh()
 
 
-class Sigmoid:
+class Sigmoid(Module):
     """torch.nn.Sigmoid: 1 / (1 + e**-x)."""
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return x.sigmoid()

@@ -8,7 +8,7 @@ Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -
 
 from __future__ import annotations
 
-from limn.module import TrainEval
+from limn.module import Module
 from limn.tensor import Tensor
 
 
@@ -57,7 +57,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
     return _dropout(input, p, training, _channel_mask_shape(input, 2, "dropout2d"), "dropout2d")
 
 
-class Dropout(TrainEval):
+class Dropout(Module):
     """torch.nn.Dropout(p): dropout in training, the identity once `training` is False."""
 
     function = staticmethod(dropout)
@@ -68,7 +68,7 @@ class Dropout(TrainEval):
         self.p, self.inplace = p, inplace
         self.training = True
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return self.function(x, self.p, self.training)
 
 

@@ -1,5 +1,5 @@
 """Loss layers, as torch.nn's: CrossEntropyLoss, NLLLoss, BCEWithLogitsLoss, BCELoss, MSELoss, L1Loss. Each is a
-plain class keeping torch's constructor arguments; calling it, `criterion(input, target)`, gives limn.losses'
+limn.module.Module keeping torch's constructor arguments; calling it, `criterion(input, target)`, gives limn.losses'
 function of them, so `criterion = nn.CrossEntropyLoss(ignore_index=-1)` ports unchanged. The weights they keep
 (class weight, pos_weight) are buffers, in state_dict under torch's names when given, as torch registers them.
 Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -> device.
@@ -10,26 +10,27 @@ from __future__ import annotations
 from typing import Any
 
 from limn import losses
+from limn.module import Module
 from limn.tensor import Tensor
 
 __all__ = ["BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss"]
 
 
-class _Loss:
+class _Loss(Module):
     """A loss function with its keyword arguments kept as attributes (reduction "mean", "sum" or "none", as
-    torch); a weight or pos_weight tensor is a buffer, in state_dict as torch's (the walk reads _buffer_names)."""
+    torch); a weight or pos_weight tensor is a buffer (register_buffer), in state_dict as torch's."""
 
     function: Any = None
 
     def __init__(self, **kwargs: Any):
         self._keys = tuple(kwargs)
         for key, value in kwargs.items():
-            setattr(self, key, value)
-        weights = {"weight", "pos_weight"} & {k for k, v in kwargs.items() if isinstance(v, Tensor)}
-        if weights:
-            self._buffer_names = frozenset(weights)
+            if key in ("weight", "pos_weight") and isinstance(value, Tensor):
+                self.register_buffer(key, value)
+            else:
+                setattr(self, key, value)
 
-    def __call__(self, input: Tensor, target: Any) -> Tensor:
+    def forward(self, input: Tensor, target: Any) -> Tensor:
         return type(self).function(input, target, **{key: getattr(self, key) for key in self._keys})
 
 

@@ -1,10 +1,10 @@
-"""Module: an optional base class with torch.nn.Module's conveniences, over the attribute walk (limn.walk).
+"""Module: the base class of limn's layers, with torch.nn.Module's conveniences over the attribute walk (limn.walk).
 
-A model needs no base class to have parameters: limn.walk finds them in any object's attributes. Module adds
-what a port reaches for: __call__ -> forward, train()/eval() (setting `training` on every object in the
-walk that has it), modules(), children(), apply(), parameters(), state_dict(), load_state_dict(),
-zero_grad(), requires_grad_() and register_buffer(); Dropout, the layer that reads `training`; and TrainEval,
-which gives the plain layers that read it (limn.dropout, BatchNorm, InstanceNorm) torch's train()/eval().
+Every built-in layer (Linear, Conv2d, BatchNorm2d, ReLU, Sequential, the losses, ...) is a Module, and a model
+may be one too; it needs none to have parameters, since limn.walk finds them in any object's attributes.
+Module adds what a port reaches for: __call__ -> forward, train()/eval() (setting `training` on every object
+in the walk that has it), modules(), children(), apply(), parameters(), state_dict(), load_state_dict(),
+zero_grad(), to(), requires_grad_() and register_buffer().
 Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -> device.
 """
 
@@ -16,7 +16,11 @@ from typing import Any, NamedTuple
 from limn import dtypes, walk
 from limn.tensor import Tensor
 
-__all__ = ["Dropout", "Module", "Parameter", "TrainEval"]
+__all__ = ["MODULE_STATE", "Module", "Parameter"]
+
+# the attributes Module's methods set on an instance (train, register_buffer, requires_grad_): a container
+# that keeps its modules as attributes (limn.containers) leaves these out of its items
+MODULE_STATE = frozenset({"training", "_registered_buffers", "_buffer_names", "_frozen"})
 
 
 class IncompatibleKeys(NamedTuple):
@@ -27,37 +31,17 @@ class IncompatibleKeys(NamedTuple):
     unexpected_keys: list[str]
 
 
-class TrainEval:
-    """train(mode)/eval() for a plain layer that reads `training` (Dropout, BatchNorm, InstanceNorm), as torch's:
-    they set its `training` and return it, so `model.drop.eval()` ports unchanged.
-
-    >>> from limn.dropout import Dropout
-    >>> Dropout(0.5).eval().training
-    False
-    """
-
-    training: bool = True
-
-    def train(self, mode: bool = True) -> TrainEval:
-        if not isinstance(mode, bool):
-            raise ValueError(f"train(mode): mode must be a bool, got {mode!r}")
-        self.training = mode
-        return self
-
-    def eval(self) -> TrainEval:
-        return self.train(False)
-
-
 class Module:
-    """A base class for models, as torch.nn.Module: subclass it, set layers and tensors as attributes (no
-    super().__init__() is needed), and write forward(). Everything is found by the attribute walk, so plain
-    layers (limn.nn.Linear), lists and dicts of them and objects of other classes all take part.
+    """A base class for models and layers, as torch.nn.Module: subclass it, set layers and tensors as attributes
+    (no super().__init__() is needed), and write forward(); calling the module calls forward, so a subclass
+    of a layer that overrides forward is called through it. Everything is found by the attribute walk, so
+    layers, lists and dicts of them and objects of other classes (no Module) all take part.
 
     >>> from limn import nn
     >>> class MLP(Module):
     ...     def __init__(self):
     ...         self.layers = [nn.Linear(4, 8), nn.Linear(8, 2)]
-    ...         self.drop = Dropout(0.1)
+    ...         self.drop = nn.Dropout(0.1)
     ...     def forward(self, x):
     ...         return self.layers[1](self.drop(self.layers[0](x).relu()))
     >>> model = MLP().eval()
@@ -68,6 +52,7 @@ class Module:
     training: bool = True
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # one call and nothing else (no hooks, no walk): a layer costs what its forward costs
         return self.forward(*args, **kwargs)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -102,7 +87,7 @@ class Module:
 
     def train(self, mode: bool = True) -> Module:
         """Sets `training = mode` on self and every object in the walk that has a `training` attribute (every
-        Module, Dropout, and plain layers that keep one); returns self."""
+        Module, and any other object that keeps one); returns self."""
         if not isinstance(mode, bool):
             raise ValueError(f"train(mode): mode must be a bool, got {mode!r}")
         for m in self.modules():
@@ -268,17 +253,3 @@ def Parameter(data: Tensor | None = None, requires_grad: bool = True) -> Tensor:
     if not isinstance(data, Tensor):
         raise TypeError(f"Parameter(data): data must be a limn Tensor, got {type(data).__name__}")
     return Tensor(data.numpy(), dtype=data.dtype, device=data.device, requires_grad=requires_grad)
-
-
-class Dropout(Module):
-    """torch.nn.Dropout: x.dropout(p) while training, x itself in eval(). The mask comes from the device
-    generator (limn.rng) and fuses into the kernel that uses it."""
-
-    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p = p
-        self.inplace = inplace  # accepted as torch's; limn's tensors have no in-place ops, so it changes nothing
-
-    def forward(self, x: Tensor) -> Tensor:
-        return x.dropout(self.p, self.training)

@@ -1,7 +1,7 @@
 """Layers, activations and losses, and the walk that finds a model's parameters.
 
-A module is a plain class: it keeps its parameters as Tensor attributes and computes in __call__. There is
-no base class to inherit and nothing to register: parameters(obj) and named_parameters(obj) walk any
+Each layer is a limn.module.Module (forward, parameters(), state_dict(), train()/eval(), as torch's) keeping
+its parameters as Tensor attributes. Nothing is registered: parameters(obj) and named_parameters(obj) walk any
 object's attributes (modules, lists, tuples, dicts) and find every Tensor that requires grad, named by the
 path taken to it (`layers.0.attn.weight`) as torch names it. Weights use torch's layouts and inits, so a
 state_dict moves between the two untransposed.
@@ -257,7 +257,7 @@ def _filled(shape: tuple[int, ...], value: float, dtype: DType) -> Tensor:
 # ---- layers ----
 
 
-class Linear:
+class Linear(Module):
     """y = x @ weight.T + bias, with weight (out_features, in_features) as torch stores it.
 
     >>> layer = Linear(3, 2)
@@ -270,7 +270,7 @@ class Linear:
         self.weight = _uniform((out_features, in_features), bound, dtype)
         self.bias = _uniform((out_features,), bound, dtype) if bias else None
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return linear(x, self.weight, self.bias)
 
 
@@ -280,7 +280,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return y if bias is None else y + bias
 
 
-class LayerNorm:
+class LayerNorm(Module):
     """(x - mean) / sqrt(var + eps) * weight + bias over the trailing `normalized_shape` dims, with the
     biased variance (divided by n, not n - 1) as torch uses."""
 
@@ -298,18 +298,18 @@ class LayerNorm:
         self.weight = _filled(shape, 1.0, dtype) if elementwise_affine else None
         self.bias = _filled(shape, 0.0, dtype) if elementwise_affine and bias else None
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
 
-class Embedding:
+class Embedding(Module):
     """Rows of a (num_embeddings, embedding_dim) table picked by int ids: ids of shape S -> (*S, dim).
     The table starts N(0, 1), as torch's does."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, dtype: DType = dtypes.float32):
         self.weight = Tensor.randn((num_embeddings, embedding_dim), dtype=dtype, requires_grad=True)
 
-    def __call__(self, idx: Tensor) -> Tensor:
+    def forward(self, idx: Tensor) -> Tensor:
         return embedding(idx, self.weight)
 
 
@@ -332,7 +332,7 @@ def embedding(
     return weight.embedding(input)
 
 
-class _ConvNd:
+class _ConvNd(Module):
     """Conv1d and Conv2d share this: torch's layouts, init and padding modes; limn.convolution computes."""
 
     dims = 0  # spatial dims: 1 or 2
@@ -373,7 +373,7 @@ class _ConvNd:
         self.weight = _uniform((out_channels, in_channels // groups, *self.kernel_size), bound, dtype)
         self.bias = _uniform((out_channels,), bound, dtype) if bias else None
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         if self.padding_mode == "zeros":
             return conv(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
         # the other modes pad first, as torch: F.pad(x, pads, mode), then a conv without padding
@@ -405,7 +405,7 @@ class Conv2d(_ConvNd):
     dims = 2
 
 
-class _ConvTransposeNd:
+class _ConvTransposeNd(Module):
     """ConvTranspose1d and 2d share this: torch's weight layout (C_in, C_out / groups, *k) and init (its
     fan_in is weight.shape[1] * prod(k), as torch computes it from that layout); limn.conv_transpose computes."""
 
@@ -445,7 +445,7 @@ class _ConvTransposeNd:
         self.weight = _uniform((in_channels, out_channels // groups, *self.kernel_size), bound, dtype)
         self.bias = _uniform((out_channels,), bound, dtype) if bias else None
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return conv_transpose(
             x, self.weight, self.bias, self.stride, self.padding, self.output_padding, self.groups, self.dilation
         )

@@ -1,7 +1,7 @@
 """Normalization layers beside limn.nn's LayerNorm: BatchNorm1d/2d, GroupNorm, InstanceNorm1d/2d, RMSNorm, and
 torch.nn.functional's group_norm and layer_norm (GroupNorm's and LayerNorm's computations).
 
-Each is a plain class with torch's constructor arguments, parameter names (weight, bias) and buffer names
+Each is a limn.module.Module with torch's constructor arguments, parameter names (weight, bias) and buffer names
 (running_mean, running_var, num_batches_tracked), so torch's state_dict values load by name; x -> y of the
 same shape. BatchNorm and InstanceNorm read `training` (True at first, as torch): in training a BatchNorm
 normalizes by the batch's statistics and folds them into its running buffers with an assign; in eval it
@@ -17,7 +17,7 @@ import numpy as np
 
 from limn import dtypes
 from limn.dtypes import DType
-from limn.module import TrainEval
+from limn.module import Module
 from limn.tensor import Tensor, realize
 
 
@@ -38,7 +38,7 @@ def _affine(y: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
     return y
 
 
-class _BatchNorm(TrainEval):
+class _BatchNorm(Module):
     ranks: tuple[int, ...] = ()  # the input ranks the class takes
 
     def __init__(
@@ -55,16 +55,13 @@ class _BatchNorm(TrainEval):
         self.training = True
         self.weight = _param(num_features, 1.0, dtype) if affine else None
         self.bias = _param(num_features, 0.0, dtype) if affine else None
-        if track_running_stats:
-            self.running_mean = Tensor(np.zeros(num_features), dtype=dtype)
-            self.running_var = Tensor(np.ones(num_features), dtype=dtype)
-            self.num_batches_tracked = Tensor(np.zeros((), np.int64))
-            # the walk puts these in state_dict and load_state_dict under torch's names (limn.walk)
-            self._buffer_names = frozenset({"running_mean", "running_var", "num_batches_tracked"})
-        else:
-            self.running_mean = self.running_var = self.num_batches_tracked = None
+        # buffers under torch's names, in state_dict and named_buffers(); None without tracking, as torch's
+        track = track_running_stats
+        self.register_buffer("running_mean", Tensor(np.zeros(num_features), dtype=dtype) if track else None)
+        self.register_buffer("running_var", Tensor(np.ones(num_features), dtype=dtype) if track else None)
+        self.register_buffer("num_batches_tracked", Tensor(np.zeros((), np.int64)) if track else None)
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         name = type(self).__name__
         if x.ndim not in self.ranks or x.shape[1] != self.num_features:
             raise ValueError(
@@ -120,7 +117,7 @@ class BatchNorm2d(_BatchNorm):
     ranks = (4,)
 
 
-class GroupNorm:
+class GroupNorm(Module):
     """torch.nn.GroupNorm: (N, C, *) with the C channels in num_groups groups; each (sample, group) is
     normalized by its own mean and biased variance, then weight and bias (C,) apply per channel."""
 
@@ -133,7 +130,7 @@ class GroupNorm:
         self.weight = _param(num_channels, 1.0, dtype) if affine else None
         self.bias = _param(num_channels, 0.0, dtype) if affine else None
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         if x.ndim < 2 or x.shape[1] != self.num_channels:
             raise ValueError(f"GroupNorm: expects (N, {self.num_channels}, ...), got shape {x.shape}")
         return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
@@ -191,7 +188,7 @@ def layer_norm(
     return y
 
 
-class _InstanceNorm(TrainEval):
+class _InstanceNorm(Module):
     ranks: tuple[int, ...] = ()
 
     def __init__(
@@ -211,7 +208,7 @@ class _InstanceNorm(TrainEval):
         self.weight = _param(num_features, 1.0, dtype) if affine else None
         self.bias = _param(num_features, 0.0, dtype) if affine else None
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         if x.ndim not in self.ranks:
             raise ValueError(
                 f"{type(self).__name__}: expects a {'-d or '.join(map(str, self.ranks))}-d input, got {x.shape}"
@@ -237,7 +234,7 @@ class InstanceNorm2d(_InstanceNorm):
     ranks = (3, 4)
 
 
-class RMSNorm:
+class RMSNorm(Module):
     """torch.nn.RMSNorm: x / sqrt(mean(x**2) + eps) * weight over the trailing normalized_shape dims; eps
     None is the input dtype's machine epsilon, as torch's."""
 
@@ -252,7 +249,7 @@ class RMSNorm:
         self.normalized_shape, self.eps, self.elementwise_affine = shape, eps, elementwise_affine
         self.weight = Tensor(np.ones(shape), dtype=dtype, requires_grad=True) if elementwise_affine else None
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         n = len(self.normalized_shape)
         if x.shape[x.ndim - n :] != self.normalized_shape:
             raise ValueError(f"RMSNorm over {self.normalized_shape}: the input's trailing dims are {x.shape}")

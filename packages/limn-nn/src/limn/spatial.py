@@ -1,7 +1,7 @@
 """Layers without weights that resize the spatial dims: the pools, unpools and Upsample, as torch.nn names them.
 
-Each is a plain class holding torch's constructor arguments under torch's attribute names, and calls the
-function of limn.pooling, limn.unpooling or limn.resample in __call__: (N, C, *in) -> (N, C, *out).
+Each is a limn.module.Module holding torch's constructor arguments under torch's attribute names, and calls
+the function of limn.pooling, limn.unpooling or limn.resample in forward: (N, C, *in) -> (N, C, *out).
 limn.nn re-exports them.
 Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -> device.
 """
@@ -9,11 +9,12 @@ Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -
 from __future__ import annotations
 
 from limn import pooling, resample, unpooling
+from limn.module import Module
 from limn.pooling import IntOrSeq, OutputSize
 from limn.tensor import Tensor
 
 
-class _MaxPoolNd:
+class _MaxPoolNd(Module):
     dims = 0
 
     def __init__(
@@ -28,7 +29,7 @@ class _MaxPoolNd:
         self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride, padding, dilation
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
-    def __call__(self, x: Tensor) -> Tensor | tuple[Tensor, Tensor]:
+    def forward(self, x: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return pooling.max_pool(
             x,
             self.dims,
@@ -63,7 +64,7 @@ class MaxPool3d(_MaxPoolNd):
     dims = 3
 
 
-class _AvgPoolNd:
+class _AvgPoolNd(Module):
     dims = 0
 
     def __init__(
@@ -78,7 +79,7 @@ class _AvgPoolNd:
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
         self.ceil_mode, self.count_include_pad, self.divisor_override = ceil_mode, count_include_pad, divisor_override
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return pooling.avg_pool(
             x,
             self.dims,
@@ -112,17 +113,17 @@ class AvgPool3d(_AvgPoolNd):
     dims = 3
 
 
-class AdaptiveAvgPool1d:
+class AdaptiveAvgPool1d(Module):
     """torch.nn.AdaptiveAvgPool1d: limn.pooling.adaptive_avg_pool1d to output_size."""
 
     def __init__(self, output_size: OutputSize):
         self.output_size = output_size
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return pooling.adaptive_avg_pool(x, 1, self.output_size)
 
 
-class AdaptiveAvgPool2d:
+class AdaptiveAvgPool2d(Module):
     """torch.nn.AdaptiveAvgPool2d: limn.pooling.adaptive_avg_pool2d to output_size (None keeps a dim).
 
     >>> AdaptiveAvgPool2d((1, None))(Tensor.ones((2, 3, 5, 4))).shape
@@ -132,27 +133,27 @@ class AdaptiveAvgPool2d:
     def __init__(self, output_size: OutputSize):
         self.output_size = output_size
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return pooling.adaptive_avg_pool(x, 2, self.output_size)
 
 
-class AdaptiveAvgPool3d:
+class AdaptiveAvgPool3d(Module):
     """torch.nn.AdaptiveAvgPool3d: limn.pooling.adaptive_avg_pool3d to output_size."""
 
     def __init__(self, output_size: OutputSize):
         self.output_size = output_size
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return pooling.adaptive_avg_pool(x, 3, self.output_size)
 
 
-class _AdaptiveMaxPoolNd:
+class _AdaptiveMaxPoolNd(Module):
     dims = 0
 
     def __init__(self, output_size: OutputSize, return_indices: bool = False):
         self.output_size, self.return_indices = output_size, return_indices
 
-    def __call__(self, x: Tensor) -> Tensor | tuple[Tensor, Tensor]:
+    def forward(self, x: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return pooling.adaptive_max_pool(x, self.dims, self.output_size, self.return_indices)
 
 
@@ -174,13 +175,13 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     dims = 3
 
 
-class _MaxUnpoolNd:
+class _MaxUnpoolNd(Module):
     dims = 0
 
     def __init__(self, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0):
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
 
-    def __call__(self, x: Tensor, indices: Tensor, output_size=None) -> Tensor:
+    def forward(self, x: Tensor, indices: Tensor, output_size=None) -> Tensor:
         return unpooling.max_unpool(x, indices, self.dims, self.kernel_size, self.stride, self.padding, output_size)
 
 
@@ -208,13 +209,13 @@ class MaxUnpool3d(_MaxUnpoolNd):
     dims = 3
 
 
-class _LPPoolNd:
+class _LPPoolNd(Module):
     dims = 0
 
     def __init__(self, norm_type: float, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, ceil_mode=False):
         self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return pooling.lp_pool(x, self.dims, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
 
 
@@ -236,7 +237,7 @@ class LPPool3d(_LPPoolNd):
     dims = 3
 
 
-class Upsample:
+class Upsample(Module):
     """torch.nn.Upsample: limn.resample.interpolate with these arguments.
 
     >>> Upsample(scale_factor=2, mode="bilinear")(Tensor.ones((1, 1, 2, 3))).shape
@@ -254,7 +255,7 @@ class Upsample:
         self.size, self.scale_factor, self.mode = size, scale_factor, mode
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         return resample.interpolate(
             x, self.size, self.scale_factor, self.mode, self.align_corners, self.recompute_scale_factor
         )

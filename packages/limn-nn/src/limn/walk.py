@@ -3,7 +3,8 @@
 named_parameters(obj) walks any object's attributes (modules, lists, tuples, dicts) and gives every Tensor
 that requires grad with the dotted path to it (`layers.0.attn.weight`); state_dict(obj) gives every path
 (a tied weight under each of its names, as torch's) plus the buffers an object names in `_buffer_names`;
-load_state_dict writes values into them. No base class is needed (limn.module.Module is a convenience).
+load_state_dict writes values into them. No base class is needed: limn.module.Module, the base of limn's
+layers, adds torch's methods over the walk.
 Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -> device.
 """
 
