@@ -210,7 +210,11 @@ class NcclTransport:
             flat = pack(bucket, tensors)
             pointer = flat.node.arg.handle.pointer
             call = f"ncclAllReduce({bucket.size} x {bucket.wire.name}, {op})"
-            check(load().ncclAllReduce(pointer, pointer, bucket.size, kind, RED_OPS[op], self.comm, self._stream), call)
+            check(
+                load().ncclAllReduce(pointer, pointer, bucket.size, kind, RED_OPS[op], self.comm, self._stream),
+                call,
+                self.comm,
+            )
             reduced |= unpack(bucket, flat, tensors)
         return reduced
 
@@ -221,7 +225,11 @@ class NcclTransport:
             flat = pack(bucket, tensors)
             pointer = flat.node.arg.handle.pointer
             call = f"ncclBroadcast({bucket.size} x {bucket.wire.name}, root={root})"
-            check(load().ncclBroadcast(pointer, pointer, bucket.size, kind, root, self.comm, self._stream), call)
+            check(
+                load().ncclBroadcast(pointer, pointer, bucket.size, kind, root, self.comm, self._stream),
+                call,
+                self.comm,
+            )
             values |= unpack(bucket, flat, tensors)
         return values
 
