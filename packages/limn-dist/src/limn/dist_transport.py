@@ -12,7 +12,7 @@ Pipeline: tensor buffers -> **transport** -> buckets -> MPI or NCCL.
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,25 +32,15 @@ class Transport:
     name: str
     reason: str
     device: str
-    _nccl: list = field(default_factory=list, compare=False, repr=False)  # the NcclTransport, made on first use
 
     @property
     def sentence(self) -> str:
         what = {"host": HOST, "nccl": NCCL, "staged": STAGED}[self.name]
         return f"{self.device}: {what}" + ("" if self.reason == HOST else f": {self.reason}")
 
-    def nccl(self) -> Any:
-        """The NCCL communicator for this device (made on the first call, on every rank alike)."""
-        if not self._nccl:
-            from limn import distributed  # imported here: limn.distributed imports this module
-            from limn.dist_nccl import NcclTransport
 
-            world = distributed._get()
-            self._nccl.append(NcclTransport(get_device(self.device), world.comm, world.rank, world.size))
-        return self._nccl[0]
-
-
-_chosen: dict[str, Transport] = {}  # device name -> its transport, chosen once (choosing is collective)
+_chosen: dict[tuple[str, bool], Transport] = {}  # (device, initialized) -> its transport: choosing is collective
+_communicators: dict[str, Any] = {}  # device name -> its NcclTransport, made on the first collective
 
 
 def choose(device: str) -> Transport:
@@ -63,9 +53,11 @@ def choose(device: str) -> Transport:
     a GPU (NCCL refuses that), and two ranks on one host whose GPUs this process can see can access each
     other's memory (cuDeviceCanAccessPeer both ways). Ranks on different hosts reach each other through the
     network NCCL finds (InfiniBand, or sockets): NCCL decides, and its error says when it cannot."""
-    if device not in _chosen:
-        _chosen[device] = _decide(device)
-    return _chosen[device]
+    world = _world()
+    key = (device, world is not None)  # a choice made before init() asked no other rank: made again after it
+    if key not in _chosen:
+        _chosen[key] = _decide(device, world)
+    return _chosen[key]
 
 
 def describe(device: str) -> str:
@@ -74,7 +66,7 @@ def describe(device: str) -> str:
     return choose(device).sentence
 
 
-def _decide(device: str) -> Transport:
+def _decide(device: str, world: Any) -> Transport:
     try:
         dev = get_device(device)
     except DeviceError as e:
@@ -83,7 +75,6 @@ def _decide(device: str) -> Transport:
         if dev.host:
             return Transport("host", HOST, device)  # a property of the device's kind: the same on every rank
         problem = _nccl_problem() or _gpu_problem(dev)
-    world = _world()
     if world is not None and world.size > 1:
         records = world.comm.allgather((problem, socket.gethostname(), None if problem else _bus_id(dev)))
         problem = _first(records, 0) or _shared_gpu(records)
@@ -191,9 +182,16 @@ def host_arrays(tensors: list[Tensor]) -> list[np.ndarray]:
 
 def device_path(tensors: list[Tensor]) -> Any:
     """The NcclTransport that reduces these tensors where they are, or None for the host path (host
-    buffers, or staging): the one seam between the two ways, which the collectives call."""
+    buffers, or staging): the one seam between the two ways, which the collectives call. Its communicator is
+    made on the first call for a device (collective, as the collectives calling this are)."""
     devices = {t.device for t in tensors}
-    if len(devices) != 1:
+    if len(devices) != 1 or choose(next(iter(devices))).name != "nccl":
         return None
-    transport = choose(devices.pop())
-    return transport.nccl() if transport.name == "nccl" else None
+    device = devices.pop()
+    if device not in _communicators:
+        from limn import distributed  # imported here: limn.distributed imports this module
+        from limn.dist_nccl import NcclTransport
+
+        world = distributed._get()
+        _communicators[device] = NcclTransport(get_device(device), world.comm, world.rank, world.size)
+    return _communicators[device]
