@@ -6,6 +6,9 @@ limn.distributed's world (its id made on rank 0 and sent to the others with MPI)
 tensors on the device, in flat device buckets packed and unpacked by limn's own kernels, with the collective
 queued on the device's stream between them. Every NCCL call's result is checked (`check`): NcclError names
 the call, NCCL's result and its message. The enums are nccl.h's (the wheel ships the header; a test reads it).
+A collective's call returns once it is queued; an error inside it on the GPU, or a peer that went away, shows
+at the next wait for the stream (the unpacking realize), and a killed rank makes mpiexec end the others.
+Buckets use the host path's wire dtypes (half widths in float32), so both paths round alike.
 Pipeline: tensor buffers -> transport (limn.dist_transport chose **NCCL**) -> device buckets -> GPUs.
 """
 
