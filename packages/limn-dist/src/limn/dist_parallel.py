@@ -24,7 +24,6 @@ import numpy as np
 
 from limn import distributed
 from limn.dist_buckets import DEFAULT_BUCKET_BYTES, agree, plan, signature
-from limn.dist_transport import host_arrays
 from limn.engine import realize
 from limn.ops import Op
 from limn.tensor import Tensor
@@ -75,8 +74,7 @@ class DataParallel:
         realize(*grads)
         dtypes, shapes = [g.dtype for g in grads], [g.shape for g in grads]
         agree(world.comm.allgather(signature(names, dtypes, shapes, "reduce_gradients")), "reduce_gradients")
-        arrays = host_arrays(grads)
-        means = distributed.reduce_arrays(arrays, dtypes, "mean", self.bucket_bytes)
+        means = distributed.reduce_tensors(grads, "mean", self.bucket_bytes)  # host arrays, or NCCL's device tensors
         kept = []
         for k, (i, _, _) in enumerate(present):
             if self.grads[i] is None or self.grads[i].shape != shapes[k] or self.grads[i].dtype != dtypes[k]:
@@ -87,7 +85,7 @@ class DataParallel:
         realize(*kept)
         self.stats.steps += 1
         self.stats.seconds += time.perf_counter() - start
-        self.stats.bytes += sum(b.nbytes for b in plan(dtypes, [int(a.size) for a in arrays], self.bucket_bytes))
+        self.stats.bytes += sum(b.nbytes for b in plan(dtypes, [g.numel() for g in grads], self.bucket_bytes))
 
 
 class DataParallelOptimizer:

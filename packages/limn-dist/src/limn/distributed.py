@@ -8,7 +8,8 @@ rank's optimizer takes the same step. Checkpoints are written once (`on_root`) a
 
 The transport is MPI itself, through mpi4py: MPICH comes as a wheel (limn-dist[mpich]) with its mpiexec, and
 a cluster's own MPI works the same. The numpy and c devices hold their buffers in host memory, which MPI
-reads directly; the cuda device stages them through the host (limn.dist_transport says which it chose).
+reads directly; the cuda device reduces them on the GPUs with NCCL when it can (limn.dist_nccl), else
+stages them through the host (limn.dist_transport chooses, and says which and why).
 
 What is guaranteed: a collective's result is the same on every rank, and the same from run to run for a
 given world size and the same tensors: MPI fixes its reduction order by the communicator and the message
@@ -34,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from limn import dist_buckets
+from limn import dist_buckets, dist_transport
 from limn.dist_buckets import DEFAULT_BUCKET_BYTES, DistributedError, agree, pack, signature, unpack
 from limn.dist_transport import host_arrays
 from limn.dtypes import uint8
@@ -181,8 +182,7 @@ def all_reduce(
     names, ts = [n for n, _ in pairs], [t for _, t in pairs]
     dtypes, shapes = [t.dtype for t in ts], [t.shape for t in ts]
     agree(world.comm.allgather(signature(names, dtypes, shapes, f"all_reduce({op!r})")), "all_reduce")
-    reduced = reduce_arrays(host_arrays(ts), dtypes, op, bucket_bytes)
-    write_back(ts, reduced)
+    write_back(ts, reduce_tensors(ts, op, bucket_bytes))
     return ts
 
 
@@ -194,6 +194,15 @@ def _check_op(op: str, name: str, t: Tensor) -> None:
             f"all_reduce('mean'): tensor {name} is {t.dtype.name}, and a mean of integers is not one; reduce with "
             "'sum' and divide in the dtype you want"
         )
+
+
+def reduce_tensors(tensors: list[Tensor], op: str, bucket_bytes: int) -> dict[int, np.ndarray | Tensor]:
+    """Each realized tensor reduced across ranks: index -> its reduced value, a host array (host buffers, or
+    staged through the host) or a lazy device tensor (NCCL, limn.dist_nccl), as limn.dist_transport chose."""
+    nccl = dist_transport.device_path(tensors)
+    if nccl is not None:
+        return nccl.all_reduce(tensors, op, bucket_bytes)
+    return reduce_arrays(host_arrays(tensors), [t.dtype for t in tensors], op, bucket_bytes)
 
 
 def reduce_arrays(arrays: list[np.ndarray], dtypes: list, op: str, bucket_bytes: int) -> dict[int, np.ndarray]:
@@ -215,7 +224,7 @@ def reduce_arrays(arrays: list[np.ndarray], dtypes: list, op: str, bucket_bytes:
     return reduced
 
 
-def write_back(tensors: list[Tensor], values: dict[int, np.ndarray]) -> None:
+def write_back(tensors: list[Tensor], values: dict[int, np.ndarray | Tensor]) -> None:
     """Each tensor's buffer overwritten with its new value, all in one realize (an assign each: a lazy value
     built from the old bytes still computes what it saw)."""
     realize(*[t.assign(values[i]) for i, t in enumerate(tensors) if i in values])
@@ -235,6 +244,10 @@ def broadcast_parameters(
     dtypes, shapes = [t.dtype for t in ts], [t.shape for t in ts]
     agree(world.comm.allgather(signature(names, dtypes, shapes, "broadcast_parameters")), "broadcast_parameters")
     if world.size == 1:
+        return ts
+    nccl = dist_transport.device_path(ts)
+    if nccl is not None:
+        write_back(ts, nccl.broadcast(ts, root, bucket_bytes))
         return ts
     raw = [np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in host_arrays(ts)]
     byte_dtype = [uint8] * len(raw)  # the bytes as they are
