@@ -2,11 +2,12 @@
 - 2 ranks with a global batch of 8 (4 rows each) log the train and validation losses one process logs at batch 8
   (within 1e-4 relative: the ranks sum the batch's loss and gradients in another order), and print them once;
 - the checkpoint the 2 ranks wrote (rank 0's) resumes in one process, which goes on with the losses the
-  uninterrupted one-process run had;
+  uninterrupted one-process run had; with dropout (each rank drawing its own masks), resumed on 2 ranks it gives
+  the uninterrupted 2-rank run's losses bit for bit;
 - a global batch that does not split over the ranks, or ranks started without --distributed, end in one line
   per rank and exit status 2.
-A tiny model (1 layer, width 32, context 32) on the c device, one thread per rank, dropout 0 (each rank draws its
-own dropout masks, so with dropout the runs differ by design).
+A tiny model (1 layer, width 32, context 32) on the c device, one thread per rank, dropout 0 where one process is
+the oracle (each rank draws its own dropout masks, so with dropout the runs differ by design).
 """
 
 from __future__ import annotations
@@ -82,6 +83,18 @@ def test_a_two_rank_checkpoint_resumes_in_one_process(tmp_path, one_process):
     resumed = history(tmp_path / "one")  # steps 1-3 on two ranks, 4-6 in one process
     for split in ("train", "valid"):
         np.testing.assert_allclose(resumed[split], one_process[split], rtol=1e-4, err_msg=f"{split}, resumed")
+
+
+def test_two_ranks_resumed_with_dropout_give_the_uninterrupted_two_rank_losses_bit_for_bit(tmp_path):
+    dropout = [*ARGS, "--dropout", "0.1"]  # each rank its own masks: the saved counter must resume every stream
+    whole = train(*dropout, "--steps", "6", "--out", str(tmp_path / "whole"), ranks=2, cwd=tmp_path)
+    first = train(*dropout, "--steps", "3", "--out", str(tmp_path / "first"), ranks=2, cwd=tmp_path)
+    resume = ["--resume", str(tmp_path / "first" / "ckpt.safetensors"), "--steps", "6", "--tokens", "1"]
+    second = train(*resume, "--device", "c", "--out", str(tmp_path / "second"), ranks=2, cwd=tmp_path)
+    for done in (whole, first, second):
+        assert done.returncode == 0, done.stderr
+    want, got = history(tmp_path / "whole"), history(tmp_path / "second")
+    assert got == want, f"resumed {got} against uninterrupted {want}"
 
 
 @pytest.mark.parametrize(
