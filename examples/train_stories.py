@@ -4,6 +4,7 @@
     uv run python examples/train_stories.py --data ~/tinystories  # the full TinyStories-{train,valid}.txt
     uv run python examples/train_stories.py --full --data ~/tinystories   # the long run: a bigger model
     uv run python examples/train_stories.py --resume runs/stories/ckpt.safetensors
+    uv run mpiexec -n 2 python examples/train_stories.py --distributed     # data parallel: 2 ranks, one batch
     uv run python examples/train_stories.py --sample runs/stories/ckpt.safetensors --prompt "Once upon" \
         --tokens 500 --temperature 0.8 --top-k 40 --sample-seed 1
 
@@ -15,6 +16,12 @@ steps and at the end one safetensors file holds the weights (torch's names), the
 generator and the run's history, so --resume continues exactly where the run stopped (the same losses, bit for
 bit, on the same device). At the end it writes loss.svg (drawn by limn.plot) and samples a story through a
 KV cache, one captured one-byte step per byte.
+
+--distributed trains data-parallel on the ranks mpiexec started (limn.distributed; a process started alone is a
+world of one): every rank draws the same global batch of --batch rows and computes on its share, the gradients
+are averaged between backward and the clip, and every rank takes the same step, so N ranks give the losses one
+process gives for the same batch (with --dropout 0: each rank draws its own dropout masks). Rank 0 prints,
+writes the checkpoint and loss.svg; any world size resumes from it.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import resource
 import sys
 import time
@@ -34,7 +42,10 @@ from stories_gpt import GPT, Config
 
 import limn
 from limn import Tensor, nn, optim, plot, serialize
+from limn import distributed as dist
 from limn.capture import capture
+from limn.dist_parallel import DataParallel
+from limn.dist_transport import describe
 from limn.rng import Generator, default_generator
 
 FULL = Config(context=256, layers=6, heads=6, width=384, dropout=0.1)
@@ -80,9 +91,10 @@ class History:
 
 
 class Run:
-    """A model, its optimizers and schedule, the data and the captured steps: one training run."""
+    """A model, its optimizers and schedule, the data and the captured steps: one training run, in this process
+    alone or (distributed) as one rank of limn.distributed's world."""
 
-    def __init__(self, settings: Settings, corpus: Corpus) -> None:
+    def __init__(self, settings: Settings, corpus: Corpus, distributed: bool = False) -> None:
         self.settings, self.corpus = settings, corpus
         corpus.check(settings.config.context)
         limn.manual_seed(settings.seed)
@@ -100,6 +112,52 @@ class Run:
         self.step_count = 0
         self.train_step = capture(self._train_step)
         self.eval_step = capture(self._eval_step)
+        self.parallel: DataParallel | None = None
+        if distributed:
+            self._join_world(named)
+
+    # ---- data parallel ----
+
+    def _join_world(self, named: list[tuple[str, Tensor]]) -> None:
+        """Rank 0's weights on every rank, a dropout stream of each rank's own, and the step split in two
+        captured halves around the gradients' allreduce (which runs on the host, between them)."""
+        dist.init()  # idempotent: main() has joined already
+        if dist.rank() > 0:  # the same masks on every shard would be one mask drawn N times: nanoGPT seeds per rank
+            self.generator.manual_seed(
+                int(np.random.SeedSequence([self.settings.seed, dist.rank()]).generate_state(1)[0])
+            )
+        # the counter too: every rank draws as many numbers per step, so one saved counter resumes them all
+        dist.broadcast_parameters({**dict(named), "rng.counter": self.generator.counter})
+        self.parallel = DataParallel(named)
+        self.forward_backward = capture(self._forward_backward)
+        self.update = capture(self._update)
+
+    def _forward_backward(self, x: Tensor, y: Tensor) -> tuple[Tensor, ...]:
+        logits = self.model(x)  # (B / N, T, 256): this rank's share of the batch
+        loss = logits.reshape(-1, logits.shape[-1]).cross_entropy(y.reshape(-1))
+        loss.backward()
+        return (loss, *[p.grad for p in self.parallel.params])  # realized together: one run
+
+    def _update(self) -> None:
+        # reads the DataParallel's gradient tensors, which keep their buffers from step to step: state the
+        # recording reads like the optimizer's own
+        nn.utils.clip_grad_norm_(self.model.parameters(), self.settings.clip)
+        self.optimizer.step()
+
+    def _distributed_step(self, x: np.ndarray, y: np.ndarray) -> float:
+        """One step on this rank's share of the global batch (x, y); the loss of the whole batch."""
+        self.optimizer.zero_grad()  # backward accumulates: an eager call (the recording) starts from none
+        loss, *grads = self.forward_backward(Tensor(dist.shard_rows(x)), Tensor(dist.shard_rows(y)))
+        for p, g in zip(self.parallel.params, grads):  # a replay runs no backward(): the grads are its outputs
+            p.grad = g
+        self.parallel.reduce_gradients()  # every rank now holds the mean gradient of the global batch
+        self.update()
+        return dist.all_reduce([loss], "mean")[0].item()  # equal shares: the mean of the means is the mean
+
+    @property
+    def is_root(self) -> bool:
+        """Whether this process prints and writes files: always alone, rank 0 of a world."""
+        return self.parallel is None or dist.rank() == 0
 
     def lr_factor(self, step: int) -> float:
         """A linear warmup to the full rate, then a cosine decay to a tenth of it at the last step."""
@@ -131,7 +189,10 @@ class Run:
     def train_one(self) -> float:
         s = self.settings
         x, y = self.corpus.batch("train", s.batch, s.config.context, s.seed, self.step_count)
-        loss = self.train_step(Tensor(x), Tensor(y)).item()
+        if self.parallel is None:
+            loss = self.train_step(Tensor(x), Tensor(y)).item()
+        else:
+            loss = self._distributed_step(x, y)
         self.step_count += 1
         self.schedule.step()
         self.history.train.append((self.step_count, self.tokens(self.step_count), loss))
@@ -142,8 +203,12 @@ class Run:
         losses = []
         for k in range(s.eval_batches):
             x, y = self.corpus.batch("valid", s.batch, s.config.context, s.seed, k)
+            if self.parallel is not None:
+                x, y = dist.shard_rows(x), dist.shard_rows(y)
             losses.append(self.eval_step(Tensor(x), Tensor(y)).item())
         loss = float(np.mean(losses))
+        if self.parallel is not None:  # each rank's mean over its shares: their mean is the whole batches' mean
+            loss = dist.all_reduce([Tensor(np.array([loss]), dtype="float64")], "mean")[0].item()
         self.history.valid.append((self.step_count, self.tokens(self.step_count), loss))
         return loss
 
@@ -159,6 +224,13 @@ class Run:
         }
 
     def save(self, path: Path) -> None:
+        """The checkpoint, written once: by this process, or by rank 0 while the other ranks wait."""
+        if self.parallel is None:
+            self._write(path)
+        else:
+            dist.on_root(lambda: self._write(path))
+
+    def _write(self, path: Path) -> None:
         metadata = {
             **self.settings.config.as_metadata(),
             "step": str(self.step_count),
@@ -271,11 +343,13 @@ def clock(seconds: float) -> str:
 
 def train(run: Run, out: Path, log=None) -> dict:
     """Trains from run.step_count to its last step, logging a line per eval interval (and a live one between
-    on a terminal); returns the run's figures. tokens/s counts the training steps after the first (which
-    compiles), not the validation passes."""
+    on a terminal; rank 0 only, distributed); returns the run's figures. tokens/s counts the training steps
+    after the first (which compiles), not the validation passes, and the global batch of every rank together."""
     s = run.settings
     log = log or (lambda line: print(line, flush=True))  # flushed: a pipe or a log file sees each line now
-    live = sys.stdout.isatty()
+    if not run.is_root:
+        log = lambda line: None  # noqa: E731
+    live = sys.stdout.isatty() and run.is_root
     start, first_step, training = time.perf_counter(), None, 0.0
     begin, val = run.step_count, float("nan")
     while run.step_count < s.steps:
@@ -346,6 +420,9 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=0.8)
     p.add_argument("--top-k", type=int, default=40, help="sample among the k likeliest bytes (0: all of them)")
     p.add_argument("--sample-seed", type=int, default=0, help="the seed of the sampler's random draws")
+    p.add_argument(
+        "--distributed", action="store_true", help="data parallel over mpiexec's ranks; --batch is the global batch"
+    )
     return p.parse_args(argv)
 
 
@@ -375,11 +452,50 @@ def check_arguments(args: argparse.Namespace) -> None:
         )
     if args.width is not None and args.heads is not None and args.width % args.heads:
         raise UserError(f"--width {args.width} is not a multiple of --heads {args.heads}")
+    launched = launched_ranks()
+    if launched > 1 and not args.distributed:
+        raise UserError(
+            f"started as one of {launched} ranks (mpiexec) without --distributed: each would train alone and write "
+            "the same checkpoint; add --distributed"
+        )
+    if args.distributed and args.sample:
+        raise UserError("--sample generates in one process: drop --distributed (and mpiexec)")
+
+
+def launched_ranks() -> int:
+    """How many ranks the MPI launcher started, from its environment (MPICH's Hydra, Open MPI), without
+    joining the world; 1 when there is no launcher."""
+    for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return 1
+
+
+def share_cores() -> int:
+    """The c device's threads per rank: OMP_NUM_THREADS when set, else the cores divided among the ranks on
+    this machine (each would start a team of one thread per core otherwise, and the teams would fight)."""
+    if "OMP_NUM_THREADS" not in os.environ:
+        local = os.environ.get("MPI_LOCALNRANKS") or os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE")
+        here = int(local) if local and local.isdigit() else dist.world_size()
+        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // here))
+    return int(os.environ["OMP_NUM_THREADS"].split(",")[0])
+
+
+def check_batch(settings: Settings) -> None:
+    if settings.batch % dist.world_size():
+        raise UserError(
+            f"--batch {settings.batch} (the global batch) does not split over {dist.world_size()} ranks; use a "
+            f"multiple of {dist.world_size()}"
+        )
 
 
 def main(argv: list[str] | None = None) -> dict:
     args = arguments(argv)
     check_arguments(args)
+    threads = None
+    if args.distributed:
+        dist.init()
+        threads = share_cores()  # before the c device starts its team
     device = choose_device(args.device)
     out = Path(args.out)
     if args.sample:
@@ -390,27 +506,44 @@ def main(argv: list[str] | None = None) -> dict:
         overrides = {k: getattr(args, k) for k in ("steps", "eval_every", "checkpoint_every") if getattr(args, k)}
         saved = settings_of_checkpoint(Path(args.resume), overrides)
         shape = {k: getattr(args, k) for k in MODEL_ARGS if getattr(args, k) is not None}
-        run = Run(replace(saved, config=replace(saved.config, **shape)), open_corpus(args.data))
-        run.load(Path(args.resume))  # a model of another shape: the error lists every mismatch
+        settings = replace(saved, config=replace(saved.config, **shape))
     else:
-        run = Run(settings_of(args), open_corpus(args.data))
+        settings = settings_of(args)
+    if args.distributed:
+        check_batch(settings)
+    run = Run(settings, open_corpus(args.data), distributed=args.distributed)
+    if args.resume:
+        run.load(Path(args.resume))  # a model of another shape: the error lists every mismatch
+    say = print if run.is_root else lambda *_: None
     c = run.settings.config
     params = sum(p.size for p in run.model.parameters())
-    print(
+    say(
         f"GPT of {params / 1e6:.2f}M parameters ({c.layers} layers, {c.heads} heads, width {c.width}, context "
         f"{c.context}, head tied to the embedding) on {device}; data: {run.corpus.source}, "
         f"{len(run.corpus.train):,} train and {len(run.corpus.valid):,} validation bytes"
     )
+    if args.distributed:
+        n = dist.world_size()
+        say(
+            f"data parallel over {n} rank{'s' if n > 1 else ''} ({threads} thread{'s' if threads > 1 else ''} each): "
+            f"global batch {run.settings.batch}, {run.settings.batch // n} rows per rank; {describe(device)}"
+        )
     if run.step_count:
-        print(f"resumed at step {run.step_count} from {args.resume}")
+        say(f"resumed at step {run.step_count} from {args.resume}")
     figures = train(run, out)
+    if not run.is_root:
+        return figures  # rank 0 draws the curve and samples the story
     write_loss_svg(run.history, out / "loss.svg")
-    print(
+    say(
         f"done: {figures['steps']} steps in {clock(figures['seconds'])}, {figures['tokens_per_second']:,.0f} tok/s "
         f"after a first step of {figures['first_step_seconds']:.1f} s; train loss {figures['train_loss']:.3f}, "
         f"validation {figures['valid_loss']:.3f}; peak memory {figures['peak_mb']:.0f} MB"
     )
-    print(f"checkpoint {out / 'ckpt.safetensors'}, loss curve {out / 'loss.svg'}")
+    if run.parallel is not None:
+        stats = run.parallel.stats
+        per_step = stats.seconds / max(1, stats.steps)
+        say(f"collectives: {per_step * 1e3:.1f} ms and {stats.bytes_per_step:,.0f} bytes reduced per step")
+    say(f"checkpoint {out / 'ckpt.safetensors'}, loss curve {out / 'loss.svg'}")
     figures["text"] = stream(run.model, args)
     return figures
 
