@@ -42,11 +42,16 @@ from stories_gpt import GPT, Config
 
 import limn
 from limn import Tensor, nn, optim, plot, serialize
-from limn import distributed as dist
 from limn.capture import capture
-from limn.dist_parallel import DataParallel
-from limn.dist_transport import describe
 from limn.rng import Generator, default_generator
+
+try:  # limn-dist is needed for --distributed only: the single-process run works without it
+    from limn import distributed as dist
+    from limn.dist_parallel import DataParallel
+    from limn.dist_transport import describe
+except ImportError as missing:
+    dist = None
+    DIST_MISSING = str(missing)
 
 FULL = Config(context=256, layers=6, heads=6, width=384, dropout=0.1)
 MODEL_ARGS = ("context", "layers", "heads", "width", "dropout")  # the command line's names for Config's fields
@@ -494,6 +499,8 @@ def main(argv: list[str] | None = None) -> dict:
     check_arguments(args)
     threads = None
     if args.distributed:
+        if dist is None:
+            raise UserError(f"--distributed needs limn-dist (pip install 'limn-dist[mpich]'): {DIST_MISSING}")
         dist.init()
         threads = share_cores()  # before the c device starts its team
     device = choose_device(args.device)
