@@ -7,7 +7,7 @@
   wheels           every package built with `uv build --all-packages`, installed from dist/ as a user
                    would: limn-core with limn-c, then limn-core alone
   plugin           limn-core plus examples/third_party_device: limn finds a device it has never heard of
-  isa              the slow c tests (pytest -m isa): every ISA's kernels, sweeps, two thirds of the corpus' rewrites
+  isa              the slow c tests (pytest -m isa): every ISA's kernels, sweeps, five sixths of the corpus' rewrites
   ops              the c device's half of the op tables against torch (pytest -m ops)
   train            the long training runs against torch (pytest -m train)
   dist             data-parallel runs under mpiexec, started by the tests (pytest -m dist)
@@ -131,13 +131,13 @@ def ops(session: nox.Session) -> None:
 
 @nox.session
 def train(session: nox.Session) -> None:
-    """The long training comparisons: examples/train_stories.py's GPT trained in limn and in torch from the same
-    weights for 100 steps, on numpy and c (pytest -m train)."""
+    """The long training comparisons (pytest -m train): examples/train_stories.py's GPT trained in limn and in
+    torch from the same weights for 100 steps, on numpy and c, and a GPT on fused attention against composed."""
     packages = ["limn-core", "limn-compiler", "limn-c", "limn-nn"]
     session.install(
         "-c", locked_constraints(session), *(str(PACKAGES / name) for name in packages), *test_requirements()
     )
-    session.run("pytest", "tests/nn/test_train_stories.py", "-m", "train", *session.posargs)
+    session.run("pytest", "tests/nn", "-m", "train", *session.posargs)
 
 
 @nox.session
@@ -167,7 +167,8 @@ def browser(session: nox.Session) -> None:
         apt_env = {"DEBIAN_FRONTEND": "noninteractive"}  # no debconf question can stop an unattended run
         session.run("apt-get", "install", "-y", "--no-install-recommends", *missing, external=True, env=apt_env)
     session.install("-c", locked_constraints(session), str(PACKAGES / "limn-core"), "pytest", "hypothesis")
-    session.run("pytest", "tests/core/test_diagram_browser.py", "-m", "browser", *session.posargs)
+    diagrams = ["tests/core/test_diagram_browser.py", "tests/core/test_diagram_graph.py"]
+    session.run("pytest", *diagrams, "-m", "browser", *session.posargs)
     session.run("pytest", "tests/core/test_diagram_graph.py", "-k", "dot", *session.posargs)
 
 

@@ -125,13 +125,13 @@ def test_c_matches_numpy_device(case: Case):
         assert ok, f"{case} output {i} differs from numpy\nexpected:\n{e}\ngot:\n{g}\n" + _reproducer(case)
 
 
-def _third_in_default(cases: list[Case]) -> list:
-    """The cases, two in three marked isa: the default suite runs a third of the corpus through a rewrite's
+def _sixth_in_default(cases: list[Case]) -> list:
+    """The cases, five in six marked isa: the default suite runs a sixth of the corpus through a rewrite's
     bit-for-bit test (each case compiles twice more), `nox -s isa` (and CI) the rest."""
-    return [pytest.param(c, id=str(c), marks=pytest.mark.isa if i % 3 else ()) for i, c in enumerate(cases)]
+    return [pytest.param(c, id=str(c), marks=pytest.mark.isa if i % 6 else ()) for i, c in enumerate(cases)]
 
 
-@pytest.mark.parametrize("case", _third_in_default(CASES))
+@pytest.mark.parametrize("case", _sixth_in_default(CASES))
 def test_threaded_nests_equal_serial_bit_for_bit(case: Case):
     serial, threaded = on("c_serial", case), on("c_threads", case)
     for i, (s, t) in enumerate(zip(serial, threaded)):
@@ -148,14 +148,14 @@ def test_split_pads_equal_unsplit_bit_for_bit(case: Case):
 FOLDS = [c for c in CASES if any(key in c.name for key in ("softmax", "reduce_of_expression", "autograd"))]
 
 
-@pytest.mark.parametrize("case", _third_in_default(FOLDS + [c for c in CASES if c.name.startswith("reduces")]))
+@pytest.mark.parametrize("case", _sixth_in_default(FOLDS + [c for c in CASES if c.name.startswith("reduces")]))
 def test_chunked_and_jammed_folds_equal_plain_folds_bit_for_bit(case: Case):
     plain, chunked = on("c_plainfold", case), on("c_threads", case)
     for i, (p, c) in enumerate(zip(plain, chunked)):
         assert _same_bits(p, c), f"{case} output {i}: chunked fold differs from the plain one\n" + _reproducer(case)
 
 
-@pytest.mark.parametrize("case", _third_in_default(FOLDS + [c for c in CASES if c.name.startswith("reduces")]))
+@pytest.mark.parametrize("case", _sixth_in_default(FOLDS + [c for c in CASES if c.name.startswith("reduces")]))
 def test_split_epilogues_equal_unsplit_bit_for_bit(case: Case):
     # these cases' reduces carry epilogues (limn.epilogue): a loop of their own computes the same values
     unsplit, split = on("c_unsplit_epilogues", case), on("c_threads", case)
@@ -167,7 +167,7 @@ def test_split_epilogues_equal_unsplit_bit_for_bit(case: Case):
 HOISTS = ("reduces", "softmax", "reduce_of_expression", "permute_and_reshape", "int_wraparound", "scatter", "autograd")
 
 
-@pytest.mark.parametrize("case", _third_in_default([c for c in CASES if any(key in c.name for key in HOISTS)]))
+@pytest.mark.parametrize("case", _sixth_in_default([c for c in CASES if any(key in c.name for key in HOISTS)]))
 def test_hoisted_invariants_equal_unhoisted_bit_for_bit(case: Case):
     unhoisted, hoisted = on("c_nohoist", case), on("c_threads", case)
     for i, (u, h) in enumerate(zip(unhoisted, hoisted)):

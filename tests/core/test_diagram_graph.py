@@ -431,6 +431,7 @@ def generated_graph(n: int, m: int, n_clusters: int, seed: int) -> Graph:
     return Graph(boxes, edges, [c for c in clusters if c.members])
 
 
+@pytest.mark.browser  # a dozen seconds of layout: nox -s browser runs it with the other heavy diagram checks
 def test_three_thousand_boxes_lay_out_without_overlaps():
     check_drawing(generated_graph(3000, 4000, 150, seed=0))
 

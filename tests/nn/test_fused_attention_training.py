@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 import limn
 from limn import Tensor, nn, optim
@@ -68,6 +69,7 @@ def losses(device: str, fused: bool) -> list[float]:
     return out
 
 
+@pytest.mark.train  # 50 steps of a GPT twice over: nox -s train runs it (CI too), the default suite stays short
 def test_a_gpt_trained_50_steps_with_fused_attention_follows_the_composed_run(device: str) -> None:
     fused, composed = losses(device, True), losses(device, False)
     # the kernels sum in another order than the composition: float32 rounding, compounded over 50 steps
