@@ -166,10 +166,13 @@ def browser(session: nox.Session) -> None:
         session.run("apt-get", "update", external=True)
         apt_env = {"DEBIAN_FRONTEND": "noninteractive"}  # no debconf question can stop an unattended run
         session.run("apt-get", "install", "-y", "--no-install-recommends", *missing, external=True, env=apt_env)
-    session.install("-c", locked_constraints(session), str(PACKAGES / "limn-core"), "pytest", "hypothesis")
-    diagrams = ["tests/core/test_diagram_browser.py", "tests/core/test_diagram_graph.py"]
+    packages = ["limn-core", "limn-compiler", "limn-diagram"]
+    session.install(
+        "-c", locked_constraints(session), *(package_path(name) for name in packages), "pytest", "hypothesis"
+    )
+    diagrams = ["tests/diagram/test_diagram_browser.py", "tests/diagram/test_diagram_graph.py"]
     session.run("pytest", *diagrams, "-m", "browser", *session.posargs)
-    session.run("pytest", "tests/core/test_diagram_graph.py", "-k", "dot", *session.posargs)
+    session.run("pytest", "tests/diagram/test_diagram_graph.py", "-k", "dot", *session.posargs)
 
 
 @nox.session

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from _bench import median_seconds
 
-from limn.c_matmul import VECTOR_PRELUDE
+from limn.c.rewrites.matmul import VECTOR_PRELUDE
 
 COPY_FLOATS = 16 * 1024 * 1024  # 64 MiB per array: the pair is 4x a 32 MiB L3, yet quick to page in
 RUNS = 5  # each limit is the median of this many timed runs, after one warm-up

@@ -20,8 +20,9 @@ from _bench import first_call_seconds, median_seconds, table
 from _limits import measure, report, share
 
 import limn
-from limn import Tensor, nn
-from limn.backend_c import team_size
+from limn import Tensor
+from limn.c.device import team_size
+from limn.composed.functional.convolution import conv
 
 
 def numpy_conv(x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -50,12 +51,12 @@ def main() -> None:
 
     runs = {
         "padded conv (padding=1)": (
-            lambda: nn.conv(x, w, None, (1, 1), (1, 1), (1, 1), 1).realize(),
+            lambda: conv(x, w, None, (1, 1), (1, 1), (1, 1), 1).realize(),
             lambda: numpy_conv(x_padded_np, w_np),  # numpy has no padded conv: it pads first
             lambda: F.conv2d(torch.from_numpy(x_np), torch.from_numpy(w_np), padding=1),
         ),
         "unpadded twin": (
-            lambda: nn.conv(x_padded, w, None, (1, 1), (0, 0), (1, 1), 1).realize(),
+            lambda: conv(x_padded, w, None, (1, 1), (0, 0), (1, 1), 1).realize(),
             lambda: numpy_conv(x_padded_np, w_np),
             lambda: F.conv2d(torch.from_numpy(x_padded_np), torch.from_numpy(w_np)),
         ),
@@ -68,7 +69,7 @@ def main() -> None:
         figures = [f"{flops / v / 1e9:.1f}" for v in t]
         peak = share(flops / t[0] / 1e9, limits.fma_gflops)
         rows.append([name, *figures, peak, f"{t[1] / t[0]:.2f}x", f"{first * 1e3:.0f} ms"])
-    got = nn.conv(x, w, None, (1, 1), (1, 1), (1, 1), 1).numpy()
+    got = conv(x, w, None, (1, 1), (1, 1), (1, 1), 1).numpy()
     err = np.abs(got - numpy_conv(x_padded_np, w_np)).max()
     print(report(limits))
     print(

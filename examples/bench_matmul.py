@@ -7,7 +7,7 @@ Prints GFLOP/s (2 n**3 / median seconds) for each, limn's ratio to numpy, the th
 first call (schedule, render, cc, run) apart from its steady state. limn runs the register-tiled nest,
 which is bit-identical to the plain i, r, j nest the IR prints. With --device cuda (or cuda-sim, to try the
 script without a GPU on small sizes) the operands live on the device, limn runs the shared-memory tiles
-(limn.cuda_matmul) and the comparison is torch's cuBLAS with TF32 off, both timed to the end of the stream.
+(limn.cuda.matmul) and the comparison is torch's cuBLAS with TF32 off, both timed to the end of the stream.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from _bench import first_call_seconds, median_seconds, table
 from _limits import measure, report, share
 
 import limn
-from limn.backend_c import team_size
+from limn.c.device import team_size
 
 
 def main() -> None:

@@ -33,8 +33,8 @@ PHASES = ["graph", "key", "schedule", "lower", "render", "load", "run", "other"]
 MEANING = {
     "graph": "building the graph (Python tensor ops)",
     "key": "toposort, structure key and plan-cache lookup",
-    "schedule": "limn.schedule: fusion and kernels",
-    "lower": "limn.codegen: loop-nest IR",
+    "schedule": "limn.compiler.schedule: fusion and kernels",
+    "lower": "limn.compiler.codegen: loop-nest IR",
     "render": "rendering C",
     "load": "program cache: hashing sources, finding and loading libraries",
     "run": "running the plan's kernels",
@@ -76,7 +76,7 @@ def limn_generate(tokens: int, prompt: np.ndarray, device: str, on_token: Callab
 
 
 class PhaseClock:
-    """Seconds spent per phase: wraps the functions each phase runs in (limn.jit's and the c device's) with
+    """Seconds spent per phase: wraps the functions each phase runs in (limn.compiler.jit's and the c device's) with
     a timer. A phase timed inside another (rendering inside the program lookup) counts for itself only."""
 
     def __init__(self) -> None:
@@ -101,16 +101,16 @@ class PhaseClock:
         setattr(owner, attr, timed)
 
     def install(self) -> None:
-        import limn.jit
-        from limn.backend_c import CDevice
+        import limn.compiler.jit
+        from limn.c.device import CDevice
 
-        self.wrap(limn.jit, "toposort", "key")
-        self.wrap(limn.jit, "structure_key", "key")
-        self.wrap(limn.jit, "schedule", "schedule")
-        self.wrap(limn.jit, "lower_schedule", "lower")
+        self.wrap(limn.compiler.jit, "toposort", "key")
+        self.wrap(limn.compiler.jit, "structure_key", "key")
+        self.wrap(limn.compiler.jit, "schedule", "schedule")
+        self.wrap(limn.compiler.jit, "lower_schedule", "lower")
         self.wrap(CDevice, "render", "render")
-        self.wrap(limn.jit.CompiledDevice, "_programs", "load")
-        self.wrap(limn.jit.CompiledDevice, "run_plan", "run")
+        self.wrap(limn.compiler.jit.CompiledDevice, "_programs", "load")
+        self.wrap(limn.compiler.jit.CompiledDevice, "run_plan", "run")
 
 
 def run_limn(tokens: int, prompt: int, device: str, profile: bool) -> dict:
@@ -194,7 +194,7 @@ def main() -> None:
         child(args.tokens, args.prompt, args.device, args.profile)
         return
     import limn
-    from limn.backend_c import team_size
+    from limn.c.device import team_size
 
     threads = team_size()
     toolchain = getattr(limn.get_device(args.device), "toolchain", None)

@@ -14,7 +14,7 @@ the gradients clipped to a global norm of 1; the whole step is captured (limn.ca
 no Python graph is built. Every --eval-every steps the validation loss is measured; every --checkpoint-every
 steps and at the end one safetensors file holds the weights (torch's names), the optimizer state, the random
 generator and the run's history, so --resume continues exactly where the run stopped (the same losses, bit for
-bit, on the same device). At the end it writes loss.svg (drawn by limn.plot) and samples a story through a
+bit, on the same device). At the end it writes loss.svg (drawn by limn.diagram.plot) and samples a story through a
 KV cache, one captured one-byte step per byte.
 
 --distributed trains data-parallel on the ranks mpiexec started (limn.distributed; a process started alone is a
@@ -41,14 +41,15 @@ from stories_data import Corpus, DataError, open_corpus
 from stories_gpt import GPT, Config
 
 import limn
-from limn import Tensor, nn, optim, plot, serialize
+from limn import Tensor, nn, optim, serialize
 from limn.capture import capture
-from limn.rng import Generator, default_generator
+from limn.composed.random.rng import Generator, default_generator
+from limn.diagram import plot
 
 try:  # limn-dist is needed for --distributed only: the single-process run works without it
     from limn import distributed as dist
-    from limn.dist_parallel import DataParallel
-    from limn.dist_transport import describe
+    from limn.distributed.parallel import DataParallel
+    from limn.distributed.transport import describe
 except ImportError as missing:
     dist = None
     DIST_MISSING = str(missing)

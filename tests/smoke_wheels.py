@@ -23,7 +23,7 @@ import limn
 from limn import DeviceError, Tensor
 
 REPO = Path(__file__).resolve().parents[1]
-FIRST_PARTY = {"limn-core", "limn-compiler", "limn-c", "limn-cuda", "limn-nn"}
+FIRST_PARTY = {"limn-core", "limn-compiler", "limn-c", "limn-cuda", "limn-nn", "limn-dist", "limn-diagram"}
 
 
 def installed_limn_packages() -> set[str]:
@@ -32,10 +32,14 @@ def installed_limn_packages() -> set[str]:
 
 
 def shipped_modules(distribution: str) -> list[str]:
-    """limn.<module> for every top-level module file under limn/ that a distribution installed."""
+    """The dotted name of every module under limn/ that a distribution installed (limn.c.device, ...)."""
     files = metadata.files(distribution) or []
-    modules = [f.stem for f in files if f.parent.as_posix() == "limn" and f.suffix == ".py"]
-    return sorted(f"limn.{stem}" for stem in modules if stem != "__init__")
+    modules = []
+    for f in files:
+        parts = f.with_suffix("").parts
+        if parts[0] == "limn" and f.suffix == ".py" and f.as_posix() != "limn/__init__.py":
+            modules.append(".".join(parts[:-1] if parts[-1] in ("__init__", "__main__") else parts))
+    return sorted(set(modules))
 
 
 def small_graph(x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -68,8 +72,8 @@ def check_numpy_device(x: np.ndarray, w: np.ndarray) -> None:
 
 def check_c_device(x: np.ndarray, w: np.ndarray) -> None:
     assert "c" in limn.devices(), f"limn-c is installed but devices() is {limn.devices()}"
-    if importlib.util.find_spec("limn.backend_c") is None:
-        print("c device: limn-c ships no limn.backend_c yet, so there is nothing to run")
+    if importlib.util.find_spec("limn.c.device") is None:
+        print("c device: limn-c ships no limn.c.device yet, so there is nothing to run")
         return
     try:
         limn.set_device("c")
@@ -97,7 +101,8 @@ def core_and_c() -> None:
 def core_only() -> None:
     assert installed_limn_packages() == {"limn-core"}, installed_limn_packages()
     assert limn.devices() == ["numpy"], limn.devices()
-    assert importlib.util.find_spec("limn.schedule") is None, "limn.schedule without limn-compiler"
+    for module in ("limn.compiler", "limn.schedule", "limn.codegen"):
+        assert importlib.util.find_spec(module) is None, f"{module} without limn-compiler"
     rng = np.random.default_rng(1)
     x, w = rng.standard_normal((8, 5)).astype(np.float32), rng.standard_normal((5, 3)).astype(np.float32)
     check_numpy_device(x, w)

@@ -14,10 +14,10 @@ import pytest
 
 import limn
 from limn import DeviceError, Tensor
-from limn import device as registry
-from limn.numpy_device import NumpyDevice
+from limn.runtime import device as registry
+from limn.runtime.numpy_device import NumpyDevice
 
-NUMPY_EP = EntryPoint(name="numpy", value="limn.numpy_device:NumpyDevice", group=registry.ENTRY_POINT_GROUP)
+NUMPY_EP = EntryPoint(name="numpy", value="limn.runtime.numpy_device:NumpyDevice", group=registry.ENTRY_POINT_GROUP)
 
 
 @pytest.fixture(autouse=True)
@@ -119,14 +119,14 @@ def test_entry_point_to_a_missing_module(monkeypatch):
 
 
 def test_entry_point_to_a_missing_attribute(monkeypatch):
-    fake_entry_points(monkeypatch, entry_point("typo", "limn.numpy_device:NumpyDevise"))
+    fake_entry_points(monkeypatch, entry_point("typo", "limn.runtime.numpy_device:NumpyDevise"))
     with pytest.raises(DeviceError, match=r"'typo'.*AttributeError.*NumpyDevise"):
         limn.set_device("typo")
 
 
 def test_entry_point_to_something_that_is_not_a_device(monkeypatch):
     fake_entry_points(monkeypatch, entry_point("notadevice", "fractions:Fraction"))
-    with pytest.raises(DeviceError, match=r"'notadevice'.*does not implement limn.device.Device"):
+    with pytest.raises(DeviceError, match=r"'notadevice'.*does not implement limn.runtime.device.Device"):
         limn.set_device("notadevice")
 
 
@@ -134,7 +134,7 @@ def test_a_broken_device_leaves_the_others_working(monkeypatch):
     fake_entry_points(
         monkeypatch,
         entry_point("boom", "some_missing_module:X"),
-        entry_point("renamed", "limn.numpy_device:NumpyDevice"),
+        entry_point("renamed", "limn.runtime.numpy_device:NumpyDevice"),
     )
     with pytest.raises(DeviceError):
         limn.set_device("boom")

@@ -1,7 +1,8 @@
 """Rule: every `>>>` example in a limn module's docstrings runs and prints what it says it prints.
 
-Each module of the `limn` namespace (all installed packages) whose source holds an example is imported by
-name and its examples run on the numpy device from seed 0, as tests/test_readmes.py runs the READMEs'.
+Each module of the `limn` namespace and its sub-packages (all installed packages) whose source holds an
+example is imported by name and its examples run on the numpy device from seed 0, as tests/test_readmes.py
+runs the READMEs'.
 """
 
 import doctest
@@ -16,7 +17,7 @@ import limn
 
 def _modules_with_examples() -> list[str]:
     names = []
-    for info in pkgutil.iter_modules(limn.__path__, "limn."):
+    for info in pkgutil.walk_packages(limn.__path__, "limn."):
         spec = importlib.util.find_spec(info.name)
         if spec is not None and spec.origin and ">>>" in Path(spec.origin).read_text():
             names.append(info.name)
@@ -27,7 +28,7 @@ MODULES = _modules_with_examples()
 
 
 def test_the_examples_are_found():
-    assert {"limn.primitives", "limn.optim", "limn.capture"} <= set(MODULES), MODULES
+    assert {"limn.frontend.primitives", "limn.optim.optimizer", "limn.capture.record"} <= set(MODULES), MODULES
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -4,7 +4,7 @@
 - threading changes which core computes a cell, not the cell: every nest threaded equals serial, bit for bit;
 - splitting a masked innermost loop at the mask's edges changes nothing: split equals unsplit, bit for bit;
 - the register-tiled matmul equals the plain nest, bit for bit, for every tile shape of the ISA table (edge
-  tiles included), with its kernel's epilogue (bias, gelu, residual: limn.epilogue) after the tiles or in them;
+  tiles included), with its kernel's epilogue (bias, gelu, residual: limn.compiler.epilogue) after the tiles or in them;
 - chunked and jammed folds equal plain folds, hoisting loop invariants equals computing them in the loop, and
   a register fold's epilogue in a loop of its own equals it in the fold's loop, bit for bit."""
 
@@ -15,10 +15,11 @@ import pytest
 from corpus import CASES, Case, run_case, tolerance
 
 import limn
-from limn import Tensor, c_isa
-from limn.backend_c import CDevice, Toolchain
-from limn.codegen import ir
-from limn.device import DeviceError
+from limn import Tensor
+from limn.c import isa as c_isa
+from limn.c.device import CDevice, Toolchain
+from limn.compiler.codegen import ir
+from limn.runtime.device import DeviceError
 
 limn.register_device("c_threads", lambda: CDevice(parallel_work=0))  # every nest that can, threaded
 limn.register_device("c_serial", lambda: CDevice(threads=False))
@@ -157,7 +158,7 @@ def test_chunked_and_jammed_folds_equal_plain_folds_bit_for_bit(case: Case):
 
 @pytest.mark.parametrize("case", _sixth_in_default(FOLDS + [c for c in CASES if c.name.startswith("reduces")]))
 def test_split_epilogues_equal_unsplit_bit_for_bit(case: Case):
-    # these cases' reduces carry epilogues (limn.epilogue): a loop of their own computes the same values
+    # these cases' reduces carry epilogues (limn.compiler.epilogue): a loop of their own computes the same values
     unsplit, split = on("c_unsplit_epilogues", case), on("c_threads", case)
     for i, (u, s) in enumerate(zip(unsplit, split)):
         assert _same_bits(u, s), f"{case} output {i}: splitting the epilogue changed it\n" + _reproducer(case)
@@ -188,7 +189,7 @@ def _bias_gelu(a: Tensor, b: Tensor, bias: Tensor, res: Tensor) -> list[Tensor]:
     return [h, h.gelu()]
 
 
-# matmuls whose elementwise consumer folds into the matmul's kernel (limn.epilogue): the tile applies it
+# matmuls whose elementwise consumer folds into the matmul's kernel (limn.compiler.epilogue): the tile applies it
 EPILOGUES = {
     "a @ b + bias": lambda a, b, bias, res: [a @ b + bias],
     "gelu(a @ b.T + bias), both": _bias_gelu,
@@ -287,7 +288,7 @@ def _reproducer(case: Case) -> str:
         "  import sys; sys.path.insert(0, 'tests'); import limn; from corpus import CASES, run_case\n"
         f"  case = next(c for c in CASES if c.name == {case.name!r})\n"
         "  limn.set_device('numpy'); print(run_case(case)); limn.set_device('c'); print(run_case(case))\n"
-        "  print(limn.codegen.ir(*case.build(__import__('numpy').random.default_rng(0))))"
+        "  print(limn.compiler.codegen.ir(*case.build(__import__('numpy').random.default_rng(0))))"
     )
 
 

@@ -18,8 +18,8 @@ import pytest
 
 import limn
 from limn import Tensor
-from limn.backend_c import CDevice, CompileError, cache_dir
-from limn.codegen import ir
+from limn.c.device import CDevice, CompileError, cache_dir
+from limn.compiler.codegen import ir
 
 
 @pytest.fixture

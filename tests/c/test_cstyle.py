@@ -1,4 +1,4 @@
-"""Rule: a C-family language is the C-style base (limn.cstyle) with single entries replaced, and replacing one
+"""Rule: a C-family language is the C-style base (limn.compiler.cstyle) with single entries replaced, and replacing one
 entry changes the rendered source only where that entry is spelled. The oracle is the base's own rendering of
 the same kernels, line by line (the function name is a hash of the rest, so it is compared as NAME).
 
@@ -12,12 +12,12 @@ import numpy as np
 
 import limn
 from limn import Tensor
-from limn.c_source import CRenderer
-from limn.codegen import ir
-from limn.cstyle import C_BOOL_OPS, C_INT_OPS, C_OPS, MATH_FUNCS, TYPES, CStyle, CType
-from limn.half_widths import HALF_WIDTHS
-from limn.ir import KernelIR
-from limn.ops import Op
+from limn.c.source import CRenderer
+from limn.compiler.codegen import ir
+from limn.compiler.cstyle import C_BOOL_OPS, C_INT_OPS, C_OPS, MATH_FUNCS, TYPES, CStyle, CType
+from limn.compiler.half_widths import HALF_WIDTHS
+from limn.compiler.ir import KernelIR
+from limn.graph.ops import Op
 
 
 def kernels(dtype=limn.float32) -> tuple[KernelIR, ...]:

@@ -1,4 +1,4 @@
-"""Rules for the ISA table (limn.c_isa), each against an oracle:
+"""Rules for the ISA table (limn.c.isa), each against an oracle:
 - the row is the compiler's own answer: the macros `cc -dM -E` predefines for the device's flags pick it,
   and a target the compiler is told to build for (LIMN_C_MARCH, CDevice(march=)) picks its row;
 - every row's matmul tile fits its registers (accumulators, one vector of b per column vector, one
@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 import limn
-from limn import Tensor, c_isa
-from limn.backend_c import CDevice
-from limn.device import DeviceError
+from limn import Tensor
+from limn.c import isa as c_isa
+from limn.c.device import CDevice
+from limn.runtime.device import DeviceError
 
 X86 = platform.machine() in ("x86_64", "AMD64")
 

@@ -23,8 +23,9 @@ import numpy as np
 import pytest
 
 import limn
-from limn import Tensor, backend_c
-from limn.backend_c import CDevice, KernelCacheWarning
+from limn import Tensor
+from limn.c import device as backend_c
+from limn.c.device import CDevice, KernelCacheWarning
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 import limn
 from limn import Tensor
-from limn.backend_c import CDevice
+from limn.c.device import CDevice
 
 pytestmark = pytest.mark.isa  # slow: run by `nox -s isa` (and CI), not the default suite
 

@@ -25,9 +25,9 @@ def test_a_pad_of_the_outer_axis_of_narrow_rows_keeps_every_row():
 
 
 def test_an_outer_loop_with_a_mask_is_split_so_the_c_has_no_conditional_load():
-    from limn.backend_c import CDevice
-    from limn.codegen import lower_schedule
-    from limn.schedule import schedule
+    from limn.c.device import CDevice
+    from limn.compiler.codegen import lower_schedule
+    from limn.compiler.schedule import schedule
 
     t = Tensor(np.ones((5, 2), np.float32)).pad(((1, 1), (0, 0)))
     kernel = lower_schedule(schedule([t.node])).kernels[0]

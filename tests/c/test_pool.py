@@ -1,4 +1,4 @@
-"""Rules for the c device's host block pool (limn.c_pool):
+"""Rules for the c device's host block pool (limn.c.pool):
 - a block of at least MIN_BYTES goes back to the pool when the last array over it goes, and the next
   allocation of that byte size takes it; smaller arrays are plain numpy arrays;
 - a block is never handed out while any view of it lives (nothing writes into bytes something still reads);
@@ -16,8 +16,8 @@ import pytest
 
 import limn
 from limn import Tensor
-from limn.backend_c import CDevice
-from limn.c_pool import MIN_BYTES, HostPool
+from limn.c.device import CDevice
+from limn.c.pool import MIN_BYTES, HostPool
 from limn.dtypes import float32, int8
 
 BIG = (MIN_BYTES // 4,)  # float32 cells of exactly MIN_BYTES

@@ -1,5 +1,6 @@
-"""The c device's fused attention kernels (limn.c_attention) against the numpy references of limn.sdpa:
-- sdpa, sdpa_bwd_q and sdpa_bwd_kv called through custom.apply on c, diffed against sdpa.forward, backward_q and
+"""The c device's fused attention kernels (limn.c.attention) against the numpy references of
+limn.composed.functional.sdpa:
+- sdpa, sdpa_bwd_q and sdpa_bwd_kv called through custom_call.apply on c, diffed against sdpa.forward, backward_q and
   backward_kv (float32 at 1e-5, float64 at 1e-12) over t_q != t_k both ways, causal, key_mask, both, rows
   that see no key, d = 1, 32, 80 and 128 (rows used in place, rows padded to whole vectors), tiles that are
   ragged in rows and keys, N = 0 and t_k = 0;
@@ -24,11 +25,14 @@ import pytest
 import torch
 
 import limn
-from limn import Tensor, c_attention, custom, sdpa
-from limn.backend_c import CDevice
-from limn.c_prelude import PRELUDE
-from limn.codegen import ir
-from limn.ops import Op, toposort
+from limn import Tensor
+from limn.c import attention as c_attention
+from limn.c.device import CDevice
+from limn.c.prelude import PRELUDE
+from limn.compiler.codegen import ir
+from limn.composed.functional import sdpa
+from limn.frontend import custom_call
+from limn.graph.ops import Op, toposort
 
 
 def _team_of_five() -> CDevice:
@@ -92,9 +96,11 @@ def _run_kernels(device: str, name: str, dtype) -> list[np.ndarray]:
     d_out = np.random.default_rng(1).standard_normal(out.shape).astype(dtype)
     limn.set_device(device)
     ins = [Tensor(x) for x in (q, k, v, *masks)]
-    results = custom.apply("sdpa", *ins, **params)
+    results = custom_call.apply("sdpa", *ins, **params)
     grads_in = [*ins, Tensor(out.astype(dtype)), Tensor(lse), Tensor(d_out)]
-    results += custom.apply("sdpa_bwd_q", *grads_in, **params) + custom.apply("sdpa_bwd_kv", *grads_in, **params)
+    results += custom_call.apply("sdpa_bwd_q", *grads_in, **params) + custom_call.apply(
+        "sdpa_bwd_kv", *grads_in, **params
+    )
     limn.realize(*results)
     return [x.numpy() for x in results]
 
@@ -181,10 +187,10 @@ def test_the_backward_on_c_schedules_no_buffer_of_the_scores_shape() -> None:
 
 
 def test_the_logsumexp_alone_is_a_realize_of_its_own() -> None:
-    """L asked for without O: the call writes O into a scratch buffer (limn.schedule) and L is the reference's."""
+    """L asked for without O: the call writes O into a scratch buffer (compiler.schedule) and L is the reference's."""
     limn.set_device("c")
     (q, k, v), key_mask, params = _inputs("key_mask + causal", np.float32)
-    _out, lse = custom.apply("sdpa", Tensor(q), Tensor(k), Tensor(v), Tensor(key_mask), **params)
+    _out, lse = custom_call.apply("sdpa", Tensor(q), Tensor(k), Tensor(v), Tensor(key_mask), **params)
     want = sdpa.forward(q, k, v, key_mask, params["causal"], params["scale"])[1]
     np.testing.assert_allclose(lse.numpy(), want, rtol=1e-5, atol=1e-5)
 

@@ -1,4 +1,4 @@
-"""Rules for the c device's source index (limn.c_source_index):
+"""Rules for the c device's source index (limn.c.source_index):
 - a device that meets a nest an earlier device (an earlier process) rendered with the same options takes
   its source from the index and renders nothing, and the source is byte for byte what rendering gives;
 - the entry is named by the nest, the renderer's options and the code fingerprint: other options or another
@@ -17,9 +17,11 @@ import numpy as np
 import pytest
 
 import limn
-from limn import Tensor, c_source_index, codegen
-from limn.backend_c import CDevice
-from limn.codegen import ir
+from limn import Tensor
+from limn.c import source_index as c_source_index
+from limn.c.device import CDevice
+from limn.compiler import codegen
+from limn.compiler.codegen import ir
 
 
 @pytest.fixture

@@ -32,12 +32,13 @@ import pytest
 from corpus import CASES
 
 import limn
-from limn import Tensor, c_isa
-from limn.backend_c import CDevice
-from limn.c_matmul import VECTOR_PRELUDE
-from limn.c_prelude import PRELUDE
-from limn.codegen import ir
-from limn.ir import KernelIR
+from limn import Tensor
+from limn.c import isa as c_isa
+from limn.c.device import CDevice
+from limn.c.prelude import PRELUDE
+from limn.c.rewrites.matmul import VECTOR_PRELUDE
+from limn.compiler.codegen import ir
+from limn.compiler.ir import KernelIR
 
 ISAS = ("x86-64-v3", "x86-64-v4")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -101,7 +102,7 @@ def gpt_step_kernels() -> list[KernelIR]:
 
 
 def epilogue_kernels() -> list[KernelIR]:
-    """Matmuls whose elementwise consumers fold into their kernel (limn.epilogue), which the tile applies to
+    """Matmuls whose elementwise consumers fold into their kernel (limn.compiler.epilogue), which the tile applies to
     each block of cells it finishes: a linear layer's bias and gelu over a batch of rows (the register form,
     the pre-activation kept too), a bias and a residual add at edge sizes (the memory form)."""
     limn.set_device("numpy")

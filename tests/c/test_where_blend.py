@@ -61,8 +61,8 @@ def test_a_broadcast_where_on_c_equals_the_numpy_device(build) -> None:
 
 def test_every_where_is_a_blend_of_bits_in_the_c_source() -> None:
     """No ?: for a WHERE of any dtype: the blend reads both arms, so no compiler makes an arm's load masked."""
-    from limn.c_prelude import SELECTS
-    from limn.ops import Op
+    from limn.c.prelude import SELECTS
+    from limn.graph.ops import Op
 
     for kind, table in SELECTS.items():
         assert "?" not in table[Op.WHERE], f"the {kind} WHERE is spelled {table[Op.WHERE]!r}, a branch"

@@ -1,17 +1,17 @@
 """The IR interpreter as a device: graphs run through the real scheduler, lowering and plan executor,
-and then limn.ir.execute walks each printed instruction with numpy scalars. Diffing it against the numpy
+and then limn.compiler.ir.execute walks each printed instruction with numpy scalars. Diffing it against the numpy
 device checks that the printed nest means what it says (strides, masks, reduce identities, loop order);
-every kernel it is handed passes limn.ir.check first.
+every kernel it is handed passes limn.compiler.ir.check first.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from limn.compiler.ir import KernelIR, check, execute
+from limn.compiler.jit import CompiledDevice
 from limn.dtypes import DType
-from limn.ir import KernelIR, check, execute
-from limn.jit import CompiledDevice
-from limn.ops import Shape
+from limn.graph.ops import Shape
 
 
 class IRInterpreter(CompiledDevice):

@@ -1,4 +1,4 @@
-"""Rules for common values (limn.cse), each against an oracle:
+"""Rules for common values (limn.compiler.cse), each against an oracle:
 - a value written twice is computed once: a layer norm (mean, then var, which takes the mean again) is
   one reduce for the mean, and still matches torch;
 - values that only look alike stay apart: constants differing in sign (0.0, -0.0), the same op over
@@ -11,8 +11,8 @@ import torch
 
 import limn
 from limn import Tensor, nn
-from limn.ops import Op
-from limn.schedule import describe, schedule
+from limn.compiler.schedule import describe, schedule
+from limn.graph.ops import Op
 
 
 def _sums(sched) -> int:

@@ -1,4 +1,4 @@
-"""Rules for epilogues (limn.epilogue), each against an oracle:
+"""Rules for epilogues (limn.compiler.epilogue), each against an oracle:
 - an elementwise kernel reading a reduce's totals at its own cells folds into the reduce's kernel: a linear
   layer's bias add, its gelu with the pre-activation kept, a residual add, a batched matmul's bias, and in a
   backward the add of two gradient contributions; the reduce still stores its total, and the values match
@@ -15,12 +15,12 @@ import torch
 
 import limn
 from limn import Tensor
+from limn.compiler.epilogue import fold_epilogues
+from limn.compiler.kernel import Alu, Const, Kernel, Load
+from limn.compiler.schedule import describe, schedule
 from limn.dtypes import float32, int8
-from limn.epilogue import fold_epilogues
-from limn.kernel import Alu, Const, Kernel, Load
-from limn.ops import REDUCE, Op
-from limn.schedule import describe, schedule
-from limn.view import View
+from limn.graph.ops import REDUCE, Op
+from limn.graph.view import View
 
 RNG = np.random.default_rng(0)
 

@@ -1,4 +1,4 @@
-"""Adversarial rules for epilogues (limn.epilogue): every graph on the c device matches the numpy device.
+"""Adversarial rules for epilogues (limn.compiler.epilogue): every graph on the c device matches the numpy device.
 
 - a seeded sweep of random programs: a reduce (a matmul, batched and broadcast, of float32, float64, a half
   width or int32; a SUM or MAX over some axes, kept or not) and then an elementwise chain over its total
@@ -25,7 +25,7 @@ import torch
 
 import limn
 from limn import Tensor
-from limn.backend_c import CDevice
+from limn.c.device import CDevice
 
 SWEEP_SEEDS = range(int(os.environ.get("LIMN_EPILOGUE_SWEEP", "64")))  # more seeds: LIMN_EPILOGUE_SWEEP=300
 DEFAULT_SEEDS = 3  # the default suite's share of the sweep; `nox -s isa` (and CI) runs every seed

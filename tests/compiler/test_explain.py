@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 import limn
-from limn import Tensor, provenance
-from limn.explanation import NOT_RECORDED, Explanation, explain
-from limn.ops import Op
+from limn import Tensor
+from limn.compiler.explain import NOT_RECORDED, Explanation, explain
+from limn.graph import provenance
+from limn.graph.ops import Op
 
 
 def marked_line(fn, marker: str) -> int:

@@ -3,10 +3,10 @@ graph and counts its kernels, or reads the loop nest one of them lowers to, so a
 regression shows up as a changed number with the schedule printed beside it."""
 
 from limn import Tensor
-from limn.codegen import ir
-from limn.ir import Acc, Accum, ConstI, EndLoop, Loop, Store
-from limn.ops import Op
-from limn.schedule import Alu, Load, Schedule, Sink, describe, kernel_count, schedule, walk_expr
+from limn.compiler.codegen import ir
+from limn.compiler.ir import Acc, Accum, ConstI, EndLoop, Loop, Store
+from limn.compiler.schedule import Alu, Load, Schedule, Sink, describe, kernel_count, schedule, walk_expr
+from limn.graph.ops import Op
 
 
 def schedule_of(*tensors: Tensor) -> Schedule:

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from limn import Tensor
+from limn.compiler.fusion import ALWAYS_STORED, RECOMPUTE_LIMIT, WEIGHT
+from limn.compiler.schedule import Rule, Schedule, explain, schedule
 from limn.dtypes import float32
-from limn.fusion import ALWAYS_STORED, RECOMPUTE_LIMIT, WEIGHT
-from limn.ops import ELEMENTWISE, MOVEMENT, SOURCES, Node, Op
-from limn.schedule import Rule, Schedule, explain, schedule
+from limn.graph.ops import ELEMENTWISE, MOVEMENT, SOURCES, Node, Op
 
 
 def schedule_of(*values: Tensor | Node) -> Schedule:

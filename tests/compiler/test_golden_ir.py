@@ -10,8 +10,8 @@ import difflib
 import numpy as np
 
 from limn import Tensor
-from limn.codegen import ir
-from limn.ir import Program
+from limn.compiler.codegen import ir
+from limn.compiler.ir import Program
 
 
 def assert_dump(program: Program, golden: str, what: str) -> None:
@@ -143,7 +143,7 @@ sink 0 = buf3  float32[2, 3]
 """
 
 
-# The spec's matmul with a bias add (limn.epilogue): the add is no second kernel but the SUM kernel's epilogue.
+# The spec's matmul with a bias add (limn.compiler.epilogue): the add is no second kernel but the SUM kernel's epilogue.
 # The fold fills and accumulates into out as before (the memory form); then a nest over the output cells
 # loads each finished total, adds the bias and stores out1, the sink. out is still stored.
 MATMUL_BIAS = """\

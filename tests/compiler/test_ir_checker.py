@@ -1,4 +1,4 @@
-"""Rule: every nest lowering writes is well formed, and a nest that is not says where. limn.ir.check passes
+"""Rule: every nest lowering writes is well formed, and a nest that is not says where. limn.compiler.ir.check passes
 every kernel of the shared corpus; each rule it enforces is then broken once in a small hand-written nest,
 and the test shows the failure the checker prints: the rule, what is wrong, and the nest with the
 offending instruction marked `-->`."""
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from corpus import CASES, Case
 
-import limn.codegen
+import limn.compiler.codegen
 from limn import Tensor, dtypes
-from limn.codegen import ir
-from limn.ir import (
+from limn.compiler.codegen import ir
+from limn.compiler.ir import (
     OPCODES,
     Acc,
     Accum,
@@ -33,7 +33,7 @@ from limn.ir import (
     Value,
     check,
 )
-from limn.ops import Op
+from limn.graph.ops import Op
 
 f32 = dtypes.float32
 i0, r0 = LoopVar("i0"), LoopVar("r0")
@@ -117,7 +117,7 @@ def test_a_range_narrows_the_loop_an_index_is_checked_over():
 
 def test_lowering_checks_every_nest_under_limn_debug(monkeypatch):
     checked = []
-    monkeypatch.setattr(limn.codegen, "check", lambda k: checked.append(k.name) or k)
+    monkeypatch.setattr(limn.compiler.codegen, "check", lambda k: checked.append(k.name) or k)
     x = Tensor.randn((4, 5))
     monkeypatch.delenv("LIMN_DEBUG", raising=False)
     ir(x.exp().sum(1), x.max(axis=0))
@@ -290,7 +290,7 @@ def test_the_docs_count_the_opcodes_the_ir_has():
     words = dict(enumerate(numbers, start=1))
     root = Path(__file__).parents[2]
     said = []
-    for path in [*root.glob("packages/*/src/limn/*.py"), *root.glob("packages/*/README.md")]:
+    for path in [*root.glob("packages/*/src/limn/**/*.py"), *root.glob("packages/*/README.md")]:
         said += [(path.name, m) for m in re.findall(rf"\b({'|'.join(numbers)})[ -]opcode", path.read_text().lower())]
     assert said, "some docstring says how many opcodes the IR has"
     wrong = [(name, count) for name, count in said if count != words[len(OPCODES)]]

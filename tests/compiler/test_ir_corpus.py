@@ -26,5 +26,5 @@ def test_ir_interpreter_matches_numpy_device(case: Case):
             ok = np.array_equal(g, e)
         if not ok:
             limn.set_device("numpy")
-            program = limn.codegen.ir(*case.build(np.random.default_rng(0)))
+            program = limn.compiler.codegen.ir(*case.build(np.random.default_rng(0)))
             pytest.fail(f"{case} output {i} differs\nexpected:\n{e}\ngot:\n{g}\nIR:\n{program}")

@@ -1,4 +1,4 @@
-"""Rules for multi-output kernels (limn.merge), each against an oracle:
+"""Rules for multi-output kernels (limn.compiler.merge), each against an oracle:
 - an AdamW step is one kernel per parameter (m, v and the parameter in one pass), a gelu kept for its
   backward is one kernel, and both still match numpy and torch;
 - a kernel folds into a later one only where that changes nothing any kernel sees: a reader of its output
@@ -13,12 +13,12 @@ import torch
 
 import limn
 from limn import Tensor, optim
+from limn.compiler.kernel import Alu, Const, Kernel, Load
+from limn.compiler.merge import merge_kernels
+from limn.compiler.schedule import describe, schedule
 from limn.dtypes import float32
-from limn.kernel import Alu, Const, Kernel, Load
-from limn.merge import merge_kernels
-from limn.ops import Op
-from limn.schedule import describe, schedule
-from limn.view import View
+from limn.graph.ops import Op
+from limn.graph.view import View
 
 SHAPE = (4, 8)
 CELL = View.contiguous(SHAPE)

@@ -1,4 +1,4 @@
-"""Rules of the shared executor (limn.jit), run on the IR interpreter device: plans are cached by graph
+"""Rules of the shared executor (limn.compiler.jit), run on the IR interpreter device: plans are cached by graph
 structure, programs by source, the ASSIGNs of one realize() are one transaction, and LIMN_DEBUG shows it.
 The stats counters of a fresh device (the ir_device fixture) are the oracle for what was built."""
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import limn
-import limn.jit
+import limn.compiler.jit
 from limn import Tensor
-from limn.codegen import ir
+from limn.compiler.codegen import ir
 
 
 def mlp(x: Tensor, w: Tensor) -> Tensor:
@@ -29,8 +29,8 @@ def test_same_structure_with_new_buffers_schedules_and_lowers_nothing(ir_device,
     def refuse(*args):
         raise AssertionError("a cached structure was scheduled or lowered again")
 
-    monkeypatch.setattr(limn.jit, "schedule", refuse)
-    monkeypatch.setattr(limn.jit, "lower_schedule", refuse)
+    monkeypatch.setattr(limn.compiler.jit, "schedule", refuse)
+    monkeypatch.setattr(limn.compiler.jit, "lower_schedule", refuse)
     second = [rng.standard_normal(s).astype(np.float32) for s in ((4, 5), (5, 3))]
     got = mlp(Tensor(second[0]), Tensor(second[1])).numpy()
     assert (stats.plans_built, stats.plan_hits, stats.programs_compiled) == (built, hits + 1, compiled), (

@@ -11,7 +11,7 @@ import pytest
 
 import limn
 from limn import Tensor
-from limn.device import get_device
+from limn.runtime.device import get_device
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """Rules for what planning keeps between plans, each held to an oracle that keeps nothing:
-- limn.codegen lowers each distinct nest once: a kernel equal to one lowered before but for its slots gets
+- limn.compiler.codegen lowers each distinct nest once: a kernel equal to one lowered before but for its slots gets
   the same instructions bound to its own slots, and every nest equals the one a fresh lowering gives;
 - kernels, plans and programs never share across graphs that differ only in a constant, a dtype, or a view's
   strides, offset or mask: each gets the nest a fresh lowering gives and computes the numpy device's answer;
@@ -10,19 +10,19 @@ import numpy as np
 import pytest
 
 import limn
-import limn.codegen
+import limn.compiler.codegen
 from limn import Tensor
-from limn.codegen import lower_schedule
-from limn.ir import KernelIR
-from limn.jit import structure_key
-from limn.ops import Node, Op
-from limn.schedule import Schedule, schedule
-from limn.view import View
+from limn.compiler.codegen import lower_schedule
+from limn.compiler.ir import KernelIR
+from limn.compiler.jit import structure_key
+from limn.compiler.schedule import Schedule, schedule
+from limn.graph.ops import Node, Op
+from limn.graph.view import View
 
 
 def fresh(sched: Schedule) -> list[KernelIR]:
     """The nests of a schedule lowered with nothing remembered: the oracle for the memo."""
-    return [limn.codegen._Lowerer(k, sched).lower() for k in sched.kernels]
+    return [limn.compiler.codegen._Lowerer(k, sched).lower() for k in sched.kernels]
 
 
 def planned(*tensors: Tensor) -> tuple[Schedule, tuple[KernelIR, ...]]:
@@ -95,7 +95,7 @@ def c_device(monkeypatch, tmp_path):
     """A fresh c device selected, its renderer's calls counted in `rendered`, over an empty kernel cache
     (so its source index, which would spare the renderer, holds nothing yet)."""
     monkeypatch.setenv("LIMN_CACHE_DIR", str(tmp_path / "cache"))
-    backend_c = pytest.importorskip("limn.backend_c")
+    backend_c = pytest.importorskip("limn.c.device")
     try:
         device = backend_c.CDevice()
     except limn.DeviceError as e:
@@ -114,7 +114,7 @@ def c_device(monkeypatch, tmp_path):
 
 
 def test_the_c_device_renders_a_nest_met_again_once(c_device):
-    from limn.c_source import CRenderer
+    from limn.c.source import CRenderer
 
     a, b = square(4), square(5)
     sched, kernels = planned((a * 2).exp().sum(1), (b * 2).exp().sum(1))

@@ -7,10 +7,10 @@ import pytest
 
 import limn
 from limn import Tensor
+from limn.compiler.schedule import ScheduleError, describe, kernel_count, schedule
 from limn.dtypes import float32
-from limn.ops import Node, Op
-from limn.schedule import ScheduleError, describe, kernel_count, schedule
-from limn.view import View
+from limn.graph.ops import Node, Op
+from limn.graph.view import View
 
 
 def test_30000_chained_adds_run_without_recursion_error(ir_device):

@@ -1,4 +1,5 @@
-"""The activations (limn.activations, as Tensor methods and as limn.nn functions) against torch, on numpy and c.
+"""The activations (limn.composed.functional.activations, as Tensor methods and as limn.nn functions) against torch, on
+numpy and c.
 
 Each row runs one expression in limn and in torch from the same inputs and compares values and the gradients
 of their sum (tests/oracle.py). The rules: torch's gradient at each kink and at NaN (the KINKS rows), torch's
@@ -138,7 +139,7 @@ def test_float16_matches_torch_on_the_numpy_device(name: str) -> None:
 
 
 # second derivatives (backward with create_graph=True), against torch's, for the activations that compose
-# exp, log1p and expm1 with a gradient of their own (limn.stable.with_gradient_of keeps every order)
+# exp, log1p and expm1 with a gradient of their own (limn.composed.math.stable.with_gradient_of keeps every order)
 SECOND_ORDER = {
     "softplus": (lambda x: (x * 3).softplus().sum(), lambda x: torch.nn.functional.softplus(x * 3).sum()),
     "logsigmoid": (lambda x: (x * 3).logsigmoid().sum(), lambda x: torch.nn.functional.logsigmoid(x * 3).sum()),

@@ -1,4 +1,4 @@
-"""Scaled dot-product attention (limn.attention, composed from primitives) against torch's
+"""Scaled dot-product attention (limn.composed.functional.attention, composed from primitives) against torch's
 F.scaled_dot_product_attention, forward and backward, on numpy and c: plain, bool and float masks that
 broadcast, is_causal on square and rectangular scores, scale, grouped heads (enable_gqa), queries and keys of
 different lengths, a fully masked row (zeros and no gradient, as torch) and the argument errors torch raises.

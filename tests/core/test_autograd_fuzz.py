@@ -28,18 +28,20 @@ import torch
 
 import limn
 from limn import Tensor, autograd
-from limn.ops import Movement, Op, toposort
+from limn.graph.ops import Movement, Op, toposort
 
 CASES = 300
-# Cases from seed COMPOSED_FROM on also draw the compositions of limn.activations, limn.trig, limn.logexp,
-# limn.scans, limn.rearrange and limn.triangles, over finite leaves only: their NaN and inf rules are the
-# tables' named rows (tests/core/test_activations.py, test_math_functions.py, test_scans.py, ...), and a second
-# set keeps the first 300 cases exactly as they were, so a new op changes no old case.
+# Cases from seed COMPOSED_FROM on also draw the compositions of limn.composed.functional.activations,
+# limn.composed.math.trig, limn.composed.math.logexp, limn.composed.reduce.scans, limn.composed.movement.rearrange and
+# limn.composed.movement.triangles, over finite leaves only: their NaN and inf rules are the tables' named rows
+# (tests/core/test_activations.py, test_math_functions.py, test_scans.py, ...), and a second set keeps the first 300
+# cases exactly as they were, so a new op changes no old case.
 COMPOSED_FROM, COMPOSED_CASES = 1000, 100
 # Cases from seed SELECTING_FROM on draw, beside all of that, the ops that pick elements: sort and topk,
-# advanced indexing with an int tensor or a bool mask, and the 2-d pools (limn.sorting, limn.indexing,
-# limn.pooling). Their gradients go where the forward picked, so a tie would make the gradient a rounding's
-# choice: the generator keeps only values with no two within MARGIN where it matters.
+# advanced indexing with an int tensor or a bool mask, and the 2-d pools (limn.composed.reduce.sorting,
+# limn.composed.indexed.indexing, limn.composed.functional.pooling). Their gradients go where the forward picked, so a
+# tie would make the gradient a rounding's choice: the generator keeps only values with no two within MARGIN where it
+# matters.
 SELECTING_FROM, SELECTING_CASES = 2000, 60
 SEEDS = [
     *range(CASES),
@@ -560,8 +562,15 @@ EXACT_ZEROS_OK = ("relu", "abs", "leaky_relu")
 
 
 UNARIES = ["neg", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "abs", "contiguous"]
-COMPOSED_UNARIES = ["softplus", "mish", "logsigmoid", "elu", "leaky_relu"]  # limn.activations
-COMPOSED_UNARIES += ["sin", "cos", "atan", "asinh", "expm1", "log1p"]  # limn.trig, limn.logexp (CARRIED)
+COMPOSED_UNARIES = ["softplus", "mish", "logsigmoid", "elu", "leaky_relu"]  # limn.composed.functional.activations
+COMPOSED_UNARIES += [
+    "sin",
+    "cos",
+    "atan",
+    "asinh",
+    "expm1",
+    "log1p",
+]  # limn.composed.math.trig, limn.composed.math.logexp (CARRIED)
 
 
 def propose_unary(g: Generator) -> int | None:
@@ -673,7 +682,7 @@ def propose_scan(g: Generator) -> int | None:
 
 
 def propose_rearrange(g: Generator) -> int | None:
-    """flip or roll some dims, or tril of a matrix batch (limn.rearrange, limn.triangles)."""
+    """flip or roll some dims, or tril of a matrix batch (composed.movement: rearrange, triangles)."""
     x = g.pick(min_ndim=1)
     if x is None:
         return None

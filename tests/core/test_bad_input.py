@@ -15,8 +15,8 @@ import pytest
 
 import limn
 from limn import Tensor
-from limn.device import Buffer
-from limn.ops import Node
+from limn.graph.ops import Node
+from limn.runtime.device import Buffer
 
 LIMN_SOURCE = Path(limn.__file__).parent
 
@@ -261,8 +261,8 @@ def two_fake_devices() -> Iterator[tuple[str, str]]:
         limn.register_device(name, FakeDevice(name))
     yield names
     for name in names:  # the registry has no public unregister; keep other tests' device lists clean
-        limn.device._registered.pop(name, None)
-        limn.device._loaded.pop(name, None)
+        limn.runtime.device._registered.pop(name, None)
+        limn.runtime.device._loaded.pop(name, None)
 
 
 def test_mixing_tensors_of_two_non_host_devices_raises_device_error(

@@ -105,7 +105,7 @@ def test_empty_is_zeros_in_limn() -> None:
 
 
 def test_full_with_requires_grad_is_a_leaf() -> None:
-    t = limn.creation.full((2,), 1.5, requires_grad=True)
+    t = limn.composed.creation.full((2,), 1.5, requires_grad=True)
     (t * t).sum().backward()
     assert same(t.grad.numpy(), np.array([3.0, 3.0], np.float32), "d/dt") is None
 

@@ -12,9 +12,11 @@ import pytest
 import torch
 
 import limn
-from limn import Tensor, custom
-from limn.ops import Op, toposort
-from limn.schedule import schedule
+from limn import Tensor
+from limn.compiler.schedule import schedule
+from limn.frontend import custom_call
+from limn.graph import custom
+from limn.graph.ops import Op, toposort
 
 calls = {"reference": 0}
 
@@ -53,7 +55,7 @@ def _custom_nodes(tensors):
 
 def test_a_supplied_kernel_becomes_one_custom_node_per_output_sharing_srcs():
     x = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
-    s, q = custom.apply("test_row_moments", x, scale=0.5)
+    s, q = custom_call.apply("test_row_moments", x, scale=0.5)
     nodes = _custom_nodes([s, q])
     assert len(nodes) == 2 and nodes[0].srcs == nodes[1].srcs
     assert sorted(n.arg.output for n in nodes) == [0, 1] and all(n.arg.n_outputs == 2 for n in nodes)
@@ -61,7 +63,7 @@ def test_a_supplied_kernel_becomes_one_custom_node_per_output_sharing_srcs():
 
 def test_the_numpy_reference_matches_the_composition():
     x_np = np.random.default_rng(0).standard_normal((5, 7)).astype(np.float32)
-    got = custom.apply("test_row_moments", Tensor(x_np), scale=0.25)
+    got = custom_call.apply("test_row_moments", Tensor(x_np), scale=0.25)
     want = _compose(Tensor(x_np), 0.25)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
@@ -69,7 +71,7 @@ def test_the_numpy_reference_matches_the_composition():
 
 def test_siblings_run_the_kernel_once_on_the_numpy_device():
     x = Tensor(np.ones((2, 3), np.float32))
-    s, q = custom.apply("test_row_moments", x, scale=1.0)
+    s, q = custom_call.apply("test_row_moments", x, scale=1.0)
     before = calls["reference"]
     limn.realize(s, q)
     assert calls["reference"] - before == 1
@@ -78,7 +80,7 @@ def test_siblings_run_the_kernel_once_on_the_numpy_device():
 def test_a_device_without_the_kernel_never_sees_a_custom_node():
     limn.set_device("c")
     x = Tensor(np.ones((2, 3), np.float32))
-    s, q = custom.apply("test_row_moments", x, scale=1.0)
+    s, q = custom_call.apply("test_row_moments", x, scale=1.0)
     assert _custom_nodes([s, q]) == []
     np.testing.assert_allclose(s.numpy(), [[3.0], [3.0]])
     np.testing.assert_allclose(q.numpy(), [[3.0], [3.0]])
@@ -86,7 +88,7 @@ def test_a_device_without_the_kernel_never_sees_a_custom_node():
 
 def test_a_schedule_merges_siblings_into_one_kernel_writing_both():
     x = Tensor(np.ones((2, 3), np.float32))
-    s, q = custom.apply("test_row_moments", x, scale=1.0)
+    s, q = custom_call.apply("test_row_moments", x, scale=1.0)
     sched = schedule([(s + 1).node, (q * 2).node])
     customs = [k for k in sched.kernels if k.op is Op.CUSTOM]
     assert len(customs) == 1 and len(customs[0].outputs) == 2
@@ -96,7 +98,7 @@ def test_a_schedule_gives_a_sibling_the_graph_never_reads_a_scratch_buffer():
     """Only q is asked for (s was realized before, or is never needed): the call still writes both outputs, s
     into a scratch slot of the shape the op's signature gives, which no sink reads."""
     x = Tensor(np.ones((2, 3), np.float32))
-    _s, q = custom.apply("test_row_moments", x, scale=1.0)
+    _s, q = custom_call.apply("test_row_moments", x, scale=1.0)
     sched = schedule([(q * 2).node])
     (kernel,) = [k for k in sched.kernels if k.op is Op.CUSTOM]
     assert len(kernel.outputs) == 2
@@ -111,7 +113,7 @@ def test_gradients_match_torch(name):
     the gradient torch computes for the same moments (s = 0.5 sum x, q = 0.5 sum x**2 per row)."""
     x_np = np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32)
     x = Tensor(x_np, requires_grad=True)
-    s, q = custom.apply(name, x, scale=0.5)
+    s, q = custom_call.apply(name, x, scale=0.5)
     (s.sum() + (q * q).sum()).backward()
     xt = torch.tensor(x_np, requires_grad=True)
     st, qt = xt.sum(dim=1, keepdim=True) * 0.5, (xt * xt).sum(dim=1, keepdim=True) * 0.5

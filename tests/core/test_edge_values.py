@@ -18,7 +18,7 @@ from oracle import agree, literal, same
 
 import limn
 from limn import Tensor
-from limn.ops import Op, toposort
+from limn.graph.ops import Op, toposort
 
 # torch warns when var's correction reaches n; those are the cases under test
 pytestmark = pytest.mark.filterwarnings("ignore:.*degrees of freedom:UserWarning")
@@ -299,7 +299,7 @@ def test_a_0d_tensor_takes_dim_0_and_minus_1_as_torch(device: str, expr: str, te
 
 def test_a_0d_sum_node_over_dim_0_runs_on_the_numpy_device_as_on_c() -> None:
     x = Tensor(np.array(2.5, np.float32))
-    node = limn.ops.Node(Op.SUM, (x.node,), x.dtype, (), (0,))  # the graph a 0-d reduce built before
+    node = limn.graph.ops.Node(Op.SUM, (x.node,), x.dtype, (), (0,))  # the graph a 0-d reduce built before
     assert Tensor._from_node(node, "numpy").numpy() == 2.5, "Node(Op.SUM, (Tensor(2.5).node,), float32, (), (0,))"
 
 

@@ -10,8 +10,8 @@ import pytest
 from oracle import Table, case
 
 from limn import Tensor
-from limn.ops import toposort
-from limn.schedule import schedule
+from limn.compiler.schedule import schedule
+from limn.graph.ops import toposort
 
 RNG = np.random.default_rng(2)
 A = RNG.standard_normal((3, 4)).astype(np.float32)

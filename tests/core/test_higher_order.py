@@ -69,8 +69,8 @@ ELEMENTWISE = {
     "product_of_two": (lambda x, y: (x * y * y).sum(), None, [(3, 4), (4,)], False),
     "quotient": (lambda x, y: (x / y).sum(), None, [(3, 4), (3, 1)], True),
     "composed": (lambda x: (x.exp() * x.tanh() + (x * x + 1).log()).sum(), None, [(2, 3)], False),
-    # values computed off the graph with a derivative formula carried (limn.derivative): the formula is built
-    # from the live input, so it differentiates again
+    # values computed off the graph with a derivative formula carried (limn.composed.math.derivative): the formula is
+    # built from the live input, so it differentiates again
     "sin": (lambda x: x.sin().sum(), None, [(3, 4)], False),
     "cos_of_sin": (lambda x: (x.sin() * 3).cos().sum(), None, [(3, 4)], False),
     "tan": (lambda x: (x * 0.5).tan().sum(), None, [(3, 4)], False),
@@ -210,7 +210,7 @@ def test_create_graph_accumulates_first_and_second_derivatives_as_torch() -> Non
 def test_gradients_are_lazy_until_read() -> None:
     x = Tensor([1.0, 2.0], requires_grad=True)
     (x * x).sum().backward()
-    assert x.grad.node.op is not limn.ops.Op.BUFFER, "backward() computed the gradient eagerly"
+    assert x.grad.node.op is not limn.graph.ops.Op.BUFFER, "backward() computed the gradient eagerly"
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0])
 
 

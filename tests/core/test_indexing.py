@@ -382,7 +382,7 @@ def test_writes_in_a_row_each_read_the_last_and_values_built_between_keep_theirs
 
 
 def test_setitem_of_a_box_is_one_where_over_views_with_no_gather_or_scatter() -> None:
-    from limn.ops import Op, toposort
+    from limn.graph.ops import Op, toposort
 
     x = Tensor(np.zeros((4, 6), np.float32))
     x[1:3, 2:] = Tensor(np.ones((2, 4), np.float32))
@@ -524,7 +524,7 @@ def test_an_in_place_op_whose_result_the_dtype_cannot_hold_raises_as_torch() -> 
 
 def test_requires_grad_makes_a_leaf_of_a_lazy_value_and_returns_it() -> None:
     w = Tensor.randn((3, 2)).requires_grad_()
-    assert w.requires_grad and w.node.op is limn.ops.Op.BUFFER  # realized: an optimizer can assign to it
+    assert w.requires_grad and w.node.op is limn.graph.ops.Op.BUFFER  # realized: an optimizer can assign to it
     (w * 2).sum().backward()
     np.testing.assert_array_equal(w.grad.numpy(), np.full((3, 2), 2.0, np.float32))
     assert w.requires_grad_(False) is w and not w.requires_grad

@@ -1,4 +1,5 @@
-"""The losses (limn.losses, as Tensor methods and as limn.nn functions) against torch, on numpy and c.
+"""The losses (limn.composed.functional.losses, as Tensor methods and as limn.nn functions) against torch, on numpy and
+c.
 
 Each row runs one loss in limn and in torch from the same inputs and compares the value and the gradients of
 its sum (tests/oracle.py), for every reduction and option: class targets with weight, ignore_index and label
@@ -18,7 +19,7 @@ from oracle import Table, case
 from test_higher_order import check_hvp
 
 import limn
-import limn.losses
+import limn.composed.functional.losses
 import limn.nn
 from limn import Tensor
 
@@ -919,9 +920,11 @@ def test_a_class_index_out_of_range_is_an_index_error_when_computed(loss) -> Non
 
 
 def test_cross_entropy_keeps_its_old_import_path() -> None:
-    from limn.lookups import cross_entropy
+    from limn.composed.indexed.lookups import cross_entropy
 
-    assert cross_entropy is limn.losses.cross_entropy is Tensor.cross_entropy is limn.nn.cross_entropy
+    assert (
+        cross_entropy is limn.composed.functional.losses.cross_entropy is Tensor.cross_entropy is limn.nn.cross_entropy
+    )
 
 
 def test_one_hot_num_classes_inferred_realizes_the_ids_as_documented() -> None:

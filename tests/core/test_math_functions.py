@@ -1,5 +1,5 @@
-"""The elementwise math functions against torch, on numpy and on c: trig (limn.trig), the exp/log family
-(limn.logexp), values and gradients, with each special point a named case.
+"""The elementwise math functions against torch, on numpy and on c: trig (limn.composed.math.trig), the exp/log family
+(limn.composed.math.logexp), values and gradients, with each special point a named case.
 
 TABLE holds forward and backward rows (torch in float64 and rounded where the point is a precision test);
 test_accuracy_sweep runs every function over the whole float32 range and a float64 range in one realize and
@@ -49,7 +49,7 @@ for fn in UNARY_ALL:
         case(f"x.{fn}()", x=F64, tol=1e-9 if fn == "tanh" else 1e-12, id=f"{fn}_float64"),
         case(f"x.{fn}()", x=NON_FINITE, id=f"{fn}_inf_nan"),
     ]
-# dtypes and shapes go through limn.derivative alike: one function of each module stands for its module
+# dtypes and shapes go through limn.composed.math.derivative alike: one function of each module stands for its module
 for fn in ["sin", "atan", "asinh", "expm1"]:
     CASES += [
         case(f"x.{fn}()", x=np.array([1, -2, 3], np.int32), id=f"{fn}_of_int32_is_float32"),
@@ -341,7 +341,7 @@ def test_half_widths_round_once_from_float64_on_numpy(dtype: str) -> None:
 
 
 def test_two_over_pi_bits_match_fdlibm_table() -> None:
-    from limn.trig import two_over_pi_bits
+    from limn.composed.math.trig import two_over_pi_bits
 
     # fdlibm's ipio2 table opens with these 24-bit chunks of 2/pi
     assert two_over_pi_bits(24 * 6) == int("A2F9836E4E441529FC2757D1F534DDC0DB629599"[:36], 16)

@@ -13,7 +13,7 @@ import pytest
 from oracle import Table, case
 
 from limn import Tensor
-from limn.ops import Op, toposort
+from limn.graph.ops import Op, toposort
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((3, 4)).astype(np.float32)

@@ -1,7 +1,7 @@
-"""Rule: the op table in limn.ops is the source of truth, and every rule table keyed by op covers its group.
+"""Rule: the op table in limn.graph.ops is the source of truth, and every rule table keyed by op covers its group.
 
 Each rule family lives in one table, one row per op: gradients (limn.autograd), numpy kernels
-(limn.numpy_device), the IR interpreter's arithmetic, the C spellings and the reduce folds. A table that
+(limn.runtime.numpy_device), the IR interpreter's arithmetic, the C spellings and the reduce folds. A table that
 misses an op of its group fails here, naming the op, instead of at the first graph that meets it. The ops a
 table leaves out on purpose are listed below with the reason.
 
@@ -16,8 +16,8 @@ import string
 
 import pytest
 
-from limn import autograd, dtypes, numpy_device
-from limn.ops import (
+from limn import autograd, dtypes
+from limn.graph.ops import (
     BARRIERS,
     BINARY,
     ELEMENTWISE,
@@ -33,7 +33,8 @@ from limn.ops import (
     Movement,
     Op,
 )
-from limn.view import View
+from limn.graph.view import View
+from limn.runtime import numpy_device
 
 
 def test_every_op_is_in_exactly_one_group():
@@ -62,7 +63,8 @@ NO_GRADIENT = {
 
 
 def test_gradients_have_a_row_for_every_op_that_carries_one():
-    # and CARRIED: a value computed off the graph that carries a derivative formula (limn.derivative.carry)
+    # and CARRIED: a value computed off the graph that carries a derivative formula
+    # (limn.composed.math.derivative.carry)
     expected = (set(Op) - set(NO_GRADIENT)) | set(Movement) | {autograd.CARRIED}
     missing = expected - set(autograd.GRADIENTS)
     extra = set(autograd.GRADIENTS) - expected
@@ -83,7 +85,7 @@ NUMPY_SPECIAL_CASES = {
     Op.CONST: "np.full of the value",
     Op.VIEW: "view_array reads the source through the View",
     Op.ASSIGN: "a write that lands after every value of the run is computed (the assign transaction)",
-    Op.CUSTOM: "the registered op's numpy reference (limn.custom.run_reference)",
+    Op.CUSTOM: "the registered op's numpy reference (limn.graph.custom.run_reference)",
 }
 
 
@@ -112,23 +114,25 @@ def _table(module: str, name: str) -> dict:
 
 
 def test_the_reduce_folds_cover_every_reduce():
-    fold = _table("limn.codegen", "FOLD")
-    assert fold == FOLDS, f"limn.codegen.FOLD is {fold}; every reduce needs its fold op (and this test its row)"
-    identity = importlib.import_module("limn.codegen").identity
+    fold = _table("limn.compiler.codegen", "FOLD")
+    assert fold == FOLDS, (
+        f"limn.compiler.codegen.FOLD is {fold}; every reduce needs its fold op (and this test its row)"
+    )
+    identity = importlib.import_module("limn.compiler.codegen").identity
     for op in REDUCE:
         for dtype in (dtypes.float32, dtypes.int32):
             assert identity(op, dtype) is not None, f"no identity for {op!r} over {dtype.name}"
 
 
 def test_the_ir_interpreter_computes_every_arith_op():
-    arith = _table("limn.ir", "ARITH")
+    arith = _table("limn.compiler.ir", "ARITH")
     assert set(arith) == ARITH_OPS, f"the interpreter's ARITH misses {sorted(map(repr, ARITH_OPS - set(arith)))}"
 
 
 def test_the_c_spellings_cover_every_arith_op_of_their_dtype_family():
-    c_ops = _table("limn.cstyle", "C_OPS")
-    c_int_ops = _table("limn.cstyle", "C_INT_OPS")
-    c_bool_ops = _table("limn.cstyle", "C_BOOL_OPS")
+    c_ops = _table("limn.compiler.cstyle", "C_OPS")
+    c_int_ops = _table("limn.compiler.cstyle", "C_INT_OPS")
+    c_bool_ops = _table("limn.compiler.cstyle", "C_BOOL_OPS")
     # ints never meet the float-only unaries (Tensor casts them to float first); bools never meet NEG either
     # (Tensor.neg refuses a bool tensor)
     families = {
@@ -138,14 +142,14 @@ def test_the_c_spellings_cover_every_arith_op_of_their_dtype_family():
     }
     for name, (table, expected) in families.items():
         assert set(table) == expected, (
-            f"limn.cstyle.{name} misses {sorted(map(repr, expected - set(table)))} "
+            f"limn.compiler.cstyle.{name} misses {sorted(map(repr, expected - set(table)))} "
             f"and has {sorted(map(repr, set(table) - expected))} beyond its family"
         )
 
 
 def test_the_c_float_spellings_name_only_math_functions_c_provides():
-    c_ops = _table("limn.cstyle", "C_OPS")
-    math_funcs = _table("limn.c_prelude", "MATH_FUNCS")  # C's own: the C-style names with its exp and log
+    c_ops = _table("limn.compiler.cstyle", "C_OPS")
+    math_funcs = _table("limn.c.prelude", "MATH_FUNCS")  # C's own: the C-style names with its exp and log
     for op, template in c_ops.items():
         fields = {f for _, f, _, _ in string.Formatter().parse(template) if f}
         for ctype, names in math_funcs.items():

@@ -1,12 +1,13 @@
-"""Rule: while limn.provenance records, each node gets the Site of the user's line that made it (the
+"""Rule: while limn.graph.provenance records, each node gets the Site of the user's line that made it (the
 innermost frame outside limn), gradients get the Site of the forward value they differentiate, rewrites
 keep the Site of the node they replace, and nothing is recorded or paid for while it is off. Oracle: this
 file's own line numbers, found with inspect from a `# line:` marker."""
 
 import inspect
 
-from limn import Tensor, ops, provenance
-from limn.ops import Op, rebuilt, toposort
+from limn import Tensor
+from limn.graph import ops, provenance
+from limn.graph.ops import Op, rebuilt, toposort
 
 
 def marked_line(fn, marker: str) -> int:

@@ -57,7 +57,8 @@ TABLES = {
             case("x.var(dim=1)", x=X),
             case("x.var(dim=(0, 2), correction=0)", x=X),
             # on X, beside the x.sum(dim=1) row, c gave this row's gradient cells of 1e27 (the c scheduler's bug with
-            # two (3, 4, 5) inputs, reported; not limn.reductions': the numpy device and either row alone agree)
+            # two (3, 4, 5) inputs, reported; not limn.composed.reduce.reductions': the numpy device and either row
+            # alone agree)
             case("x.var(dim=2, unbiased=False, keepdim=True)", x=V),
             case("x.std(dim=1, unbiased=True)", x=X),
             case("x.std(dim=(1, 2), correction=2)", x=X),

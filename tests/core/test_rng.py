@@ -1,4 +1,4 @@
-"""The device generator (limn.rng, Squares) and the draws built on it (limn.sampling).
+"""The device generator (limn.composed.random.rng, Squares) and the draws built on it (limn.composed.random.sampling).
 
 Oracles: the host reference squares32_host (numpy's wrapping uint64 arithmetic) for the bits the device
 graph makes, on numpy and on c; torch.special.ndtri for the normal's inverse CDF; and statistics for the
@@ -12,7 +12,8 @@ import pytest
 import torch
 
 import limn
-from limn import Tensor, rng, sampling
+from limn import Tensor
+from limn.composed.random import rng, sampling
 
 
 def _graph_words(g, shape):

@@ -12,7 +12,8 @@ import pytest
 from oracle import Table, case
 
 import limn
-from limn import Tensor, exact
+from limn import Tensor
+from limn.composed.math import exact
 
 nan, inf = math.nan, math.inf
 

@@ -1,7 +1,8 @@
-"""Fused attention (limn.sdpa: the CUSTOM ops sdpa, sdpa_bwd_q, sdpa_bwd_kv and their numpy references) against
-torch's F.scaled_dot_product_attention (a key_mask spelled to torch as attn_mask), then against the composition:
+"""Fused attention (limn.composed.functional.sdpa: the CUSTOM ops sdpa, sdpa_bwd_q, sdpa_bwd_kv and their numpy
+references) against torch's F.scaled_dot_product_attention (a key_mask spelled to torch as attn_mask), then against the
+composition:
  - forward and the gradients of q, k, v (and of a weight on the output, so dO is not all ones) on numpy
-   and c run as CUSTOM kernels (c's are limn.c_attention, tests/c/test_sdpa_c.py): t_q != t_k, d = 1, t = 1,
+   and c run as CUSTOM kernels (c's are limn.c.attention, tests/c/test_sdpa_c.py): t_q != t_k, d = 1, t = 1,
    ragged tiles, batch and head dims (0 included), causal top-left as torch's, key_mask, both, dead rows;
  - float16 and bfloat16 on numpy, computed in float32 and diffed at their own rounding;
  - a key_mask is the same as slicing the hidden keys away; the references called directly, at several tile
@@ -18,10 +19,12 @@ import torch
 from oracle import Table, case
 
 import limn
-from limn import Tensor, attention, custom, sdpa
+from limn import Tensor
 from limn.autograd import grad
-from limn.ops import Op, toposort
-from limn.schedule import schedule
+from limn.compiler.schedule import schedule
+from limn.composed.functional import attention, sdpa
+from limn.frontend import custom_call
+from limn.graph.ops import Op, toposort
 
 rng = np.random.default_rng(0)
 
@@ -248,7 +251,7 @@ def test_the_logsumexp_output_and_its_gradient_are_torchs() -> None:
     scores, -inf for a row that sees none; its gradient (composed) is torch's logsumexp's."""
     q3, k3, v3 = Q64.reshape(6, 5, 8), K64.reshape(6, 7, 8), V64.reshape(6, 7, 4)
     mask = CAUSAL_DEAD.reshape(6, 7)
-    _out, lse = custom.apply(
+    _out, lse = custom_call.apply(
         "sdpa", Tensor(q3), Tensor(k3), Tensor(v3), Tensor(mask), causal=True, scale=0.5, masked=True
     )
     visible = torch.tensor(mask)[:, None, :] & torch.ones(5, 7, dtype=torch.bool).tril()
@@ -257,7 +260,7 @@ def test_the_logsumexp_output_and_its_gradient_are_torchs() -> None:
     np.testing.assert_allclose(lse.numpy(), t_lse.logsumexp(-1).numpy(), rtol=1e-12, atol=1e-12)  # -inf too
 
     q, k, v = (Tensor(x, requires_grad=True) for x in (q3, k3, v3))
-    _out, lse = custom.apply("sdpa", q, k, v, causal=True, scale=0.5, masked=False)
+    _out, lse = custom_call.apply("sdpa", q, k, v, causal=True, scale=0.5, masked=False)
     w = r(6, 5, dtype=np.float64)
     (lse * Tensor(w)).sum().backward()
     tq, tk = torch.tensor(q3, requires_grad=True), torch.tensor(k3, requires_grad=True)

@@ -16,7 +16,8 @@ import torch
 from oracle import Table, case
 
 import limn
-from limn import Tensor, sorting
+from limn import Tensor
+from limn.composed.reduce import sorting
 
 nan, inf = math.nan, math.inf
 rng = np.random.default_rng(2)

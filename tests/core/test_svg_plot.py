@@ -1,4 +1,4 @@
-"""Rules for limn.svg (an SVG document) and limn.plot (a line chart on it).
+"""Rules for limn.diagram.svg (an SVG document) and limn.diagram.plot (a line chart on it).
 
 The oracle for the chart is the SVG itself, parsed with xml.etree: the grid lines give each tick's pixel, the
 tick labels its value, and every polyline point, mapped through the scale the two define, must land within
@@ -15,8 +15,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from limn import plot, svg
-from limn.plot import format_tick, line_chart, linear_ticks, log_ticks, nice_step
+from limn.diagram import plot, svg
+from limn.diagram.plot import format_tick, line_chart, linear_ticks, log_ticks, nice_step
 
 NS = "{http://www.w3.org/2000/svg}"
 SUFFIX = {"k": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
@@ -304,7 +304,7 @@ def test_import_limn_does_not_import_svg_or_plot():
         """
         import sys
         import limn
-        print(sorted(m for m in ("limn.svg", "limn.plot") if m in sys.modules))
+        print(sorted(m for m in ("limn.diagram.svg", "limn.diagram.plot") if m in sys.modules))
         """
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

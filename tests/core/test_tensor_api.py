@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 import limn
 from limn import Tensor
-from limn.ops import Op
+from limn.graph.ops import Op
 
 TOLERANCE = 1e-5
 
@@ -177,7 +177,7 @@ def test_detach_shares_the_value_and_drops_the_history() -> None:
 def test_realize_returns_the_tensor_holding_a_buffer() -> None:
     t = Tensor([1.0]) + 1
     assert t.realize() is t
-    assert t.node.op is limn.ops.Op.BUFFER
+    assert t.node.op is limn.graph.ops.Op.BUFFER
 
 
 def test_realizing_one_tensor_twice_in_a_batch_is_fine() -> None:
@@ -240,7 +240,7 @@ def test_assign_updates_the_tensor_and_its_buffer_object() -> None:
 
 def test_a_detached_tensor_is_a_value_not_an_alias_unlike_torch() -> None:
     """Named difference from torch: torch's detach() shares storage, so a later in-place write shows
-    through it. limn has value semantics (limn.snapshot): a tensor made before an assign keeps what it saw."""
+    through it. limn has value semantics (limn.runtime.snapshot): a tensor made before an assign keeps what it saw."""
     a = Tensor([1.0, 2.0])
     alias = a.detach()
     a.assign(a * 10 + 1).realize()
@@ -564,8 +564,8 @@ def test_torchs_module_level_functions_are_limns_tensor_functions(expr: str) -> 
 
 
 def test_a_module_level_name_limn_lacks_raises_attributeerror_and_modules_still_import() -> None:
-    # the names limn's own modules hold (limn.einsum, limn.scatter, limn.view, limn.device) stay modules:
-    # their functions are Tensor.einsum, Tensor.scatter, ...
+    # the names limn's own modules hold (limn.composed.reduce.einsum, limn.composed.indexed.scatter, limn.graph.view,
+    # limn.runtime.device) stay modules: their functions are Tensor.einsum, Tensor.scatter, ...
     with pytest.raises(AttributeError, match="no attribute 'no_such_function'"):
         limn.no_such_function  # noqa: B018
     from limn import nn

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 import limn
 from limn import Tensor
-from limn.numpy_device import view_array
-from limn.ops import Op, toposort
-from limn.view import View
+from limn.graph.ops import Op, toposort
+from limn.graph.view import View
+from limn.runtime.numpy_device import view_array
 
 MAX_SIZE = 400  # elements; pads stop growing a shape past this
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from limn.device import DeviceError
+from limn.runtime.device import DeviceError
 
 WHERE = ["cuda-sim", "gpu"]  # parametrize a test over these, and build its device with make_device
 
 
 def driver_present() -> bool:
     """True where the CUDA driver loads, whether or not it finds a GPU."""
-    from limn import cuda_driver
+    from limn.cuda import driver as cuda_driver
 
     try:
         cuda_driver.probe()
@@ -26,10 +26,10 @@ def make_device(where: str, **options):
     """A fresh cuda-sim device, or the real cuda device (skipping the test without a GPU), with `options`
     (tiling=..., for the matmul tiles) handed to its constructor."""
     if where == "cuda-sim":
-        from limn.backend_cuda_sim import CudaSimDevice
+        from limn.cuda.sim.device import CudaSimDevice
 
         return CudaSimDevice(**options)
-    from limn.backend_cuda import CudaDevice
+    from limn.cuda.device import CudaDevice
 
     try:
         return CudaDevice(**options)

@@ -18,13 +18,14 @@ import pytest
 
 import limn
 from limn import Tensor
-from limn.device import DeviceError
+from limn.runtime.device import DeviceError
 
-backend_cuda = pytest.importorskip("limn.backend_cuda")
+backend_cuda = pytest.importorskip("limn.cuda.device")
 from cuda_devices import driver_present  # noqa: E402
 
-from limn import cuda_driver, cuda_nvrtc  # noqa: E402
-from limn.cuda_program import CudaProgram, Launch  # noqa: E402
+from limn.cuda import driver as cuda_driver  # noqa: E402
+from limn.cuda import nvrtc as cuda_nvrtc  # noqa: E402
+from limn.cuda.program import CudaProgram, Launch  # noqa: E402
 
 
 def test_cuda_is_an_installed_device():
@@ -49,7 +50,7 @@ class EmulatedDriver:
     def __init__(self, capacity: int = 2**30, sm_count: int = 2) -> None:
         from cuda.bindings import driver
 
-        from limn.cuda_sim import SimRuntime
+        from limn.cuda.sim.runtime import SimRuntime
 
         self.CUresult, self.CUdeviceptr = driver.CUresult, driver.CUdeviceptr
         self.CUdevice_attribute, self.CUfunction_attribute = driver.CUdevice_attribute, driver.CUfunction_attribute
@@ -171,12 +172,12 @@ def emulated(monkeypatch):
     monkeypatch.setattr(cuda_nvrtc, "choose_target", lambda arch: (arch, True))
     image = lambda source, name, arch, cubin, driver_version: types.SimpleNamespace(image=source.encode())  # noqa: E731
     monkeypatch.setattr(cuda_nvrtc, "cached_compile", image)
-    monkeypatch.setitem(limn.device._loaded, "cuda", backend_cuda.CudaDevice())
+    monkeypatch.setitem(limn.runtime.device._loaded, "cuda", backend_cuda.CudaDevice())
     limn.set_device("cuda")
     yield fake
     # a draw made the emulated device a default generator; the device goes with the test, so must it (or the
     # next limn.manual_seed would reseed it on a device that can no longer load)
-    limn.rng._generators.pop("cuda", None)
+    limn.composed.random.rng._generators.pop("cuda", None)
 
 
 # the emulated half builds its kernels with g++ under cuda-sim: it runs in nox -s "tests(cuda-sim)" (CI runs it)
@@ -227,7 +228,7 @@ def test_grid_stride_past_one_launch(cuda):
 
 
 def test_allocation_past_the_gpu_memory_raises_memory_error(cuda):
-    dev = limn.device.get_device("cuda")
+    dev = limn.runtime.device.get_device("cuda")
     cells = dev.gpu.total_memory // 4 + 1
     with pytest.raises(MemoryError, match=rf"cannot allocate {cells * 4} bytes .* bytes .* free"):
         dev.alloc(limn.float32, (cells,))
@@ -252,7 +253,7 @@ def test_assign_to_an_uploaded_host_tensor_is_written_back(cuda):
 
 
 def test_empty_tensors_need_no_memory(cuda):
-    dev = limn.device.get_device("cuda")
+    dev = limn.runtime.device.get_device("cuda")
     empty = dev.alloc(limn.float32, (0, 3))
     assert empty.pointer == 0 and empty.nbytes == 0
     dev.copyin(empty, np.zeros((0, 3), np.float32))
@@ -293,7 +294,7 @@ def test_buffers_are_freed_once_when_tensors_go(emulated):
     assert emulated.memory
     del t
     gc.collect()
-    limn.device.get_device("cuda").plans.clear()  # scratch buffers belong to the plans
+    limn.runtime.device.get_device("cuda").plans.clear()  # scratch buffers belong to the plans
     gc.collect()
     assert not emulated.memory
 

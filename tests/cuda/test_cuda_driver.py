@@ -3,9 +3,9 @@
 import pytest
 from cuda_devices import driver_present
 
-from limn.device import DeviceError
+from limn.runtime.device import DeviceError
 
-cuda_driver = pytest.importorskip("limn.cuda_driver")
+cuda_driver = pytest.importorskip("limn.cuda.driver")
 
 
 def test_probe_without_a_driver_says_so_and_what_to_install():

@@ -12,11 +12,11 @@ from corpus import CASES, Case
 
 import limn
 from limn import Tensor, nn
-from limn.codegen import ir
-from limn.cuda_prelude import PRELUDE
-from limn.cuda_source import FOLD_BLOCK, LONG_FOLD, CudaRenderer
+from limn.compiler.codegen import ir
+from limn.cuda.prelude import PRELUDE
+from limn.cuda.source import FOLD_BLOCK, LONG_FOLD, CudaRenderer
 
-cuda_nvrtc = pytest.importorskip("limn.cuda_nvrtc")
+cuda_nvrtc = pytest.importorskip("limn.cuda.nvrtc")
 try:
     cuda_nvrtc.nvrtc_version()
 except limn.DeviceError as e:  # pragma: no cover - the wheel is a dev dependency

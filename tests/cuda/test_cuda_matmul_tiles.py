@@ -1,4 +1,4 @@
-"""The matmul tile shape (limn.cuda_matmul): its emission invariants over a sweep of shapes, tile widths and tails,
+"""The matmul tile shape (limn.cuda.matmul): its emission invariants over a sweep of shapes, tile widths and tails,
 checked on the Tiling the kernel is written from, then the emitted CUDA C run on cuda-sim across those widths:
 - every output cell is folded by exactly one thread of one block, for shapes that fill the tiles, miss them by one
   either way, or are smaller than one tile;
@@ -21,9 +21,9 @@ from cuda_devices import WHERE, make_device
 
 import limn
 from limn import Tensor
-from limn.codegen import ir
-from limn.cuda_matmul import Tiling, tile_count, tiled_matmul
-from limn.cuda_source import CudaRenderer, nests
+from limn.compiler.codegen import ir
+from limn.cuda.matmul import Tiling, tile_count, tiled_matmul
+from limn.cuda.source import CudaRenderer, nests
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")]
 

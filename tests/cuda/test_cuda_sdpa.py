@@ -1,5 +1,6 @@
-"""The cuda devices' fused attention kernels (limn.cuda_attention) against the numpy references of limn.sdpa:
-- sdpa, sdpa_bwd_q and sdpa_bwd_kv called through custom.apply on cuda-sim (blocks of 8 rows, tiles of 4, 8
+"""The cuda devices' fused attention kernels (limn.cuda.attention) against the numpy references of
+limn.composed.functional.sdpa:
+- sdpa, sdpa_bwd_q and sdpa_bwd_kv called through custom_call.apply on cuda-sim (blocks of 8 rows, tiles of 4, 8
   columns a pass), diffed against sdpa.forward, backward_q and backward_kv (float32 at 1e-5, float64 at 1e-12,
   float16 and bfloat16 within two of their roundings) over ragged tiles and passes, rows past one block,
   t_q != t_k both ways, causal, key_mask, rows that see no key, N = 0, t_q = 0 and t_k = 0;
@@ -21,11 +22,14 @@ import pytest
 from test_cuda_device import emulated as emulated_cuda  # noqa: F401 (a fixture: the cuda device, emulated driver)
 
 import limn
-from limn import Tensor, cuda_attention, custom, dtypes, sdpa
-from limn.backend_cuda_sim import CudaSimDevice
-from limn.codegen import ir
-from limn.device import DeviceError
-from limn.ops import Op, toposort
+from limn import Tensor, dtypes
+from limn.compiler.codegen import ir
+from limn.composed.functional import sdpa
+from limn.cuda import attention as cuda_attention
+from limn.cuda.sim.device import CudaSimDevice
+from limn.frontend import custom_call
+from limn.graph.ops import Op, toposort
+from limn.runtime.device import DeviceError
 
 # a g++ build of the kernels per device (seconds): nox -s "tests(cuda-sim)" runs them, not the default suite
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")]
@@ -90,9 +94,11 @@ def _run_kernels(device: str, name: str, dtype) -> list[np.ndarray]:
     _, (out, lse, d_out) = _references(name, dtype)
     limn.set_device(device)
     ins = [Tensor(x) for x in (q, k, v, *([] if key_mask is None else [key_mask]))]
-    results = custom.apply("sdpa", *ins, **params)
+    results = custom_call.apply("sdpa", *ins, **params)
     grads_in = [*ins, Tensor(out), Tensor(lse), Tensor(d_out)]
-    results += custom.apply("sdpa_bwd_q", *grads_in, **params) + custom.apply("sdpa_bwd_kv", *grads_in, **params)
+    results += custom_call.apply("sdpa_bwd_q", *grads_in, **params) + custom_call.apply(
+        "sdpa_bwd_kv", *grads_in, **params
+    )
     assert all(r.node.op is Op.CUSTOM for r in results), "the device's kernels ran, not the composition"
     limn.realize(*results)
     return [x.numpy() for x in results]
@@ -172,7 +178,7 @@ def test_the_frontend_on_cuda_sim_runs_the_kernels_and_is_the_numpy_devices(dtyp
 
 def test_a_dtype_the_kernels_lack_is_refused_naming_the_ones_they_take() -> None:
     x = Tensor(np.ones((1, 2, 2), np.float32))
-    (kernel,) = [k for k in ir(*custom.apply("sdpa", x, x, x, causal=False, scale=1.0, masked=False)).kernels]
+    (kernel,) = [k for k in ir(*custom_call.apply("sdpa", x, x, x, causal=False, scale=1.0, masked=False)).kernels]
     as_ints = replace(kernel, inputs=tuple(replace(b, dtype=limn.int32) for b in kernel.inputs))
     with pytest.raises(DeviceError, match=r"take float32, float64, float16, bfloat16, not int32"):
         cuda_attention.launch(as_ints, TILES)
@@ -183,8 +189,8 @@ def test_a_dtype_the_kernels_lack_is_refused_naming_the_ones_they_take() -> None
 
 @pytest.mark.parametrize("arch", [80, 90])
 def test_the_kernels_compile_to_cubin_without_spills_within_the_shared_limit(arch: int) -> None:
-    cuda_nvrtc = pytest.importorskip("limn.cuda_nvrtc")
-    from limn.cuda_prelude import PRELUDE
+    cuda_nvrtc = pytest.importorskip("limn.cuda.nvrtc")
+    from limn.cuda.prelude import PRELUDE
 
     try:
         cuda_nvrtc.nvrtc_version()

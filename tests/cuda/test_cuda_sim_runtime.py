@@ -16,8 +16,8 @@ import shutil
 import numpy as np
 import pytest
 
-from limn.cuda_program import CudaProgram, Launch
-from limn.cuda_sim import SimCompileError, SimLaunchError, SimRuntime
+from limn.cuda.program import CudaProgram, Launch
+from limn.cuda.sim.runtime import SimCompileError, SimLaunchError, SimRuntime
 
 # a g++ build per test (a few seconds each): nox -s "tests(cuda-sim)" runs them, not the default suite
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")]

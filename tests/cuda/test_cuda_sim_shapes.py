@@ -18,8 +18,8 @@ from cuda_devices import WHERE
 
 import limn
 from limn import Tensor
-from limn.codegen import ir
-from limn.cuda_source import LONG_FOLD, CudaRenderer
+from limn.compiler.codegen import ir
+from limn.cuda.source import LONG_FOLD, CudaRenderer
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")]
 rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""The CUDA renderer's emission rules (limn.cuda_source), read off the source it writes, with no GPU:
+"""The CUDA renderer's emission rules (limn.cuda.source), read off the source it writes, with no GPU:
 - a nest becomes one `__global__` function walking its cells grid-stride; which loops are the cells follows
   the rule in the module docstring (an untiled matmul's column loop inside its reduce loop is a cell coordinate, a
   repeated counter keeps the leading loops only, a 0-d total is one nest of one cell);
@@ -17,11 +17,11 @@ import pytest
 
 import limn
 from limn import Tensor
-from limn.codegen import ir
-from limn.cuda_source import FEW_CELLS, FOLD_BLOCK, LONG_FOLD, CudaRenderer, CudaUnsupported, cell_loops, nests
-from limn.ir import Accum, BufferArg, EndLoop, KernelIR, LoadI, Loop, LoopVar, Store, Value
-from limn.ir import Index as Ix
-from limn.ops import Op
+from limn.compiler.codegen import ir
+from limn.compiler.ir import Accum, BufferArg, EndLoop, KernelIR, LoadI, Loop, LoopVar, Store, Value
+from limn.compiler.ir import Index as Ix
+from limn.cuda.source import FEW_CELLS, FOLD_BLOCK, LONG_FOLD, CudaRenderer, CudaUnsupported, cell_loops, nests
+from limn.graph.ops import Op
 
 
 def kernels_of(*tensors: Tensor) -> list[KernelIR]:

@@ -3,9 +3,9 @@ their source lines, picks a target per GPU, and caches programs on disk. No GPU 
 
 import pytest
 
-from limn.device import DeviceError
+from limn.runtime.device import DeviceError
 
-cuda_nvrtc = pytest.importorskip("limn.cuda_nvrtc")
+cuda_nvrtc = pytest.importorskip("limn.cuda.nvrtc")
 try:
     cuda_nvrtc.nvrtc_version()
 except DeviceError:

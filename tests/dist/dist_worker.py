@@ -19,7 +19,7 @@ import numpy as np
 import limn
 import limn.distributed as dist
 from limn import Tensor, nn, optim, serialize
-from limn.dist_parallel import DataParallelOptimizer
+from limn.distributed.parallel import DataParallelOptimizer
 
 STEPS_DATA_SEED = 1234
 

@@ -12,8 +12,8 @@ import torch.utils.data
 import limn
 import limn.distributed as dist
 from limn import Tensor, dtypes
-from limn.dist_buckets import DistributedError, pack, plan, unpack, wire_dtype
-from limn.dist_parallel import DataParallel, DistributedSampler
+from limn.distributed.buckets import DistributedError, pack, plan, unpack, wire_dtype
+from limn.distributed.parallel import DataParallel, DistributedSampler
 
 
 @pytest.fixture(autouse=True)

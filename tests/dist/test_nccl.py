@@ -1,4 +1,4 @@
-"""limn.dist_nccl (NCCL through ctypes) and limn.dist_transport.choose: the binding against the wheel's own nccl.h
+"""limn.distributed.nccl (NCCL through ctypes) and limn.distributed.transport.choose: the binding against the wheel's own nccl.h
 and version, the device buckets on the numpy device, every branch of the chooser with its probes replaced, and
 a 1-rank NCCL allreduce on the cuda device (skipped with "no CUDA device" where there is none)."""
 
@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 
 import limn
-from limn import dist_nccl, dist_transport, distributed
-from limn.device import DeviceError
-from limn.dist_buckets import DistributedError
-from limn.tensor import Tensor
+from limn import distributed
+from limn.distributed import nccl as dist_nccl
+from limn.distributed import transport as dist_transport
+from limn.runtime.device import DeviceError
+from limn.distributed.buckets import DistributedError
+from limn.frontend.tensor import Tensor
 
 WHEEL = "nvidia-nccl-cu13"
 
@@ -360,7 +362,7 @@ class DoublingTransport:
 
 
 def test_all_reduce_and_data_parallel_write_back_a_device_paths_tensors(monkeypatch):
-    from limn.dist_parallel import DataParallel
+    from limn.distributed.parallel import DataParallel
 
     distributed.init()
     monkeypatch.setattr(dist_transport, "device_path", lambda tensors: DoublingTransport())
@@ -377,7 +379,7 @@ def test_all_reduce_and_data_parallel_write_back_a_device_paths_tensors(monkeypa
 
 
 def test_data_parallel_on_the_cuda_device_averages_through_nccl(cuda_with_nccl):
-    from limn.dist_parallel import DataParallel
+    from limn.distributed.parallel import DataParallel
 
     w = Tensor(np.array([0.5, -1.5, 2.0], dtype=np.float32), device="cuda", requires_grad=True)
     parallel = DataParallel({"w": w})
@@ -397,7 +399,8 @@ def test_a_choice_made_before_init_is_made_again_with_the_world(gpu_ready):
 CHOOSE_ON_TWO_RANKS = """
 import sys
 from pathlib import Path
-from limn import distributed, dist_transport
+from limn import distributed
+from limn.distributed import transport as dist_transport
 distributed.init()
 said = [dist_transport.describe("numpy"), dist_transport.describe("cuda")]
 Path(sys.argv[1], f"rank{distributed.rank()}.txt").write_text("\\n".join(said))

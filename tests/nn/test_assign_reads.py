@@ -202,7 +202,7 @@ def test_a_value_built_from_optimizer_state_before_a_step_raises_instead_of_read
     """Optimizer state is written in place (nothing outside the optimizer reads it), so a value built
     from its old bytes cannot be computed after the step: it raises, where torch would raise too for a
     saved tensor modified in place, rather than reading the new state."""
-    from limn.snapshot import StaleReadError
+    from limn.runtime.snapshot import StaleReadError
 
     w = Tensor(W0.copy(), requires_grad=True)
     opt = optim.AdamW([w], lr=0.1)
@@ -230,7 +230,7 @@ def test_optimizer_state_read_after_the_step_is_the_state_torch_has(device):
 
 
 def test_a_refused_stale_read_in_an_assigning_run_leaves_the_assigned_buffers_as_they_were(device):
-    from limn.snapshot import StaleReadError
+    from limn.runtime.snapshot import StaleReadError
 
     w = Tensor(W0.copy(), requires_grad=True)
     opt = optim.AdamW([w], lr=0.1)

@@ -268,7 +268,7 @@ def _uses_rand(x, y):
 
 @pytest.mark.parametrize("fn", [_uses_randn, _uses_rand], ids=["randn", "rand"])
 def test_a_step_that_draws_random_numbers_replays_fresh_ones_as_the_eager_loop(device, fn):
-    """The device generator's counter is state the step advances (limn.rng): each replay draws anew."""
+    """The device generator's counter is state the step advances (limn.composed.random.rng): each replay draws anew."""
 
     def seeded():
         limn.manual_seed(3)
@@ -413,7 +413,7 @@ def test_a_verified_training_step_matches_the_uncaptured_one_and_then_replays(de
 def test_capture_docstring_examples_run():
     import doctest
 
-    import limn.capture
+    import limn.capture.record
 
-    result = doctest.testmod(limn.capture)
+    result = doctest.testmod(limn.capture.record)
     assert result.failed == 0 and result.attempted > 0, f"{result.failed} of {result.attempted} examples failed"

@@ -130,7 +130,7 @@ def test_a_list_read_back_from_a_tensor_inside_the_step_is_refused(device):
 
 
 def test_random_draws_are_fresh_on_every_replay_and_the_uncaptured_loops(device):
-    """The generator's counter is device state the step advances (limn.rng; see test_capture_rng.py)."""
+    """The generator's counter is device state the step advances (limn.composed.random.rng; see test_capture_rng.py)."""
 
     def make():
         limn.manual_seed(5)

@@ -1,10 +1,10 @@
-"""limn.capture's verify mode names where a replay first parts from the eager call (limn.capture_verify).
+"""limn.capture's verify mode names where a replay first parts from the eager call (limn.capture.verify).
 
 The oracle is the eager call itself: a replay is broken on purpose (a kept buffer of the recording swapped
 for another of the same shape, so the replay reads other bytes than the eager call), and the error must
 name the first recorded kernel that reads the swapped slot, computed here from the recorded plan; on the
 numpy device, which runs graphs and no kernels, the run and the result. A correct replay must pass.
-Verify mode records where nodes are made (limn.provenance) on the first call, so the kernel's source lines,
+Verify mode records where nodes are made (limn.graph.provenance) on the first call, so the kernel's source lines,
 as limn.explain names them, are in the message too.
 """
 
@@ -17,7 +17,7 @@ import pytest
 import limn
 from limn import Tensor
 from limn.capture import CaptureError, capture
-from limn.jit import CompiledDevice
+from limn.compiler.jit import CompiledDevice
 
 _rng = np.random.default_rng(16)
 XS = _rng.standard_normal((6, 8, 4)).astype(np.float32)

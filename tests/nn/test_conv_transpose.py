@@ -1,6 +1,6 @@
-"""limn.conv_transpose and the padding forms of limn.convolution against torch, on numpy and c: the
-transposed convs (stride, padding, output_padding, dilation, groups) and their layers; conv padding as
-"same", "valid" and per side (Tensor.conv2d); padding modes (limn.nn.pad and Conv2d's padding_mode).
+"""limn.composed.functional.conv_transpose and the padding forms of limn.composed.functional.convolution against torch,
+on numpy and c: the transposed convs (stride, padding, output_padding, dilation, groups) and their layers; conv padding
+as "same", "valid" and per side (Tensor.conv2d); padding modes (limn.nn.pad and Conv2d's padding_mode).
 """
 
 import numpy as np
@@ -11,6 +11,7 @@ from test_layers import check_layer
 
 import limn
 import limn.nn as nn
+from limn.composed.functional.convolution import padding_pairs
 
 F = "torch.nn.functional"
 rng = np.random.default_rng(0)
@@ -87,9 +88,9 @@ PADDING = Table(
 
 
 def test_valid_padding_is_none_and_same_puts_the_odd_cell_after():
-    assert nn.padding_pairs("valid", (4, 3), (1, 1), (1, 1), "conv2d") == ((0, 0), (0, 0))
-    assert nn.padding_pairs("same", (4, 3), (1, 1), (2, 1), "conv2d") == ((3, 3), (1, 1))
-    assert nn.padding_pairs("same", (4, 2), (1, 1), (1, 1), "conv2d") == ((1, 2), (0, 1))
+    assert padding_pairs("valid", (4, 3), (1, 1), (1, 1), "conv2d") == ((0, 0), (0, 0))
+    assert padding_pairs("same", (4, 3), (1, 1), (2, 1), "conv2d") == ((3, 3), (1, 1))
+    assert padding_pairs("same", (4, 2), (1, 1), (1, 1), "conv2d") == ((1, 2), (0, 1))
 
 
 @pytest.mark.filterwarnings("ignore:Using padding='same'")  # torch's note on its own copy of the input

@@ -5,8 +5,9 @@ file's line numbers."""
 
 import inspect
 
-from limn import Tensor, nn, optim, provenance
-from limn.explanation import explain
+from limn import Tensor, nn, optim
+from limn.compiler.explain import explain
+from limn.graph import provenance
 
 
 def marked_line(fn, marker: str) -> int:

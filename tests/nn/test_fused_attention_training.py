@@ -1,6 +1,6 @@
 """A small GPT trained 50 AdamW steps twice, once through the fused attention kernels (the CUSTOM ops of
-limn.sdpa) and once through the composed masked softmax, from the same weights on the same batches: the two
-loss curves agree within float32 tolerance at every step (issue 13's training check). On the numpy device,
+limn.composed.functional.sdpa) and once through the composed masked softmax, from the same weights on the same batches:
+the two loss curves agree within float32 tolerance at every step (issue 13's training check). On the numpy device,
 whose CUSTOM kernels are the references, and on c (`-m ops`), whose kernels are limn-c's.
 """
 

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 import limn
+import limn.graph.ops
 import limn.nn as nn
-import limn.ops
 import limn.optim
 from limn import Tensor
 
@@ -157,7 +157,7 @@ def test_init_writes_in_place_on_the_compiled_device_and_a_step_never_replays_it
     weight = layer.weight
     init.xavier_uniform_(layer.weight)
     init.zeros_(layer.bias)
-    assert layer.weight is weight and weight.node.op is limn.ops.Op.BUFFER and weight.device == "c"
+    assert layer.weight is weight and weight.node.op is limn.graph.ops.Op.BUFFER and weight.device == "c"
     assert not layer.bias.numpy().any()
     first = weight.numpy().copy()
     loss = layer(Tensor.ones((2, 16))).sum()

@@ -1,5 +1,5 @@
-"""limn.resample.interpolate (limn.nn.interpolate, Tensor.interpolate) and limn.nn.Upsample against torch's
-F.interpolate and nn.Upsample: values and input gradients, on numpy and c.
+"""limn.composed.functional.resample.interpolate (limn.nn.interpolate, Tensor.interpolate) and limn.nn.Upsample against
+torch's F.interpolate and nn.Upsample: values and input gradients, on numpy and c.
 
 Trap the nearest rows hold: with scale_factor given (and recompute_scale_factor not set) torch reads cell
 floor(o / scale_factor), which can pick other cells than floor(o in / out); limn follows torch.

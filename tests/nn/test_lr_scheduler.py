@@ -24,8 +24,9 @@ from training import training_step
 import limn
 import limn.nn as nn
 import limn.optim as optim
-from limn import Tensor, lr_scheduler, serialize
+from limn import Tensor, serialize
 from limn.capture import capture
+from limn.optim import lr_scheduler
 
 ours = optim.lr_scheduler
 STEPS = 50
@@ -452,5 +453,5 @@ def test_the_module_is_limn_optim_lr_scheduler_and_limn_lr_scheduler():
         "CyclicLR",
         "CosineAnnealingWarmRestarts",
     }
-    first = "import limn.lr_scheduler as s, limn.optim as o; assert o.lr_scheduler is s and s.StepLR"
+    first = "import limn.optim.lr_scheduler as s, limn.optim as o; assert o.lr_scheduler is s and s.StepLR"
     subprocess.run([sys.executable, "-c", first], check=True)  # imported before limn.optim: no cycle

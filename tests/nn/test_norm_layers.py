@@ -1,5 +1,5 @@
-"""limn.norms (BatchNorm, GroupNorm, InstanceNorm, RMSNorm), LayerNorm without bias, limn.dropout and
-limn.containers against torch.nn, on numpy and c: outputs, input and weight gradients with torch's weights
+"""limn.nn.norms (BatchNorm, GroupNorm, InstanceNorm, RMSNorm), LayerNorm without bias, limn.nn.dropout and
+limn.nn.containers against torch.nn, on numpy and c: outputs, input and weight gradients with torch's weights
 copied in by name (test_layers.check_layer), the running buffers step for step, and a small convnet that
 trains 3 SGD steps as torch's does.
 """

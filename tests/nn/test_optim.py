@@ -15,6 +15,7 @@ import torch
 import limn
 import limn.nn as nn
 import limn.optim as optim
+from limn.optim import optimizer
 
 DEVICES = ["numpy", "c"]
 STEPS = 20
@@ -247,8 +248,8 @@ def test_float64_parameters_keep_float64_state_and_match_torch_in_double():
 
 def test_step_realizes_updates_and_extras_in_one_run(monkeypatch):
     calls = []
-    real = optim.realize
-    monkeypatch.setattr(optim, "realize", lambda *ts: calls.append(len(ts)) or real(*ts))
+    real = optimizer.realize
+    monkeypatch.setattr(optimizer, "realize", lambda *ts: calls.append(len(ts)) or real(*ts))
     model = LimnMLP()
     opt = optim.AdamW(nn.parameters(model), lr=0.01)
     x, y = limn.Tensor(XS[0]), limn.Tensor(YS[0])

@@ -1,5 +1,5 @@
-"""limn.pooling (max, avg and adaptive pools; Tensor.max_pool2d and avg_pool2d) and limn.nn's pool layers
-against torch.nn.functional and torch.nn: values, input gradients and indices, on numpy and c.
+"""limn.composed.functional.pooling (max, avg and adaptive pools; Tensor.max_pool2d and avg_pool2d) and limn.nn's pool
+layers against torch.nn.functional and torch.nn: values, input gradients and indices, on numpy and c.
 
 The rule a max pool's gradient follows is torch's loop: the whole gradient of a window goes to one cell,
 the first maximum in row-major order, or the last NaN; a window of -infs sends it to its first cell.

@@ -34,7 +34,7 @@ import torch
 
 import limn
 from limn import Tensor, serialize
-from limn.ops import Op
+from limn.graph.ops import Op
 from limn.serialize import SafetensorsError, load, load_into, load_numpy, read_metadata, save
 
 # one row per dtype limn has: its safetensors tag, numpy dtype, torch dtype, and values with its edge cases

@@ -52,11 +52,19 @@ def test_gelu_takes_only_torchs_approximations():
         nn.GELU(approximate="erf")
 
 
-def test_limn_nn_functional_is_limn_nn():
+def test_limn_nn_functional_holds_torchs_functions_and_limn_nn_names_them_too():
     import limn.nn.functional as F
     from limn.nn.functional import gelu, interpolate
 
-    assert F is nn and gelu is nn.gelu and interpolate is nn.interpolate
+    assert gelu is nn.gelu and interpolate is nn.interpolate and nn.functional is F
+    differ = [name for name in F.__all__ if getattr(nn, name, None) is not getattr(F, name)]
+    assert not differ, f"limn.nn and limn.nn.functional name these differently: {differ}"
+    missing = [
+        name
+        for name in ("relu", "cross_entropy", "conv2d", "pad", "scaled_dot_product_attention")
+        if name not in F.__all__
+    ]
+    assert not missing, f"torch.nn.functional names limn.nn.functional lacks: {missing}"
 
 
 class NanoGPTLayerNorm(nn.Module):

@@ -115,7 +115,7 @@ def trained():
 
 def full_forward(model, prompt: bytes, count: int, temperature: float, top_k, seed: int):
     """The nanoGPT loop: a full forward over the context for every byte; also each step's logits."""
-    generator = limn.rng.Generator(seed, limn.current_device())
+    generator = limn.composed.random.rng.Generator(seed, limn.current_device())
     model.eval()
     window, out, seen = list(prompt), [], []
     with limn.no_grad():

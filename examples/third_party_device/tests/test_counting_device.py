@@ -42,7 +42,7 @@ def test_set_device_loads_the_entry_point():
     limn.set_device("counting")
     assert limn.current_device() == "counting"
     assert isinstance(limn.get_device("counting"), CountingDevice)
-    assert isinstance(limn.get_device("counting"), limn.device.Device)
+    assert isinstance(limn.get_device("counting"), limn.runtime.device.Device)
 
 
 def test_counting_computes_what_the_numpy_reference_computes():

@@ -12,16 +12,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from limn.device import Buffer
 from limn.dtypes import DType
-from limn.numpy_device import NumpyDevice
-from limn.ops import Node, Shape, toposort
+from limn.graph.ops import Node, Shape, toposort
+from limn.runtime.device import Buffer
+from limn.runtime.numpy_device import NumpyDevice
 
 __version__ = "0.1.0"
 
 
 class CountingDevice:
-    """A host device that counts the nodes it ran. It implements limn.device.Device by delegation:
+    """A host device that counts the nodes it ran. It implements limn.runtime.device.Device by delegation:
     nothing here subclasses limn, so the class shows every member the protocol asks for.
 
     >>> import limn

@@ -7,14 +7,22 @@ packages) are found through the `limn.devices` entry point group and chosen with
 
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)  # limn.* modules ship in several packages
 
-from limn import provenance  # noqa: F401  (LIMN_EXPLAIN=1 starts recording at import)
 from limn.autograd import enable_grad, is_grad_enabled, no_grad
-from limn.creation import manual_seed
-from limn.device import DeviceError, current_device, devices, get_device, register_device, set_device
+from limn.composed.creation import manual_seed
 from limn.dtypes import DType, bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
-from limn.engine import realize
 from limn.errors import ArgumentError
-from limn.tensor import Tensor
+from limn.frontend.tensor import Tensor
+from limn.graph import provenance  # noqa: F401  (LIMN_EXPLAIN=1 starts recording at import)
+from limn.runtime.device import (
+    Device,
+    DeviceError,
+    current_device,
+    devices,
+    get_device,
+    register_device,
+    set_device,
+)
+from limn.runtime.engine import realize
 
 # torch's other names for the same dtypes (limn.long is limn.int64), so ported code reads unchanged
 double, float, half = float64, float32, float16
@@ -26,6 +34,7 @@ __all__ = [
     "ArgumentError",
     "DType",
     "DeviceError",
+    "device",
     "Tensor",
     "bfloat16",
     "bool_",
@@ -54,21 +63,46 @@ __all__ = [
 ]
 
 
+def device(name: str | None = None) -> Device:
+    """torch.device's place: the device object called `name` ("numpy", "c", "cuda", ...), or the current one
+    when no name is given. A tensor's `device=` argument takes the name or this object.
+
+        >>> device("numpy").name
+        'numpy'
+    """
+    return get_device(name)
+
+
 def __getattr__(name: str) -> object:
-    """torch's module-level spellings: limn.f(...) is Tensor.f(...) for every public function of Tensor, so
-    limn.cat([a, b], 1), limn.zeros(2, 3), limn.exp(x) and limn.where(c, a, b) read as torch.cat, torch.zeros,
-    torch.exp and torch.where do. A name that is a limn module (limn.nn, limn.optim, and limn.einsum,
-    limn.scatter, limn.view, limn.device, whose functions are Tensor.einsum, ...) stays the module, so
-    `from limn import nn` still gives it."""
+    """What `limn.<name>` finds when the name is not defined above, in this order:
+    - a sub-package or module of limn (limn.nn, limn.optim, limn.diagram), imported on first use, so
+      `import limn; limn.optim.AdamW` works as torch's does;
+    - a public function of Tensor, as torch's module-level spellings: limn.cat([a, b], 1), limn.zeros(2, 3),
+      limn.exp(x), limn.einsum("ij,jk->ik", a, b) and limn.where(c, a, b) read as torch's do. No module of limn
+      is named after one of these (a test holds it), so the two never compete for a name;
+    - a function a package above core provides through the `limn.functions` entry points (limn.explain)."""
+    import importlib
     import importlib.util
 
-    attr = getattr(Tensor, name, None) if not name.startswith("_") else None
-    if callable(attr) and not isinstance(attr, type) and importlib.util.find_spec(f"limn.{name}") is None:
+    if name.startswith("_"):
+        raise AttributeError(f"module 'limn' has no attribute {name!r}")
+    if importlib.util.find_spec(f"limn.{name}") is not None:
+        return importlib.import_module(f"limn.{name}")
+    attr = getattr(Tensor, name, None)
+    if callable(attr) and not isinstance(attr, type):
         return attr
     provided = _provided_functions().get(name)
-    if provided is not None:  # a function another limn package adds: limn.explain from limn-compiler
+    if provided is not None:
         return provided.load()
     raise AttributeError(f"module 'limn' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The names above, the sub-packages and modules, and the provided functions (not Tensor's methods)."""
+    import pkgutil
+
+    submodules = {info.name for info in pkgutil.iter_modules(__path__)}
+    return sorted({*globals(), *submodules, *_provided_functions()})
 
 
 def _provided_functions() -> dict:

@@ -3,8 +3,8 @@
 The bytes go to a unique temp file in the destination's own folder (a rename within one filesystem is atomic),
 are flushed and fsynced, and the temp file is renamed over the destination. A write that fails or is killed
 leaves the old file as it was; the temp file is removed on failure. Two processes writing one path at once do
-not collide: each has its own temp file, and the last rename wins. SVG pictures (limn.svg), kernel caches
-(limn.cache_files) and anything else limn writes to disk go through here; checkpoints (limn.serialize) add a
+not collide: each has its own temp file, and the last rename wins. SVG pictures (limn.diagram.svg), kernel caches
+(limn.compiler.cache_files) and anything else limn writes to disk go through here; checkpoints (limn.serialize) add a
 temp-file naming of their own so a killed save's leftovers can be found and removed.
 Pipeline: a writer's bytes -> **temp file, fsync, rename** -> the destination.
 """

@@ -16,13 +16,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from limn import ops, provenance
 from limn.errors import ArgumentError
-from limn.ops import Movement, Node, Op, postorder
+from limn.graph import ops, provenance
+from limn.graph.ops import Movement, Node, Op, postorder
 
 if TYPE_CHECKING:
-    from limn.primitives import TensorLike
-    from limn.tensor import Tensor
+    from limn.frontend.primitives import TensorLike
+    from limn.frontend.tensor import Tensor
 
 
 class _GradMode(threading.local):
@@ -70,9 +70,10 @@ def is_grad_enabled() -> bool:
 
 class Carried:
     """The rule of a value computed off the gradient graph (an argument reduction, a table, rounding tricks
-    whose own gradient means nothing) and linked to its inputs by a derivative formula (limn.derivative.carry).
-    Its context's arg gives the partials: arg(*parents, output) is one tensor (or None) per parent, built from
-    the live parents and output, so the gradient it makes differentiates again, to any order."""
+    whose own gradient means nothing) and linked to its inputs by a derivative formula
+    (limn.composed.math.derivative.carry). Its context's arg gives the partials: arg(*parents, output) is one tensor (or
+    None) per parent, built from the live parents and output, so the gradient it makes differentiates again, to any
+    order."""
 
     def __repr__(self) -> str:
         return "CARRIED"
@@ -96,7 +97,7 @@ class Context:
 
     def output(self) -> Tensor:
         """The op's output as a tensor that still differentiates through this context."""
-        from limn.tensor import Tensor
+        from limn.frontend.tensor import Tensor
 
         return Tensor._from_node(self.out, self.parents[0].device, ctx=self)
 
@@ -143,16 +144,16 @@ def _cast_grad(ctx: Context, g: Tensor) -> tuple:
 
 def _gather_grad(ctx: Context, g: Tensor) -> tuple:
     src, idx = ctx.parents
-    from limn.tensor import Tensor
+    from limn.frontend.tensor import Tensor
 
     zeros = Tensor.zeros(src.shape, dtype=g.dtype)
     return (zeros.scatter_add(idx, g, axis=ctx.arg), None)
 
 
 def _custom_grad(ctx: Context, g: Tensor) -> tuple:
-    # ctx.arg: every output node of the call (limn.custom.apply); the rule gets them all as live tensors
-    from limn import custom
-    from limn.tensor import Tensor
+    # ctx.arg: every output node of the call (limn.frontend.custom_call.apply); the rule gets them all as live tensors
+    from limn.frontend.tensor import Tensor
+    from limn.graph import custom
 
     arg = ctx.out.arg
     op = custom.REGISTRY[arg.name]
@@ -230,7 +231,7 @@ def grad(
     >>> grad((x * x).sum(), x)[0].tolist()
     [2.0, 4.0]
     """
-    from limn.tensor import Tensor
+    from limn.frontend.tensor import Tensor
 
     outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
@@ -257,7 +258,7 @@ def grad(
 
 def _seed(root: Tensor, gradient: TensorLike | None, what: str) -> Tensor:
     """The gradient a backward from root starts with, checked: 1 for a single-element root, else `gradient`."""
-    from limn.tensor import Tensor
+    from limn.frontend.tensor import Tensor
 
     if not root.requires_grad:
         raise RuntimeError(

@@ -27,8 +27,8 @@ import numpy as np
 
 from limn import dtypes
 from limn.dtypes import DType
-from limn.ops import Op
-from limn.tensor import Tensor, realize
+from limn.frontend.tensor import Tensor, realize
+from limn.graph.ops import Op
 
 __all__ = ["SafetensorsError", "load", "load_into", "load_numpy", "read_metadata", "save"]
 

@@ -1,0 +1,467 @@
+"""The c device: renders kernels as C, compiles them with cc, and calls them through ctypes.
+
+The executor, plan cache and assign transaction are limn-compiler's (jit.CompiledDevice); this module
+adds the toolchain (finding cc, checking it builds a shared library, OpenMP or not), a program cache in
+memory and on disk (keyed by source, compiler identity, flags and host; written atomically, an entry that
+is corrupt or not a file is a miss; a folder that cannot be written or executed from is replaced, with one
+warning, by a private temp folder), and the five byte hooks: buffers are host numpy arrays, the big ones
+reused through a pool (c_pool.py).
+Pipeline: tensor -> graph -> schedule -> IR -> C source (c_source.py) -> **cc -> ctypes**.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import errno
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from limn.c import attention as c_attention
+from limn.c import isa as c_isa
+from limn.c import source_index as c_source_index
+from limn.c.pool import HostPool
+from limn.c.prelude import PRELUDE
+from limn.c.rewrites.matmul import VECTOR_PRELUDE
+from limn.c.source import CRenderer, Options
+from limn.compiler import cache_files
+from limn.compiler.ir import KernelIR
+from limn.compiler.jit import CompiledDevice, debug_level
+from limn.dtypes import DType
+from limn.graph.ops import Shape
+from limn.runtime.device import DeviceError
+
+# No -ffast-math: every operation rounds as the IR says. -ffp-contract=off keeps a * b + c two roundings
+# unless the renderer writes fmaf; -fno-math-errno and -fno-trapping-math change no result (limn reads
+# neither errno nor the FP exception flags) but let gcc run both arms of a select, so loops with one vectorize.
+BASE_FLAGS = ["-O3", "-fPIC", "-shared", "-std=c11", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off"]
+
+
+class CompileError(RuntimeError):
+    """cc rejected a kernel: the message holds the command, cc's output and the offending lines."""
+
+
+def cache_dir() -> Path:
+    """Where compiled kernels are kept (limn.compiler.cache_files): $LIMN_CACHE_DIR/c, else $XDG_CACHE_HOME/limn/c, else
+    ~/.cache/limn/c."""
+    return cache_files.cache_dir("c")
+
+
+class KernelCacheWarning(RuntimeWarning):
+    """The kernel cache could not be used as configured; kernels still run, built somewhere else."""
+
+
+class FolderUnusable(Exception):
+    """A cache folder cannot hold or serve libraries (read-only, full, not a folder, mounted noexec)."""
+
+    def __init__(self, folder: Path, cause: str) -> None:
+        super().__init__(f"{folder}: {cause}")
+        self.folder, self.cause = folder, cause
+
+
+@dataclass
+class CacheFallback:
+    """This process's way around cache folders that failed: each failed folder with its cause, the
+    private temp folder that serves instead (made on first need, removed at exit), and the cache slots
+    found held by a directory. Each is reported by one KernelCacheWarning."""
+
+    failed: dict[Path, str] = field(default_factory=dict)
+    private: Path | None = None
+    occupied: set[Path] = field(default_factory=set)
+
+    def private_folder(self) -> Path:
+        if self.private is None:
+            try:
+                self.private = Path(tempfile.mkdtemp(prefix="limn-kernels-"))
+            except OSError as e:
+                raise FolderUnusable(Path(tempfile.gettempdir()), _reason(e)) from e
+            atexit.register(shutil.rmtree, self.private, ignore_errors=True)
+        return self.private
+
+
+_fallback = CacheFallback()
+
+# what cc says when the disk, not the source, is at fault: the folder is unusable, the kernel is fine
+DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
+def physical_cores() -> int:
+    """Cores, not hardware threads: pairs of (physical id, core id) in /proc/cpuinfo."""
+    try:
+        pairs, phys = set(), None
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("physical id"):
+                phys = line.split(":")[1].strip()
+            elif line.startswith("core id"):
+                pairs.add((phys, line.split(":")[1].strip()))
+        if pairs:
+            return len(pairs)
+    except OSError:
+        pass
+    return os.cpu_count() or 1
+
+
+def team_size() -> int:
+    env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return physical_cores()
+
+
+class Toolchain:
+    """A C compiler that is known to build shared libraries, with or without OpenMP."""
+
+    def __init__(self, cc: str | None = None, march: str | None = None) -> None:
+        name = cc or os.environ.get("CC") or "cc"
+        path = shutil.which(name)
+        if path is None:
+            raise DeviceError(
+                f"the c device needs a C compiler: {name!r} is not on PATH (install gcc or clang, or point CC at one)"
+            )
+        self.cc = path
+        try:
+            version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise DeviceError(f"the c device could not run the C compiler {path}: {e}") from e
+        self.identity = f"{path} {version.stdout.splitlines()[0] if version.stdout else ''}"
+        self.target = self._target(march or os.environ.get("LIMN_C_MARCH") or "native")
+        self.openmp = self._builds(self.target + ["-fopenmp"])
+        self.flags = BASE_FLAGS + self.target + (["-fopenmp"] if self.openmp else [])
+        self.isa, why = c_isa.probe(self.cc, self.flags)
+        self.isa_reason = f"{' '.join(self.target) or 'no -march'}: {why}"
+
+    def _target(self, march: str) -> list[str]:
+        """The -march flag kernels are built with. A requested target the compiler cannot build for is
+        an error; `native` that fails (a compiler too old for this CPU, or one that has no such flag)
+        falls back to the compiler's default target, whose kernels are correct, only slower."""
+        if self._builds([f"-march={march}"]):
+            return [f"-march={march}"]
+        if march == "native" and self._builds([]):
+            return []
+        raise DeviceError(
+            f"the c device cannot build a shared library with {self.cc} {' '.join(BASE_FLAGS)} -march={march}; "
+            "check that the compiler and its linker work, and that it knows that target "
+            "(LIMN_C_MARCH, or CDevice(march=...), names it)"
+        )
+
+    def _builds(self, extra: list[str]) -> bool:
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "probe.c"
+            src.write_text("#include <math.h>\nvoid probe(float* x) { x[0] = sqrtf(x[0]); }\n")
+            cmd = [self.cc, *BASE_FLAGS, *extra, str(src), "-o", str(Path(tmp) / "probe.so"), "-lm"]
+            try:
+                done = subprocess.run(cmd, capture_output=True, timeout=120)
+            except (OSError, subprocess.TimeoutExpired):
+                return False
+            if done.returncode != 0:
+                return False
+            try:
+                ctypes.CDLL(str(Path(tmp) / "probe.so"))
+            except OSError:
+                return False
+            return True
+
+    def host_target(self) -> str:
+        """What -march=native means here: the machine and its CPU's feature flags."""
+        flags = ""
+        try:
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.startswith(("flags", "Features", "model name")):
+                    flags += line
+        except OSError:
+            pass
+        return f"{platform.machine()} {hashlib.sha256(flags.encode()).hexdigest()[:16]}"
+
+
+class CDevice(CompiledDevice):
+    """The c device. threads=False emits serial nests (what the threaded ones are tested against);
+    split_pads, tile_matmuls, chunk_folds, jam_folds and hoist_invariants likewise turn off the bit-exact
+    rewrites for tests, and nests with fewer than `parallel_work` iterations stay serial (0 threads every
+    nest that can be)."""
+
+    name = "c"
+    host = True
+    custom_kernels = c_attention.NAMES  # fused attention, fixed C (c_attention.py)
+
+    def __init__(
+        self,
+        threads: bool = True,
+        split_pads: bool = True,
+        tile_matmuls: bool = True,
+        cc: str | None = None,
+        parallel_work: int = 32768,
+        march: str | None = None,
+        chunk_folds: bool = True,
+        jam_folds: bool = True,
+        hoist_invariants: bool = True,
+    ) -> None:
+        super().__init__()
+        self.toolchain = Toolchain(cc, march)
+        team = team_size() if threads and self.toolchain.openmp else 1
+        self.options = Options(
+            threads=team,
+            split_pads=split_pads,
+            tile_matmuls=tile_matmuls,
+            chunk_folds=chunk_folds,
+            jam_folds=jam_folds,
+            parallel_work=parallel_work,
+            hoist_invariants=hoist_invariants,
+            isa=self.toolchain.isa,
+        )
+        if debug_level() >= 1:
+            print(f"[limn c] ISA table {self.toolchain.isa.describe()} ({self.toolchain.isa_reason})", file=sys.stderr)
+        self.renderer = CRenderer(self.options)
+        self.pool = HostPool()  # big freed buffers, kept for the next alloc of their size (c_pool.py)
+        self.libraries: list[ctypes.CDLL] = []  # kept alive while their functions may be called
+
+    # ---- rendering and compiling ----
+
+    def render(self, kernel: KernelIR) -> str:
+        """The kernel's C source. C reads a kernel's op, loop shape, body and its buffers' names, dtypes and
+        shapes, never its name or slots, so a nest met again (the next layer's, another plan's) is rendered
+        once. limn.compiler.codegen lowers each distinct nest once and its kernels share that body, so the sources are
+        kept by the body object itself (held by its entry, so its id stays its own) and the parts around it,
+        up to 2048 of them (then it starts over). An equal body that is another object renders anew: the
+        same source, only not from here."""
+        sources: dict[tuple, tuple[tuple, str]] | None = getattr(self, "_sources", None)
+        if sources is None:
+            sources = self._sources = {}
+        buffers = tuple((b.name, b.dtype.name, b.shape) for b in kernel.inputs + kernel.outputs)
+        key = (id(kernel.body), kernel.op.name, kernel.loop_shape, len(kernel.inputs), buffers, kernel.custom)
+        known = sources.get(key)
+        if known is not None:
+            body, source = known
+            assert body is kernel.body, "a kept source's body is held by its entry, so no other body has its id"
+            return source
+        source = self._indexed_source(kernel)
+        if len(sources) >= 2048:
+            sources.clear()
+        sources[key] = (kernel.body, source)
+        return source
+
+    def _indexed_source(self, kernel: KernelIR) -> str:
+        """The kernel's source from the on-disk source index (c_source_index.py) when an earlier process
+        rendered its nest with these options, else rendered now and kept there."""
+        if not kernel.nest:  # built by hand, not lowered from a nest key
+            return self.renderer.render(kernel)[1]
+        path = c_source_index.entry(cache_dir() / "sources", kernel.nest, repr(self.options))
+        source = c_source_index.parse(_file_bytes(path))  # a FIFO or folder in the slot is a miss
+        if source is None:
+            source = self.renderer.render(kernel)[1]
+            c_source_index.write(path, source)
+        return source
+
+    def compile(self, kernel: KernelIR, source: str) -> Any:
+        return self.compile_batch([(kernel, source)])[0]
+
+    def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Any]:
+        """Every kernel of a new plan in one library: one cc run instead of one per kernel. Each function comes
+        from the ctypes prototype `void f(void*, ...)` of its arity, one per arity for every kernel: setting
+        argtypes on each function instead built a list and its converters per kernel, for the collector to
+        walk as long as the plan lives."""
+        tiled = any("LIMN_VEC" in source for _, source in items)  # immintrin.h costs cc 0.2 s
+        unit = PRELUDE + (VECTOR_PRELUDE if tiled else "") + "".join("\n" + source for _, source in items)
+        lib = self._library(unit)
+        prototypes: dict[int, Any] = self.__dict__.setdefault("_prototypes", {})  # by arity: a few dozen at most
+        functions = []
+        for kernel, source in items:
+            start = source.index("void ") + len("void ")
+            name = source[start : source.index("(", start)]
+            arity = len(kernel.inputs) + len(kernel.outputs)
+            prototype = prototypes.get(arity)
+            if prototype is None:
+                prototype = prototypes[arity] = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * arity)
+            functions.append(prototype((name, lib)))
+        return functions
+
+    def _library(self, source: str) -> ctypes.CDLL:
+        """The shared library for this source, from the disk cache or freshly compiled into it. A cache
+        folder that fails is replaced by a private temp folder for the rest of the process, with one
+        warning; if that fails too, DeviceError names both."""
+        key = "\n".join([source, self.toolchain.identity, " ".join(self.toolchain.flags), self.toolchain.host_target()])
+        digest = hashlib.sha256(key.encode()).hexdigest()
+        folder = cache_dir()
+        if folder not in _fallback.failed:
+            try:
+                lib = self._cached_or_built(source, digest, folder)
+                self.libraries.append(lib)
+                return lib
+            except FolderUnusable as e:
+                _fallback.failed[folder] = e.cause
+                newly_failed = True
+        else:
+            newly_failed = False
+        try:
+            private = _fallback.private_folder()
+            lib = self._cached_or_built(source, digest, private)
+        except FolderUnusable as e:
+            raise DeviceError(
+                f"the c device cannot keep compiled kernels anywhere: the cache {folder} failed "
+                f"({_fallback.failed[folder]}) and so did the fallback {e.folder} ({e.cause}); set "
+                "LIMN_CACHE_DIR to a writable folder on a filesystem that allows running code "
+                "(not full, not mounted noexec)"
+            ) from e
+        if newly_failed:
+            warnings.warn(
+                f"limn: the c device cannot use its kernel cache {folder} ({_fallback.failed[folder]}); "
+                f"kernels are cached in {private} for the rest of this process",
+                KernelCacheWarning,
+                stacklevel=2,
+            )
+        self.libraries.append(lib)
+        return lib
+
+    def _cached_or_built(self, source: str, digest: str, folder: Path) -> ctypes.CDLL:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except FileExistsError as e:
+            raise FolderUnusable(folder, "it exists and is not a folder") from e
+        except OSError as e:
+            raise FolderUnusable(folder, _reason(e)) from e
+        lib_path = folder / f"{digest}.so"
+        sum_path = folder / f"{digest}.sha256"
+        lib = self._load_cached(lib_path, sum_path)
+        if lib is None:
+            lib = self._build(source, lib_path, sum_path, folder)
+        return lib
+
+    @staticmethod
+    def _load_cached(lib_path: Path, sum_path: Path) -> ctypes.CDLL | None:
+        """A cached library whose bytes match its recorded checksum; anything else is a miss."""
+        if not cache_files.matches_checksum(lib_path, sum_path):
+            return None
+        try:
+            return ctypes.CDLL(str(lib_path))
+        except OSError:
+            return None  # a rebuild shows whether the folder itself cannot serve libraries
+
+    def _build(self, source: str, lib_path: Path, sum_path: Path, folder: Path) -> ctypes.CDLL:
+        """Compiles to a unique temp name in the cache folder, loads it from there, then renames it into
+        place, so readers see a whole library or none, and processes compiling the same kernel at once do
+        not collide. Raises FolderUnusable when the folder cannot be written or a library in it cannot be
+        loaded (a noexec mount)."""
+        try:
+            fd, tmp_src = tempfile.mkstemp(suffix=".c", dir=folder)
+        except OSError as e:
+            raise FolderUnusable(folder, _reason(e)) from e
+        tmp_lib = tmp_src[:-2] + ".so.tmp"
+        tmp_sum = tmp_src[:-2] + ".sha256.tmp"
+        try:
+            try:
+                with os.fdopen(fd, "w") as f:
+                    f.write(source)
+            except OSError as e:
+                raise FolderUnusable(folder, _reason(e)) from e
+            cmd = [self.toolchain.cc, *self.toolchain.flags, tmp_src, "-o", tmp_lib, "-lm"]
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                for code in DISK_ERRNOS:
+                    if os.strerror(code) in done.stdout + done.stderr:  # cc could not write its output
+                        raise FolderUnusable(folder, f"{os.strerror(code)}: cc could not write {tmp_lib}")
+                raise CompileError(_compile_report(cmd, done.stdout + done.stderr, source))
+            try:
+                data = Path(tmp_lib).read_bytes()
+                lib = ctypes.CDLL(tmp_lib)  # the mapping outlives the rename and any unlink
+            except OSError as e:
+                raise FolderUnusable(folder, _reason(e)) from e
+            if _install(tmp_lib, lib_path, folder):
+                try:
+                    with open(tmp_sum, "w") as f:
+                        f.write(hashlib.sha256(data).hexdigest())
+                        f.flush()
+                        os.fsync(f.fileno())
+                except OSError as e:
+                    raise FolderUnusable(folder, _reason(e)) from e
+                _install(tmp_sum, sum_path, folder)
+            return lib
+        finally:
+            for leftover in (tmp_src, tmp_lib, tmp_sum):
+                if os.path.lexists(leftover):
+                    os.unlink(leftover)
+
+    def launch(self, program: Any, kernel: KernelIR, handles: list[np.ndarray]) -> None:
+        program(*[h.ctypes.data for h in handles])
+
+    def run_custom(self, kernel: KernelIR, handles: list[np.ndarray]) -> None:
+        """A CUSTOM kernel: fused attention's C (c_attention.py), built on first use through the kernel cache
+        with the prelude it calls, run by this device's team (one thread when threads=False)."""
+        if kernel.custom not in c_attention.NAMES:
+            super().run_custom(kernel, handles)
+        kernels = self.__dict__.get("_attention")
+        if kernels is None:
+            kernels = self._attention = c_attention.functions(self._library(PRELUDE + c_attention.source()))
+        c_attention.run(kernels, kernel, handles, self.options.threads)
+
+    # ---- the five hooks: buffers are host numpy arrays ----
+
+    def alloc(self, dtype: DType, shape: Shape) -> np.ndarray:
+        return self.pool.alloc(dtype, shape)
+
+    def free(self, handle: np.ndarray) -> None:
+        pass  # the last reference to the array frees it (or gives a big block back to the pool)
+
+    def copyin(self, handle: np.ndarray, array: np.ndarray) -> None:
+        handle[...] = array
+
+    def copyout(self, handle: np.ndarray, dtype: DType, shape: Shape) -> np.ndarray:
+        return np.array(handle, copy=True).reshape(shape)
+
+    def synchronize(self) -> None:
+        pass  # kernels run synchronously on the calling thread's team
+
+
+def _file_bytes(path: Path) -> bytes | None:
+    return cache_files.file_bytes(path)
+
+
+def _install(tmp: str, slot: Path, folder: Path) -> bool:
+    """Renames a finished temp file into its cache slot. A slot held by a directory is left alone and
+    reported once (False: the library is used from its temp name); any other failure is the folder's."""
+    try:
+        os.replace(tmp, slot)
+        return True
+    except IsADirectoryError as e:
+        if slot not in _fallback.occupied:
+            _fallback.occupied.add(slot)
+            warnings.warn(
+                f"limn: the c device's cache entry {slot} is a directory, not a file ({_reason(e)}); it is "
+                "left alone and this kernel is rebuilt in each process until it is removed",
+                KernelCacheWarning,
+                stacklevel=2,
+            )
+        return False
+    except OSError as e:
+        raise FolderUnusable(folder, _reason(e)) from e
+
+
+def _reason(e: OSError) -> str:
+    """An OSError as its errno text and the path it names: 'Read-only file system: /x/y'."""
+    if e.strerror is None:
+        return str(e)  # ctypes' dlopen errors carry only a message
+    where = e.filename2 or e.filename
+    return f"{e.strerror}: {where}" if where else e.strerror
+
+
+def _compile_report(cmd: list[str], output: str, source: str) -> str:
+    """cc's complaint with the lines it points at, numbered as cc numbers them."""
+    lines = source.splitlines()
+    shown = []
+    for text in output.splitlines():
+        parts = text.split(":")
+        if len(parts) > 2 and parts[1].isdigit():
+            n = int(parts[1])
+            for i in range(max(n - 2, 1), min(n + 1, len(lines)) + 1):
+                shown.append(f"{i:5d} | {lines[i - 1]}")
+    excerpt = "\n".join(dict.fromkeys(shown)) or "\n".join(lines[-20:])
+    return f"C compilation failed\ncommand: {' '.join(cmd)}\n{output.strip()}\nsource lines:\n{excerpt}"

@@ -1,0 +1,387 @@
+"""Matmul tiles: register-tiled C for nests that read as a matmul, bit-identical to the plain nest.
+
+A patch of output cells (rows x vectors, sized for the target by limn.c.isa) stays in local accumulators while r
+is walked in order over a packed, contiguous panel of b (R_BLOCK rows at a time, totals stored and reloaded
+exactly), so each cell sees the plain nest's fma sequence from the same identity; edges use the scalar fold.
+A kernel's epilogue (limn.compiler.epilogue) runs, with the plain nest's statements, after the tiles or (Options.
+tile_epilogues) on each block of rows right after the tiles finish it, while it is in L1. Held to the plain
+nest by tests/c/test_c_corpus.py::test_tiled_matmul_equals_plain_nest_bit_for_bit.
+Which nests are matmuls is limn.compiler.matmul_form's rule. Pipeline: IR -> matmul form -> **C tiles** -> cc.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from limn.compiler.ir import EndLoop, Index, Instr, LoadI, Loop
+from limn.compiler.matmul_form import Matmul, coef, epilogue_of, fill_overwritten_by_tile, match_matmul
+
+__all__ = ["Matmul", "epilogue_of", "fill_overwritten_by_tile", "match_matmul", "render_tiled", "VECTOR_PRELUDE"]
+
+R_BLOCK = 512  # reduce steps per panel block: 512 x 32 floats, 64 KiB, stays near the core (L1/L2)
+
+
+def _offset(index: Index, batch: tuple[Loop, ...]) -> str:
+    """The part of an index that depends only on the batch loops (and the constant)."""
+    parts = [f"(int64_t){v}*{c}" for v, c in index.terms if v in {b.var for b in batch}]
+    parts.append(str(index.const))
+    return " + ".join(parts)
+
+
+def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
+    """C lines for the tiled nest (see the module docstring): per batch and per panel of columns, b's
+    panel is packed block by block of r, and every row tile folds that block from its stored totals."""
+    rows, vectors = renderer.options.isa.tile_rows, renderer.options.isa.tile_vectors
+    m = _batch_as_rows(m)
+    if not m.batch and m.i.extent >= rows:
+        return render_packed(m, renderer, depth)
+    t, threads = m.ctype, renderer.options.threads
+    ni, nr, nj = m.i.extent, m.r.extent, m.j.extent
+    a_i, a_r = coef(m.a.index, m.i.var), coef(m.a.index, m.r.var)
+    b_r, b_j = coef(m.b.index, m.r.var), coef(m.b.index, m.j.var)
+    o_i = coef(m.out_index, m.i.var)
+    a, out, r = m.a.buf, m.out, m.r.var
+    tj, kc = _panel_width(m, vectors), min(nr, R_BLOCK)
+    work = ni * nj * nr
+    for bl in m.batch:
+        work *= bl.extent
+    threads = threads if threads > 1 and work >= renderer.options.parallel_work else 1
+    lines = [f"/* matmul tile: {rows} rows x {vectors} vectors of cells in registers; {r} walked in order */", "{"]
+    if threads > 1:
+        lines.append(f"#pragma omp parallel num_threads({threads})")
+    lines += [
+        "{",
+        f"{t}* panel = ({t}*)malloc(sizeof({t}) * {kc} * {tj}); /* b's columns [jt, jt + cols), rows [kb, ke) */",
+    ]
+    loops = [(bl.var, bl.extent, 1) for bl in m.batch] + [("jt", nj, tj)]
+    if threads > 1:
+        clause = f" collapse({len(loops)})" if len(loops) > 1 else ""
+        lines.append(f"#pragma omp for{clause} schedule(static)")
+    for var, extent, step in loops:
+        inc = f"{var}++" if step == 1 else f"{var} += {step}"
+        lines.append(f"for (int64_t {var} = 0; {var} < {extent}; {inc}) {{")
+    a0, b0, o0 = _offset(m.a.index, m.batch), _offset(m.b.index, m.batch), _offset(m.out_index, m.batch)
+    b_cell = f"bb[(int64_t){r}*{b_r} + (jt + c)*(int64_t){b_j}]"
+    if b_j == 1:  # b's columns are contiguous already: copy each panel row in one go
+        pack_full = f"memcpy(panel + ({r} - kb) * {tj}, bb + (int64_t){r}*{b_r} + jt, sizeof({t}) * {tj});"
+    else:  # b is read across its rows (say a transposed weight): gather each panel row
+        pack_full = f"for (int64_t c = 0; c < {tj}; c++) panel[({r} - kb) * {tj} + c] = {b_cell};"
+    out_row = f"{out} + {o0} + (it + ii) * (int64_t){o_i} + jt"
+    a_row = f"{a}[{a0} + (it + ii) * (int64_t){a_i} + {r} * (int64_t){a_r}]"
+    lines += [
+        f"const {t}* bb = {m.b.buf} + {b0};",
+        f"const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj}; /* the last panel may be partial */",
+        "if (panel == 0) { /* no memory for the panel: the plain fold, cell by cell */",
+        *_indented(4, _plain_fold(m, f"{a}[{a0}", "bb[0", f"{out}[{o0}", ("0", str(ni)), ("jt", "jt + cols"))),
+        *_indented(4, _epilogue_lines(m, renderer, ("0", str(ni)), ("jt", "jt + cols"))),
+        "    continue;",
+        "}",
+        f"for (int64_t kb = 0; kb < {nr}; kb += {kc}) {{ /* a block of r whose panel stays in L1 */",
+        f"const int64_t ke = kb + {kc} < {nr} ? kb + {kc} : {nr};",
+        f"if (cols == {tj}) for (int64_t {r} = kb; {r} < ke; {r}++) {pack_full}",
+        f"else for (int64_t {r} = kb; {r} < ke; {r}++) for (int64_t c = 0; c < {tj}; c++)",
+        f"    panel[({r} - kb) * {tj} + c] = c < cols ? {b_cell} : 0; /* zeros past the edge: lanes never stored */",
+        f"for (int64_t it = 0; it < {ni}; it += {rows}) {{",
+        *_indented(4, _row_tile(m, rows, vectors, ni % rows, f"{ni}", out_row, a_row)),
+        *_indented(4, _tile_epilogue(m, renderer, f"(it + {rows} < {ni} ? it + {rows} : {ni})", ("jt", "jt + cols"))),
+        "}",
+        "}",
+    ]
+    lines += ["}"] * len(loops)
+    lines += ["free(panel);", "}", "}"]
+    pad = "    " * depth
+    return [line if line.startswith("#pragma") else pad + line for line in lines]
+
+
+def _batch_as_rows(m: Matmul) -> Matmul:
+    """The matmul with its batch loops folded into i where b does not depend on them and a and out step
+    over them as over more rows (x @ w for x of shape (B, T, C): B T rows of one weight), so the packed
+    form, which packs each panel of b once, takes it; else m as it is."""
+    if not m.batch:
+        return m
+    a_i, o_i = coef(m.a.index, m.i.var), coef(m.out_index, m.i.var)
+    extent = m.i.extent
+    folded = sorted(m.batch, key=lambda bl: coef(m.a.index, bl.var))  # innermost first
+    for loop in folded:
+        if coef(m.b.index, loop.var) != 0:
+            return m
+        if coef(m.a.index, loop.var) != extent * a_i or coef(m.out_index, loop.var) != extent * o_i:
+            return m
+        extent *= loop.extent
+    batch_vars = {bl.var for bl in m.batch}
+
+    def rows_only(index: Index) -> Index:
+        return Index(tuple((v, c) for v, c in index.terms if v not in batch_vars), index.const)
+
+    a = LoadI(m.a.dst, m.a.buf, rows_only(m.a.index), m.a.dtype, m.a.valid)
+    i = Loop(m.i.var, extent, m.i.reduce)
+    return replace(m, batch=(), i=i, a=a, out_index=rows_only(m.out_index), rows=(m.i, *folded))
+
+
+def _panel_width(m: Matmul, vectors: int) -> str:
+    """The columns one panel (and one tile) spans, as a C constant expression."""
+    return f"({vectors} * LIMN_VEC_{m.ctype.upper()})"
+
+
+def _row_tile(m: Matmul, rows: int, vectors: int, rest: int, ni: str, out_row: str, a_value: str) -> list[str]:
+    """The tile at row `it`: a full one (fast when its panel is full too), or the `rest` rows left at the
+    bottom edge. `cols` says how many of the panel's columns are the output's."""
+    tj = _panel_width(m, vectors)
+    lines = [
+        f"if (it + {rows} <= {ni} && cols == {tj}) {{",
+        *_indented(4, _tile_fold(m, out_row, a_value, rows, vectors, partial=False)),
+        f"}} else if (it + {rows} <= {ni}) {{ /* the right edge: a partial panel */",
+        *_indented(4, _tile_fold(m, out_row, a_value, rows, vectors, partial=True)),
+        "}",
+    ]
+    if rest:
+        lines[-1] = "} else { /* the bottom edge: the rows left over */"
+        lines += [*_indented(4, _tile_fold(m, out_row, a_value, rest, vectors, partial=True)), "}"]
+    return lines
+
+
+def _tile_epilogue(m: Matmul, renderer, row_end: str, cols: tuple[str, str]) -> list[str]:
+    """The epilogue of the tile at rows [it, row_end) and columns [cols) of one panel, which one thread
+    folds through every block of r, once the last block has stored their totals: they are still in L1."""
+    if not m.epilogue:
+        return []
+    return [
+        f"if (ke == {m.r.extent}) {{ /* these totals are final: their epilogue, while they are in L1 */",
+        *_indented(4, _epilogue_lines(m, renderer, ("it", row_end), cols)),
+        "}",
+    ]
+
+
+def _rows_epilogue(m: Matmul, renderer) -> list[str]:
+    """The packed form's epilogue of rows [it, it + here), in every column, at the last block of r and of
+    columns: the earlier column blocks' cells were finished before the team's barrier, this block's just
+    now (still in L1), and each output's rows are one run of memory."""
+    if not m.epilogue:
+        return []
+    nj = m.j.extent
+    return [
+        f"if (ke == {m.r.extent} && je == {nj}) {{ /* rows [it, it + here) are final in every column */",
+        *_indented(4, _epilogue_lines(m, renderer, ("it", "it + here"), ("0", str(nj)))),
+        "}",
+    ]
+
+
+def epilogue_nest(m: Matmul) -> list[Instr]:
+    """The epilogue as the plain nest runs it after its fold: a nest over the output cells."""
+    return [*m.cells, *m.epilogue, *(EndLoop(x.var) for x in reversed(m.cells))]
+
+
+def _epilogue_lines(m: Matmul, renderer, rows: tuple[str, str], cols: tuple[str, str]) -> list[str]:
+    """The epilogue over output rows [rows) and columns [cols) (C bounds), whose totals are final: per row
+    the output loops' counters (a batch folded into i comes apart again, innermost first), then a loop
+    over the columns that spells the plain nest's statements."""
+    if not m.epilogue:
+        return []
+    lines = [f"for (int64_t cell_row = {rows[0]}; cell_row < {rows[1]}; cell_row++) {{"]
+    row_loops = m.rows or (m.i,)
+    step = 1
+    for n, loop in enumerate(row_loops):
+        value = "cell_row" if step == 1 else f"cell_row / {step}"
+        if n < len(row_loops) - 1:
+            value = f"{value} % {loop.extent}"
+        lines.append(f"    const int64_t {loop.var} = {value};")
+        step *= loop.extent
+    j = m.j.var
+    lines += ["    LIMN_IVDEP", f"    for (int64_t {j} = {cols[0]}; {j} < {cols[1]}; {j}++) {{"]
+    lines += renderer.spell_lines(list(m.epilogue), depth=2)
+    return lines + ["    }", "}"]
+
+
+def _plain_fold(m: Matmul, a: str, b: str, out: str, i_range: tuple[str, str], j_range: tuple[str, str]) -> list[str]:
+    """The plain nest's fold for the cells in i_range x j_range (C bounds), each over all of r: what runs
+    when a panel could not be allocated. `a`, `b`, `out` open each buffer's subscript at its base."""
+    t, i, r, j = m.ctype, m.i.var, m.r.var, m.j.var
+    fma = "fma" if t == "double" else "fmaf"
+    a_i, a_r = coef(m.a.index, m.i.var), coef(m.a.index, m.r.var)
+    b_r, b_j = coef(m.b.index, m.r.var), coef(m.b.index, m.j.var)
+    o_i = coef(m.out_index, m.i.var)
+    return [
+        f"for (int64_t {i} = {i_range[0]}; {i} < {i_range[1]}; {i}++)",
+        f"    for (int64_t {j} = {j_range[0]}; {j} < {j_range[1]}; {j}++) {{",
+        f"        {t} total = 0;",
+        f"        for (int64_t {r} = 0; {r} < {m.r.extent}; {r}++)",
+        f"            total = {fma}({a} + {i} * (int64_t){a_i} + {r} * (int64_t){a_r}],",
+        f"                          {b} + (int64_t){r}*{b_r} + {j}*(int64_t){b_j}], total);",
+        f"        {out} + {i} * (int64_t){o_i} + {j}] = total;",
+        "    }",
+    ]
+
+
+# Vector types for the tiles, sized to the widest the target has. LIMN_VEC_FMA must be a true fused
+# multiply-add in every lane, or a tile would round differently from the scalar fmaf fold: x86 gets the
+# FMA intrinsics, anything else a per-lane fma loop that the compiler may vectorize.
+VECTOR_PRELUDE = r"""
+#include <stdlib.h>
+#if defined(__AVX512F__)
+#define LIMN_VEC_BYTES 64
+#elif defined(__AVX2__)
+#define LIMN_VEC_BYTES 32
+#else
+#define LIMN_VEC_BYTES 16
+#endif
+#define LIMN_VEC_FLOAT (LIMN_VEC_BYTES / 4)
+#define LIMN_VEC_DOUBLE (LIMN_VEC_BYTES / 8)
+typedef float limn_vec_float __attribute__((vector_size(LIMN_VEC_BYTES)));
+typedef double limn_vec_double __attribute__((vector_size(LIMN_VEC_BYTES)));
+#if defined(__AVX512F__)
+#include <immintrin.h>
+static inline limn_vec_float limn_vfma_f(float x, limn_vec_float b, limn_vec_float c) {
+    return (limn_vec_float)_mm512_fmadd_ps(_mm512_set1_ps(x), (__m512)b, (__m512)c);
+}
+static inline limn_vec_double limn_vfma_d(double x, limn_vec_double b, limn_vec_double c) {
+    return (limn_vec_double)_mm512_fmadd_pd(_mm512_set1_pd(x), (__m512d)b, (__m512d)c);
+}
+#elif defined(__AVX__) && defined(__FMA__)
+#include <immintrin.h>
+static inline limn_vec_float limn_vfma_f(float x, limn_vec_float b, limn_vec_float c) {
+    return (limn_vec_float)_mm256_fmadd_ps(_mm256_set1_ps(x), (__m256)b, (__m256)c);
+}
+static inline limn_vec_double limn_vfma_d(double x, limn_vec_double b, limn_vec_double c) {
+    return (limn_vec_double)_mm256_fmadd_pd(_mm256_set1_pd(x), (__m256d)b, (__m256d)c);
+}
+#else
+static inline limn_vec_float limn_vfma_f(float x, limn_vec_float b, limn_vec_float c) {
+    for (int k = 0; k < LIMN_VEC_FLOAT; k++) c[k] = fmaf(x, b[k], c[k]);
+    return c;
+}
+static inline limn_vec_double limn_vfma_d(double x, limn_vec_double b, limn_vec_double c) {
+    for (int k = 0; k < LIMN_VEC_DOUBLE; k++) c[k] = fma(x, b[k], c[k]);
+    return c;
+}
+#endif
+#define LIMN_VEC_FMA(x, b, c) _Generic((x), float: limn_vfma_f, double: limn_vfma_d)(x, b, c)
+"""
+
+
+def _tile_fold(m: Matmul, out_row: str, a_value: str, rows: int, vectors: int, partial: bool) -> list[str]:
+    """One rows x vectors tile's fold over the r block [kb, ke): totals from 0 (first block) or from what
+    the last block stored, one fma per cell per r in order, stored back. `panel` holds the block of b's
+    columns row by row; `out_row` addresses row it + ii of the tile, `a_value` its a[it + ii, r]. A partial
+    tile loads and stores only its first `cols` columns; its other lanes fold the panel's zeros, unread."""
+    t, r = m.ctype, m.r.var
+    vec, width, tj = f"limn_vec_{t}", f"LIMN_VEC_{t.upper()}", f"({vectors} * LIMN_VEC_{t.upper()})"
+    if partial:
+        lanes = f"(cols - v * {width} < 0 ? 0 : cols - v * {width} > {width} ? {width} : cols - v * {width})"
+        load = [
+            f"    acc[ii][v] = ({vec}){{0}};",
+            f"    if (kb != 0) memcpy(&acc[ii][v], {out_row} + v * {width}, sizeof({t}) * {lanes});",
+        ]
+        store = f"    memcpy({out_row} + v * {width}, &acc[ii][v], sizeof({t}) * {lanes});"
+    else:
+        load = [
+            f"    if (kb == 0) acc[ii][v] = ({vec}){{0}};",
+            f"    else memcpy(&acc[ii][v], {out_row} + v * {width}, sizeof acc[ii][v]);",
+        ]
+        store = f"    memcpy({out_row} + v * {width}, &acc[ii][v], sizeof acc[ii][v]);"
+    return [
+        f"{vec} acc[{rows}][{vectors}]; /* the totals so far: 0, then what the last block stored */",
+        f"for (int ii = 0; ii < {rows}; ii++) for (int v = 0; v < {vectors}; v++) {{",
+        *load,
+        "}",
+        f"for (int64_t {r} = kb; {r} < ke; {r}++) {{",
+        f"    {vec} row[{vectors}];",
+        f"    for (int v = 0; v < {vectors}; v++)",
+        f"        memcpy(&row[v], panel + ({r} - kb) * {tj} + v * {width}, sizeof row[v]);",
+        f"    for (int ii = 0; ii < {rows}; ii++) {{",
+        f"        const {t} x = {a_value};",
+        f"        for (int v = 0; v < {vectors}; v++) acc[ii][v] = LIMN_VEC_FMA(x, row[v], acc[ii][v]);",
+        "    }",
+        "}",
+        f"for (int ii = 0; ii < {rows}; ii++) for (int v = 0; v < {vectors}; v++)",
+        store,
+    ]
+
+
+def _indented(spaces: int, lines: list[str]) -> list[str]:
+    return [" " * spaces + line for line in lines]
+
+
+# The packed form packs b a block of PACKED_COLUMNS columns at a time (R_BLOCK x 256 float32: 512 KiB),
+# which stays in L2 while every row tile sweeps it; packing all of a wide b at once spilled it to L3.
+PACKED_COLUMNS = 256
+
+
+def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
+    """The tiled nest for an unbatched matmul, blocked the way BLAS libraries block: for each block of r and
+    each block of PACKED_COLUMNS columns, the team packs the block's panels of b once (the last one
+    zero-padded), then splits the row tiles, each thread packing its tile's rows of a once and sweeping
+    them across the block's panels, so neither operand is read again per tile. Tiles fold block after
+    block from their stored totals; the edge tiles are the same fold over fewer rows or columns. Every
+    cell sees the plain nest's fmas in its order."""
+    t, threads = m.ctype, renderer.options.threads
+    rows, vectors = renderer.options.isa.tile_rows, renderer.options.isa.tile_vectors
+    ni, nr, nj = m.i.extent, m.r.extent, m.j.extent
+    a_i, a_r = coef(m.a.index, m.i.var), coef(m.a.index, m.r.var)
+    b_r, b_j = coef(m.b.index, m.r.var), coef(m.b.index, m.j.var)
+    o_i = coef(m.out_index, m.i.var)
+    a, b, out, r = m.a.buf, m.b.buf, m.out, m.r.var
+    a0, b0, o0 = m.a.index.const, m.b.index.const, m.out_index.const
+    tj, kc = _panel_width(m, vectors), min(nr, R_BLOCK)
+    if threads <= 1 or ni * nj * nr < renderer.options.parallel_work:
+        threads = 1
+    omp_for = ["#pragma omp for schedule(static)"] if threads > 1 else []
+    b_cell = f"{b}[{b0} + (int64_t){r}*{b_r} + (jt + c)*(int64_t){b_j}]"
+    slot = f"bpack[(jt - jb) * {kc} + ({r} - kb) * {tj} + c]"
+    nc = f"(({min(nj, PACKED_COLUMNS)} + {tj} - 1) / {tj} * {tj})"  # a whole number of panels
+    lines = [
+        f"/* matmul tile, blocked: {rows} x {vectors} vectors of cells in registers, packed panels; {r} in order */",
+        "{",
+        f"{t}* bpack = ({t}*)malloc(sizeof({t}) * {kc} * {nc});",
+        "if (bpack == 0) { /* no memory for the panels: the plain fold, cell by cell */",
+        *([f"#pragma omp parallel for schedule(static) num_threads({threads})"] if threads > 1 else []),
+        *_plain_fold(m, f"{a}[{a0}", f"{b}[{b0}", f"{out}[{o0}", ("0", str(ni)), ("0", str(nj))),
+        *_epilogue_lines(m, renderer, ("0", str(ni)), ("0", str(nj))),
+        "} else {",
+        *([f"#pragma omp parallel num_threads({threads})"] if threads > 1 else []),
+        "{",
+        f"{t} apack[{kc} * {rows}]; /* a's tile rows, r-major: this thread's own */",
+        f"for (int64_t kb = 0; kb < {nr}; kb += {kc})",
+        f"for (int64_t jb = 0; jb < {nj}; jb += {nc}) {{ /* a block of columns, packed */",
+        f"    const int64_t ke = kb + {kc} < {nr} ? kb + {kc} : {nr};",
+        f"    const int64_t je = jb + {nc} < {nj} ? jb + {nc} : {nj};",
+        *omp_for,
+        f"    for (int64_t jt = jb; jt < je; jt += {tj}) {{ /* panel jt/TJ: rows [kb, ke) of b's columns */",
+        f"        const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj};",
+        f"        if (cols == {tj}) for (int64_t {r} = kb; {r} < ke; {r}++) for (int64_t c = 0; c < {tj}; c++)",
+        f"            {slot} = {b_cell};",
+        f"        else for (int64_t {r} = kb; {r} < ke; {r}++) for (int64_t c = 0; c < {tj}; c++)",
+        f"            {slot} = c < cols ? {b_cell} : 0; /* zeros past the edge: lanes never stored */",
+        "    }",
+        *omp_for,
+        f"    for (int64_t it = 0; it < {ni}; it += {rows}) {{",
+        f"        const int64_t here = {ni} - it < {rows} ? {ni} - it : {rows}; /* rows in this tile */",
+        f"        for (int64_t {r} = kb; {r} < ke; {r}++)",
+        "            for (int ii = 0; ii < here; ii++)",
+        f"                apack[({r} - kb) * {rows} + ii] =",
+        f"                    {a}[{a0} + (it + ii) * (int64_t){a_i} + {r} * (int64_t){a_r}];",
+        f"        for (int64_t jt = jb; jt < je; jt += {tj}) {{",
+        f"            const {t}* panel = bpack + (jt - jb) * {kc};",
+        f"            const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj};",
+        *_indented(
+            12,
+            _row_tile(
+                m,
+                rows,
+                vectors,
+                ni % rows,
+                str(ni),
+                f"{out} + {o0} + (it + ii) * (int64_t){o_i} + jt",
+                f"apack[({r} - kb) * {rows} + ii]",
+            ),
+        ),
+        "        }",
+        *_indented(8, _rows_epilogue(m, renderer)),
+        "    }",
+        "}",
+        "}",
+        "free(bpack);",
+        "}",
+        "}",
+    ]
+    pad = "    " * depth
+    return [line if line.startswith("#pragma") else pad + line for line in lines]

@@ -1,0 +1,240 @@
+"""The C rendering of the loop-nest IR: one KernelIR in, one readable C function out.
+
+CRenderer is the C-style base (limn.compiler.cstyle) plus C's own entries (the prelude's half-width and float32 math
+helpers) and rewrites that change no bit of any result, each in a module that names the test holding it to the
+plain nest: c_threads, c_pad_split, c_matmul (tiles), c_jam, c_chunk, c_hoist; and here, a register fold's
+epilogue split into a loop of its own (fold_then_epilogue). Options turns each one off.
+Pipeline: tensor -> graph -> schedule -> IR -> **C source** -> cc -> ctypes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from limn.c import isa as c_isa
+from limn.c.prelude import MATH_FUNCS, SELECTS
+from limn.c.rewrites.chunk import costly, render_chunked, worth_chunking
+from limn.c.rewrites.hoist import hoist
+from limn.c.rewrites.jam import is_row_fold, render_jammed
+from limn.c.rewrites.matmul import epilogue_nest, fill_overwritten_by_tile, match_matmul, render_tiled
+from limn.c.rewrites.pad_split import split_at_mask_edges, whole
+from limn.c.rewrites.threads import Pragma, scatters, team_pragma
+from limn.compiler.cstyle import TYPES, CStyle, Decided
+from limn.compiler.half_widths import HALF_WIDTHS
+from limn.compiler.ir import Acc, Accum, EndLoop, Instr, KernelIR, LoadI, Loop, Store
+
+
+@dataclass
+class Options:
+    """Which rewrites the renderer makes. Each is on by default (but tile_epilogues, which did not pay) and
+    off only where a test holds it to the plain nest; nests with fewer than `parallel_work` iterations stay
+    serial."""
+
+    threads: int = 1  # the OpenMP team size; 1 emits no pragmas
+    split_pads: bool = True
+    tile_matmuls: bool = True
+    chunk_folds: bool = True
+    jam_folds: bool = True
+    parallel_work: int = 32768  # a nest with fewer loop iterations than this runs serially
+    hoist_invariants: bool = True
+    split_epilogues: bool = True  # a register fold's loop, then its epilogue's loop (fold_then_epilogue)
+    # a tiled matmul's epilogue applied to each block of rows as the tiles finish it, reading the totals from
+    # L1, instead of in a nest after the tiles: on a 2-core x86-64-v4 host it measured no faster at a GPT
+    # layer's sizes (the nest after reads them from L3) and up to 13% slower where a row spans two column
+    # blocks, so it is off; a host short of memory bandwidth may want it
+    tile_epilogues: bool = False
+    isa: c_isa.ISA = c_isa.TABLE[0]  # the target's row of the ISA table: tile, chunk and jam sizes
+
+
+class CRenderer(CStyle):
+    """Renders KernelIR as a C function `void NAME(const T* restrict in0, ..., T* restrict out)`, its nests
+    rewritten as Options allows. The rewrite modules emit through `emit`, `emit_seq`, `loop_block` and
+    `straight`."""
+
+    type_map = {**TYPES, **HALF_WIDTHS}
+    math_funcs = MATH_FUNCS
+    float_ops = SELECTS["float"]
+    int_ops = SELECTS["int"]
+    bool_ops = SELECTS["bool"]
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+
+    def body(self, kernel: KernelIR) -> str:
+        """The function's body: each top-level nest (or straight-line instruction) in turn."""
+        self.begin(kernel)
+        self.lines: list[str] = []  # each a line, or several joined by newlines (c_jam's copies)
+        body = list(kernel.body)
+        nests: list[list[Instr]] = []
+        pos = 0
+        while pos < len(body):
+            end = matching_end(body, pos) if isinstance(body[pos], Loop) else pos
+            nests.append(body[pos : end + 1])
+            pos = end + 1
+        taken = False  # the nest before was a tiled matmul that ran this one, its epilogue, per tile
+        looped = False  # a loop nest was emitted: the next one starts behind a barrier
+        for k, nest in enumerate(nests):
+            following = nests[k + 1] if k + 1 < len(nests) else None
+            if taken:
+                taken = False
+                continue
+            if self.options.tile_matmuls and following and fill_overwritten_by_tile(nest, following, kernel):
+                continue  # the tiled matmul after it writes every cell this fill would
+            if isinstance(nest[0], Loop):
+                if looped:
+                    self.barrier(depth=1)
+                looped = True
+                taken = self.nest(nest, depth=1, following=following)
+            else:
+                self.straight(nest[0], depth=1, decided={})
+        return "\n".join(self.lines) + "\n" if self.lines else ""
+
+    def nest(self, nest: list[Instr], depth: int, following: list[Instr] | None = None) -> bool:
+        """A top-level loop nest: tiled if it reads as a matmul, else emitted with its team's pragma. True
+        when the tile took the `following` nest along as its epilogue (so it is not emitted again)."""
+        if self.options.tile_matmuls:
+            in_tiles = self.options.tile_epilogues
+            m = match_matmul(nest, self.kernel, following if in_tiles else None)
+            if m is not None:
+                self.lines.extend(render_tiled(m if in_tiles else replace(m, epilogue=()), self, depth))
+                if m.epilogue and not in_tiles:  # the register form's epilogue: a nest of its own, after
+                    after = epilogue_nest(m)
+                    self.barrier(depth)
+                    self.loop_block(after, depth, {}, team_pragma(after, self.options), collapsing=0)
+                return m.takes_following
+        self.loop_block(nest, depth, {}, team_pragma(nest, self.options), collapsing=0)
+        return False
+
+    def spell_lines(self, seq: list[Instr], depth: int) -> list[str]:
+        """The C lines of straight-line instructions (a tile's epilogue), taken back out of the renderer's."""
+        start = len(self.lines)
+        self.emit_seq(seq, depth, {}, 0)
+        lines = self.lines[start:]
+        del self.lines[start:]
+        return lines
+
+    def loop_block(
+        self,
+        block: list[Instr],
+        depth: int,
+        decided: Decided,
+        pragma: Pragma | None,
+        collapsing: int,
+        chunk: bool = True,
+    ) -> None:
+        """Emits block = [LOOP, ..., ENDLOOP]. `decided` holds the range checks a pad split already decided,
+        `pragma` the team a top-level nest opens, and `collapsing` counts the loops below an enclosing
+        collapse clause still owes. `chunk` False keeps a fold plain that c_chunk would chunk (c_jam renders
+        one copy of a body whose copies, side by side, are no single fold)."""
+        loop, inner = block[0], block[1:-1]
+        whole_loop = collapsing == 0 and (pragma is None or pragma.collapse == 1)  # no collapse reaches inside
+        parts = fold_then_epilogue(loop, inner) if whole_loop and self.options.split_epilogues else None
+        if parts is not None:  # two loops over the cells: the fold (jammed, say), then its epilogue (vectorized)
+            fold, epilogue = parts
+            self.loop_block([loop, *fold, block[-1]], depth, decided, pragma, collapsing, chunk)
+            self.barrier(depth)
+            self.loop_block([loop, *epilogue, block[-1]], depth, decided, pragma, collapsing, chunk)
+            return
+        if self._jams(loop, inner, collapsing):
+            render_jammed(self, loop, inner, depth, decided, pragma)
+            return
+        options = self.options
+        innermost = not any(isinstance(i, Loop) for i in inner)
+        collapse_here = pragma.collapse if pragma is not None else collapsing
+        # a loop inside a collapse must keep plain bounds, and an innermost one split under a collapse
+        # would leave its collapse nothing to fuse: those keep their checks
+        may_split = options.split_pads and collapsing == 0 and (collapse_here <= 1 or not innermost)
+        pieces = split_at_mask_edges(loop, inner) if may_split else whole(loop)
+        independent = innermost and not scatters(inner)
+        serial = pragma is None and collapsing == 0
+        chunked = chunk and options.chunk_folds and innermost and loop.reduce and serial and worth_chunking(inner)
+        if options.hoist_invariants and innermost and collapsing == 0 and (pragma is None or pragma.collapse == 1):
+            hoisted, inner = hoist(loop, inner)
+            for ins in hoisted:
+                self.straight(ins, depth, decided)
+        for piece in pieces:
+            if piece.lo >= piece.hi:
+                continue
+            here = {**decided, **piece.decided}
+            if chunked:
+                render_chunked(self, loop, inner, piece.lo, piece.hi, depth, here)
+                continue
+            if pragma is not None:
+                self.emit(pragma.line(simd=independent and collapse_here == 1), depth, raw=True)
+            elif independent and collapsing == 0:
+                self.emit("LIMN_IVDEP", depth)
+            self.emit(self.loop_head(loop.var, piece.lo, piece.hi), depth)
+            self.emit_seq(inner, depth + 1, here, max(collapse_here - 1, 0))
+            self.emit("}", depth)
+
+    def _jams(self, loop: Loop, inner: list[Instr], collapsing: int) -> bool:
+        """Whether a loop is a row fold to jam: long enough, outside a collapse, and not one whose values are
+        costly enough to chunk instead (a vectorized exp beats eight scalar ones)."""
+        if not self.options.jam_folds or collapsing != 0 or not is_row_fold(loop, inner):
+            return False
+        if loop.extent < self.options.isa.jam:
+            return False
+        return not (self.options.chunk_folds and costly(inner))
+
+    def emit_seq(self, seq: list[Instr], depth: int, decided: Decided, collapsing: int) -> None:
+        """Emits a sequence of instructions, each loop in it as a block."""
+        pos = 0
+        while pos < len(seq):
+            ins = seq[pos]
+            if isinstance(ins, Loop):
+                end = matching_end(seq, pos)
+                self.loop_block(seq[pos : end + 1], depth, decided, None, collapsing)
+                pos = end + 1
+            else:
+                self.straight(ins, depth, decided)
+                pos += 1
+
+    def barrier(self, depth: int) -> None:
+        """Keeps the compiler from moving memory accesses from one nest into the next (c_prelude.py)."""
+        self.emit("LIMN_NEST_BARRIER;", depth)
+
+    def emit(self, text: str, depth: int, raw: bool = False) -> None:
+        """One line, indented four spaces per depth (a `raw` line, a pragma, starts at column 0)."""
+        self.lines.append(("" if raw else "    " * depth) + text)
+
+    def straight(self, ins: Instr, depth: int, decided: Decided) -> None:
+        """One non-loop instruction as its C statement (a MUL fused into the fma after it emits nothing)."""
+        text = self.statement(ins, decided)
+        if text is not None:
+            self.emit(text, depth)
+
+
+def fold_then_epilogue(loop: Loop, inner: list[Instr]) -> tuple[list[Instr], list[Instr]] | None:
+    """A loop over output cells whose body folds a register total, stores it, then computes an epilogue from
+    it (limn.compiler.epilogue), as two bodies for two loops over the same cells: the fold and its STORE, then the
+    epilogue. The same instructions for each cell, so the same bits: the epilogue reads the totals from
+    memory, at its own cell, and the fold reads nothing the epilogue writes. None for any other loop. Held
+    to the one loop by tests/c/test_c_corpus.py::test_split_epilogues_equal_unsplit_bit_for_bit."""
+    if loop.reduce or len(inner) < 4 or not isinstance(inner[0], Acc) or not isinstance(inner[1], Loop):
+        return None
+    end = matching_end(inner, 1)
+    fold, rest = inner[: end + 2], inner[end + 2 :]
+    store = fold[-1]
+    if not rest or not isinstance(store, Store) or store.src != inner[0].dst:
+        return None
+    if any(isinstance(i, (Loop, EndLoop, Acc, Accum)) for i in rest):
+        return None
+    written = {store.buf} | {i.buf for i in rest if isinstance(i, Store)}
+    if any(isinstance(i, LoadI) and i.buf in written for i in fold):
+        return None
+    if any(isinstance(i, (LoadI, Store)) and i.buf in written and i.index != store.index for i in rest):
+        return None
+    return fold, rest
+
+
+def matching_end(seq: list[Instr], start: int) -> int:
+    """The position of the ENDLOOP that closes the LOOP at `start`."""
+    depth = 0
+    for pos in range(start, len(seq)):
+        if isinstance(seq[pos], Loop):
+            depth += 1
+        elif isinstance(seq[pos], EndLoop):
+            depth -= 1
+            if depth == 0:
+                return pos
+    raise AssertionError("LOOP without ENDLOOP")

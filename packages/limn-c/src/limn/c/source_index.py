@@ -1,0 +1,84 @@
+"""The source index: each nest's C source kept on disk under the nest it was rendered from.
+
+A process that plans a graph an earlier one planned (generation at context lengths seen before, a training
+script run again) schedules and lowers it anew, but it need not render it: rendering was a third of the
+cost of planning a GPT forward of a new shape with every library in the disk cache. A kernel's source is
+a function of three things: its nest (KernelIR.nest, the digest of the nest_key every kernel lowered to
+that body shares), the renderer's options, and the code of limn that lowers and renders. So an entry is
+named by a hash of the three, and the third is a fingerprint of every module file of the installed
+packages: a changed limn renders everything again. An entry is the source with its own sha256 on a first
+line; an entry that does not match is a miss and is written again. Entries are written to a temp file and
+renamed into place; a folder that cannot be read or written makes the index a no-op, never an error.
+Pipeline: IR -> C source (c_source.py, **or this index**) -> cc -> ctypes.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import socket
+from pathlib import Path
+
+import limn.c.source
+import limn.compiler.codegen
+import limn.dtypes
+
+HEADER = "/* limn source index, sha256 "
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """The sha256 of every module file of the packages that lower and render a kernel (limn-core,
+    limn-compiler, limn-c: each one's limn/ folder and the folders below it, one folder when installed from
+    wheels), read once per process."""
+    tops = [Path(limn.dtypes.__file__).parent, Path(limn.compiler.codegen.__file__).parents[1]]
+    folders = sorted({*tops, Path(limn.c.source.__file__).parents[1]})
+    digest = hashlib.sha256()
+    try:
+        for folder in folders:
+            for path in sorted(folder.rglob("*.py")):
+                digest.update(path.relative_to(folder).as_posix().encode())
+                digest.update(path.read_bytes())
+    except OSError:  # code that cannot be read cannot be vouched for: this process's entries are its own
+        digest.update(f"unreadable, process {os.getpid()} on {socket.gethostname()}".encode())
+    return digest.hexdigest()
+
+
+def entry(folder: Path, nest: str, options: str) -> Path:
+    """Where the source of nest `nest` rendered with `options` (their repr) is kept."""
+    name = hashlib.sha256(f"{nest}\n{options}\n{code_fingerprint()}".encode()).hexdigest()
+    return folder / name[:2] / f"{name}.c"
+
+
+def parse(data: bytes | None) -> str | None:
+    """The source in an entry's bytes (None: no entry, or not a regular file); None again when the entry is
+    not what was written (its checksum line does not match, or it is not UTF-8)."""
+    if data is None:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    first, _, source = text.partition("\n")
+    if not first.startswith(HEADER) or not first.endswith(" */"):
+        return None
+    if first[len(HEADER) : -len(" */")] != hashlib.sha256(source.encode()).hexdigest():
+        return None
+    return source
+
+
+def write(path: Path, source: str) -> None:
+    """Keeps source at path (atomically: a reader sees the whole entry or none). Failures are ignored:
+    the index only saves work."""
+    tmp = path.with_name(f"{path.name}.{socket.gethostname()}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(f"{HEADER}{hashlib.sha256(source.encode()).hexdigest()} */\n{source}")
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass

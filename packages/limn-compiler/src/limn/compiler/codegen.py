@@ -1,0 +1,511 @@
+"""Lowering: each scheduled kernel becomes a loop nest in the IR of ir.py (eight opcodes, printable).
+
+Views turn into index arithmetic over loop variables and pads into range checks on them; the loop order
+is chosen here, and so is where a reduce keeps its total (a register, or the output's memory).
+`ir(tensor)` prints the nests for everything a tensor still has to compute; LIMN_DEBUG>=1 checks each one.
+Pipeline: tensor -> graph -> schedule -> **IR** -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from limn.compiler.ir import (
+    Acc,
+    Accum,
+    Arith,
+    BufferArg,
+    ConstI,
+    EndLoop,
+    Fixed,
+    Index,
+    Instr,
+    KernelIR,
+    LoadI,
+    Loop,
+    LoopVar,
+    Program,
+    Range,
+    Store,
+    Term,
+    Value,
+    check,
+)
+from limn.compiler.schedule import Alu, Const, Expr, Gather, Kernel, Load, Schedule, schedule, walk_expr
+from limn.dtypes import DType
+from limn.graph.ops import REDUCE, Op, Shape
+from limn.graph.view import View, row_major_strides
+
+# ---- lowering ----
+
+# how each reduce folds one more value into its total
+FOLD = {Op.SUM: Op.ADD, Op.MAX: Op.MAX}
+
+
+def identity(op: Op, dtype: DType) -> bool | int | float:
+    """The value a reduce starts from: 0 for SUM, the lowest value of the dtype for MAX."""
+    if op is Op.SUM:
+        return 0.0 if dtype.is_float else 0
+    return float("-inf") if dtype.is_float else int(np.iinfo(dtype.np).min)
+
+
+@functools.lru_cache(maxsize=1024)
+def loop_var(dim: int, reduce: bool) -> LoopVar:
+    """The counter of the loop over `dim`: i<dim>, or r<dim> for a reduce dim. One object per name (and one
+    per value name, `named_value`): the plans a process keeps hold thousands of uses of a few names."""
+    return LoopVar(f"r{dim}" if reduce else f"i{dim}")
+
+
+@functools.lru_cache(maxsize=4096)
+def named_value(prefix: str, number: int) -> Value:
+    """The value v<number>, or acc<number>, as one object per name."""
+    return Value(f"{prefix}{number}")
+
+
+def loop_order(
+    shape: Shape, views: Sequence[View], reduce_axes: tuple[int, ...] = (), registers: bool = False
+) -> list[int]:
+    """Dims in loop order, outermost first, size-1 dims left out. The dim that is stride-1 in the most
+    views moves innermost (a view that broadcasts counts half; ties go to the later dim); the rest keep
+    their order. With registers=True the reduce dims go innermost instead, so each total can live in a
+    register."""
+    dims = [d for d, s in enumerate(shape) if s != 1]
+    if registers:
+        keep = [d for d in dims if d not in reduce_axes]
+        return loop_order_plain(keep, views) + [d for d in dims if d in reduce_axes]
+    return loop_order_plain(dims, views)
+
+
+def loop_order_plain(dims: list[int], views: Sequence[View]) -> list[int]:
+    if not dims:
+        return dims
+
+    def weight(v: View) -> float:
+        # a buffer the nest reads whole counts 1; one it broadcasts (stride 0 along some loop) reads
+        # fewer elements than the loop has, so it counts 1/2: a row's max, stretched over the row,
+        # must not pull the loop across rows away from the row it sums
+        return 0.5 if any(v.strides[d] == 0 for d in dims) else 1.0
+
+    score = {d: sum(weight(v) for v in views if v.strides[d] == 1) for d in dims}
+    best = max(dims, key=lambda d: (score[d], d))
+    if score[best] == 0:
+        return dims
+    return [d for d in dims if d != best] + [best]
+
+
+def view_index(view: View, names: Sequence[Term | None]) -> tuple[Index, tuple[Range, ...]]:
+    """The index a view gives at terms `names`, one per dim (None: a size-1 dim, fixed at 0), and its
+    mask checks."""
+    terms = tuple((n, st) for n, st in zip(names, view.strides) if n is not None and st != 0)
+    valid: list[Range] = []
+    if view.mask is not None:
+        for n, (lo, hi), size in zip(names, view.mask, view.shape):
+            if (lo, hi) == (0, size):
+                continue
+            valid.append(Range(n if n is not None else Fixed(), lo, hi))
+    return Index(terms, view.offset), tuple(valid)
+
+
+class _Lowerer:
+    def __init__(self, kernel: Kernel, sched: Schedule) -> None:
+        self.kernel = kernel
+        self.sched = sched
+        self.order = kernel.exprs
+        self.body: list[Instr] = []
+        self.counter = 0
+        self.names: dict[int, str] = {}  # slot -> name in this kernel
+        self.inputs: list[BufferArg] = []
+        out_slot = sched.slots[kernel.out]
+        self.out = BufferArg("out", kernel.out, out_slot.dtype, out_slot.shape)
+        self.names[kernel.out] = "out"
+        self.also: list[BufferArg] = []  # the further outputs of a merged elementwise kernel: out1, out2, ...
+        for slot, _ in kernel.also:
+            info = sched.slots[slot]
+            self.also.append(BufferArg(f"out{len(self.also) + 1}", slot, info.dtype, info.shape))
+            self.names[slot] = self.also[-1].name
+
+    def value(self, prefix: str = "v") -> Value:
+        """A fresh value: v<n>, or acc<n> for a register total (one counter numbers both)."""
+        name = named_value(prefix, self.counter)
+        self.counter += 1
+        return name
+
+    def buf(self, slot: int) -> str:
+        if slot not in self.names:
+            info = self.sched.slots[slot]
+            name = f"in{len(self.inputs)}"
+            self.inputs.append(BufferArg(name, slot, info.dtype, info.shape))
+            self.names[slot] = name
+        return self.names[slot]
+
+    def emit_expr(self, root: Expr, names: Sequence[Term | None], order: list[Expr] | None = None) -> Value:
+        """Instructions computing `root` at loop variables `names`; returns the value's name. `order` is
+        walk_expr([root]) when the caller has walked it already."""
+        return self.emit_exprs([root], names, order)[0]
+
+    def emit_exprs(
+        self, roots: Sequence[Expr], names: Sequence[Term | None], order: list[Expr] | None = None
+    ) -> list[Value]:
+        """Instructions computing every root at loop variables `names`, each shared sub-expression once;
+        returns the roots' value names. `order` is walk_expr(roots) when the caller has walked it."""
+        values: dict[int, Value] = {}
+        for e in walk_expr(list(roots)) if order is None else order:
+            if isinstance(e, Gather):
+                values[id(e)] = self._gather(e, names)
+                continue
+            dst = self.value()
+            if isinstance(e, Load):
+                index, valid = view_index(e.view, names)
+                if any(r.lo >= r.hi for r in valid):  # a fully masked load reads only zeros
+                    self.body.append(ConstI(dst, _zero(e.dtype), e.dtype))
+                else:
+                    self.body.append(LoadI(dst, self.buf(e.slot), index, e.dtype, valid))
+            elif isinstance(e, Const):
+                valid = view_index(e.mask_view, names)[1] if e.mask_view is not None else ()
+                self.body.append(ConstI(dst, e.value, e.dtype, valid))
+            elif isinstance(e, Alu):
+                self.body.append(Arith(dst, e.op, tuple(values[id(s)] for s in e.srcs), e.dtype))
+            values[id(e)] = dst
+        return [values[id(root)] for root in roots]
+
+    def _gather(self, e: Gather, names: Sequence[Term | None]) -> Value:
+        idx_index, idx_valid = view_index(e.idx.view, names)
+        assert not idx_valid, "gather indices are read unmasked"
+        idx_name = self.value()
+        self.body.append(LoadI(idx_name, self.buf(e.idx.slot), idx_index, e.idx.dtype))
+        src_names = [n if d != e.axis else idx_name for d, n in enumerate(names)]
+        index, valid = view_index(e.src.view, src_names)
+        dst = self.value()
+        self.body.append(LoadI(dst, self.buf(e.src.slot), index, e.dtype, valid))
+        return dst
+
+    def open_loops(self, dims: list[int], shape: Shape, reduce_axes: tuple[int, ...]) -> None:
+        for d in dims:
+            self.body.append(Loop(loop_var(d, d in reduce_axes), shape[d], d in reduce_axes))
+
+    def close_loops(self, dims: list[int], reduce_axes: tuple[int, ...]) -> None:
+        for d in reversed(dims):
+            self.body.append(EndLoop(loop_var(d, d in reduce_axes)))
+
+    def lower(self) -> KernelIR:
+        k = self.kernel
+        if k.custom is not None:
+            return self._custom()
+        if k.op in REDUCE:
+            self._reduce()
+        else:
+            self._elementwise(k.loop_shape, self.order)
+            if k.scatter is not None:
+                self._scatter()
+        return KernelIR(k.name, k.op, k.loop_shape, tuple(self.inputs), (self.out, *self.also), tuple(self.body))
+
+    def _names(self, shape: Shape, reduce_axes: tuple[int, ...] = ()) -> list[Term | None]:
+        return [loop_var(d, d in reduce_axes) if s != 1 else None for d, s in enumerate(shape)]
+
+    def _elementwise(self, shape: Shape, order: list[Expr]) -> None:
+        """One nest storing every root at each point. The stores come after every load of the point, so
+        a merged kernel that reads a buffer it also writes (at that same point) reads the old value."""
+        out_view = View(shape, row_major_strides(shape))
+        dims = loop_order(shape, _views(order) + [out_view] * (1 + len(self.also)))
+        names = self._names(shape)
+        self.open_loops(dims, shape, ())
+        values = self.emit_exprs(self.kernel.roots, names, order)
+        index = view_index(out_view, names)[0]
+        for buffer, v in zip([self.out, *self.also], values):
+            self.body.append(Store(buffer.name, index, v))
+        self.close_loops(dims, ())
+
+    def _reduce(self) -> None:
+        """The fold, in a register or in the output's memory, and then its epilogue (Kernel.also) at each
+        output cell: in the register form right after the cell's total is stored, in the memory form in a
+        nest over the output cells after the whole fold."""
+        k = self.kernel
+        out_strides = row_major_strides(self.out.shape)  # reduce dims have size 1 there: stride 0
+        fold = walk_expr([k.expr]) if k.also else self.order
+        epilogue = [e for _, e in k.also]
+        shape, axes, order, out_strides, epilogue = coalesce_reduce_dims(
+            k.loop_shape, k.reduce_axes, fold, out_strides, epilogue
+        )
+        expr = order[-1]  # the root comes last
+        out_view = View(shape, out_strides)
+        views = _views(order) + [out_view]
+        registers = self.out.dtype.is_half  # a half total stays float32 in a register, rounded once
+        dims = loop_order(shape, views, axes, registers)
+        reduce_dims = [d for d in dims if d in axes]
+        keep_dims = [d for d in dims if d not in axes]
+        names = self._names(shape, axes)
+        cell_names = [None if d in axes else n for d, n in enumerate(names)]  # an output cell's
+        out_index = view_index(out_view, names)[0]
+        acc_dtype = self.out.dtype.compute
+        start = identity(k.op, acc_dtype)
+        if all(dims.index(r) > dims.index(d) for r in reduce_dims for d in keep_dims):
+            # every reduce loop is inside every output loop: the total lives in a register
+            self.open_loops(keep_dims, shape, axes)
+            acc = self.value("acc")
+            self.body.append(Acc(acc, start, acc_dtype))
+            self.open_loops(reduce_dims, shape, axes)
+            v = self.emit_expr(expr, names, order)
+            self.body.append(Accum(acc, None, FOLD[k.op], v))
+            self.close_loops(reduce_dims, axes)
+            self.body.append(Store("out", out_index, acc))
+            self._epilogue(epilogue, cell_names, out_index)
+            self.close_loops(keep_dims, axes)
+            return
+        # a reduce loop has output loops inside it: fill the output with the identity, fold into memory
+        fill_dims = [d for d in range(len(shape)) if d not in axes and shape[d] != 1]
+        self.open_loops(fill_dims, shape, axes)
+        c = self.value()
+        self.body.append(ConstI(c, start, acc_dtype))
+        self.body.append(Store("out", out_index, c))
+        self.close_loops(fill_dims, axes)
+        self.open_loops(dims, shape, axes)
+        v = self.emit_expr(expr, names, order)
+        self.body.append(Accum("out", out_index, FOLD[k.op], v))
+        self.close_loops(dims, axes)
+        if epilogue:  # then a nest over the output cells, each total final
+            order = walk_expr(epilogue)
+            cells = loop_order_plain(fill_dims, _views(order) + [out_view] * (1 + len(self.also)))
+            self.open_loops(cells, shape, axes)
+            self._epilogue(epilogue, cell_names, out_index, order)
+            self.close_loops(cells, axes)
+
+    def _epilogue(
+        self, roots: list[Expr], names: Sequence[Term | None], index: Index, order: list[Expr] | None = None
+    ) -> None:
+        """The epilogue's values at one output cell (its loads of `out` read the total stored there), each
+        stored to its output at `index`, the cell's, after every load of the cell."""
+        values = self.emit_exprs(roots, names, order)
+        for buffer, v in zip(self.also, values):
+            self.body.append(Store(buffer.name, index, v))
+
+    def _scatter(self) -> None:
+        part = self.kernel.scatter
+        shape = part.shape
+        out_strides = row_major_strides(self.out.shape)
+        dims = [d for d in range(len(shape)) if shape[d] != 1]  # colliding adds land in index order
+        names = self._names(shape)
+        self.open_loops(dims, shape, ())
+        idx_index, _ = view_index(part.idx.view, names)
+        idx_name = self.value()
+        self.body.append(LoadI(idx_name, self.buf(part.idx.slot), idx_index, part.idx.dtype))
+        u = self.emit_expr(part.upd, names)
+        target_names = [n if d != part.axis else idx_name for d, n in enumerate(names)]
+        terms = tuple((n, st) for n, st in zip(target_names, out_strides) if n is not None and st != 0)
+        self.body.append(Accum("out", Index(terms), Op.ADD, u))
+        self.close_loops(dims, ())
+
+    def _custom(self) -> KernelIR:
+        k = self.kernel
+        ins = tuple(
+            BufferArg(f"in{i}", s, self.sched.slots[s].dtype, self.sched.slots[s].shape)
+            for i, s in enumerate(k.custom_inputs)
+        )
+        outs = tuple(
+            BufferArg(f"out{i}", s, self.sched.slots[s].dtype, self.sched.slots[s].shape)
+            for i, s in enumerate(k.custom_outputs)
+        )
+        return KernelIR(k.name, k.op, k.loop_shape, ins, outs, (), custom=k.custom.name, params=k.custom.params)
+
+
+def _views(order: list[Expr]) -> list[View]:
+    """The views a nest reads its buffers through, from walk_expr of its expression."""
+    out = []
+    for e in order:
+        if isinstance(e, Load):
+            out.append(e.view)
+        elif isinstance(e, Gather):
+            out.append(e.idx.view)  # the source is read off the loop's grid along the gather axis
+    return out
+
+
+def _zero(dtype: DType) -> bool | int | float:
+    return False if dtype.kind == "b" else 0.0 if dtype.is_float else 0
+
+
+def coalesce_reduce_dims(
+    shape: Shape,
+    axes: tuple[int, ...],
+    order: list[Expr],
+    out_strides: tuple[int, ...],
+    epilogue: list[Expr] = (),
+) -> tuple[Shape, tuple[int, ...], list[Expr], tuple[int, ...], list[Expr]]:
+    """Merges neighbouring reduce dims into one loop where every buffer walks them as one strided line
+    (stride of the outer = stride of the inner * its size, no mask on either). The fold visits the same
+    elements in the same order, so nothing changes but the nest's depth: a weight gradient that sums
+    over (batch, time) becomes one reduce loop that the backends can treat as a matmul's. The expression
+    comes and goes as walk_expr's order of it (its root last), rebuilt over the merged dims; the epilogue's
+    roots (Kernel.also, stride 0 along every reduce dim, so they never decide) come back rebuilt too."""
+    views = [e.view for e in order if isinstance(e, Load)]
+    views += [e.mask_view for e in order if isinstance(e, Const) and e.mask_view is not None]
+    all_strides = [v.strides for v in views] + [out_strides]
+    masked = any(v.mask is not None for v in views)
+
+    def mergeable(d: int) -> bool:  # may dim d fold into dim d - 1?
+        if d - 1 not in axes or d not in axes or masked:
+            return False
+        return all(st[d - 1] == st[d] * shape[d] for st in all_strides)
+
+    groups: list[list[int]] = []
+    for d in range(len(shape)):
+        if groups and mergeable(d) and groups[-1][-1] == d - 1:
+            groups[-1].append(d)
+        else:
+            groups.append([d])
+    if len(groups) == len(shape):
+        return shape, axes, order, out_strides, list(epilogue)
+    new_shape = tuple(int(np.prod([shape[d] for d in g])) for g in groups)
+    new_axes = tuple(i for i, g in enumerate(groups) if g[0] in axes)
+    rebuilt = _over_groups(order + walk_expr(list(epilogue)), groups)
+    new_order = [rebuilt[id(e)] for e in order]  # each node once, as walk_expr met it: the old order
+    new_strides = tuple(out_strides[g[-1]] for g in groups)
+    return new_shape, new_axes, new_order, new_strides, [rebuilt[id(e)] for e in epilogue]
+
+
+def _over_groups(order: list[Expr], groups: list[list[int]]) -> dict[int, Expr]:
+    """Each node of `order` (sources first) by id, its views over the merged dims: a group of dims is one
+    dim of their sizes' product and the innermost's stride (a mask can only span a group whole)."""
+
+    def merged(v: View) -> View:
+        shape = tuple(int(np.prod([v.shape[d] for d in g])) for g in groups)
+        mask = None
+        if v.mask is not None:
+            assert all(len(g) == 1 or all(v.mask[d] == (0, v.shape[d]) for d in g) for g in groups), v
+            mask = tuple(v.mask[g[0]] if len(g) == 1 else (0, n) for g, n in zip(groups, shape))
+        return View(shape, tuple(v.strides[g[-1]] for g in groups), v.offset, mask)
+
+    rebuilt: dict[int, Expr] = {}
+    for e in order:
+        if isinstance(e, Load):
+            rebuilt[id(e)] = Load(e.slot, merged(e.view), e.dtype)
+        elif isinstance(e, Alu):
+            rebuilt[id(e)] = Alu(e.op, tuple(rebuilt[id(x)] for x in e.srcs), e.dtype)
+        elif isinstance(e, Const) and e.mask_view is not None:
+            rebuilt[id(e)] = Const(e.value, e.dtype, merged(e.mask_view))
+        else:
+            rebuilt[id(e)] = e
+    return rebuilt
+
+
+def lower(kernel: Kernel, sched: Schedule) -> KernelIR:
+    """The loop nests of one scheduled kernel; with LIMN_DEBUG>=1 they pass ir.check first (an IRError
+    prints the nest, marking the instruction that breaks a rule)."""
+    nest = _lowered(kernel, sched)
+    return check(nest) if _debug_level() >= 1 else nest
+
+
+def lower_schedule(sched: Schedule) -> Program:
+    """The loop nests of every kernel of a schedule, as one printable Program."""
+    checking = _debug_level() >= 1
+    nests = [_lowered(k, sched) for k in sched.kernels]
+    return Program(sched, tuple(check(nest) if checking else nest for nest in nests))
+
+
+# ---- nests lowered before ----
+# A nest depends on its kernel only up to the slots it is bound to: the same layer at another depth, or the
+# same kernel in another plan, lowers to the same instructions over other slots. So each distinct nest is
+# lowered once and then rebound, sharing its instructions: a process keeps every plan it builds, and fewer
+# objects in them is less for the garbage collector to walk on every full collection.
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """A nest lowered once, and for each of its buffers (inputs, then outputs) the position of that
+    buffer's slot in its nest_key's numbering, which another kernel of the same key binds anew."""
+
+    nest: KernelIR
+    positions: tuple[int, ...]
+    digest: str  # sha256 of the nest_key: KernelIR.nest of every kernel bound to this nest
+
+
+LOWERED_KEPT = 4096
+"""How many nests the memo holds; past that it starts over (a GPT forward has about 45 distinct nests)."""
+
+_lowered_before: dict[str, Lowered] = {}
+
+
+def _lowered(kernel: Kernel, sched: Schedule) -> KernelIR:
+    """`kernel`'s nest: lowered now, or rebound from the nest of an equal nest_key lowered before."""
+    if kernel.custom is not None:
+        return _Lowerer(kernel, sched).lower()
+    lowerer = _Lowerer(kernel, sched)
+    key, slots = nest_key(kernel, sched, lowerer.order)
+    known = _lowered_before.get(key)
+    if known is None:
+        nest = dataclasses.replace(lowerer.lower(), nest=hashlib.sha256(key.encode()).hexdigest())
+        position = {slot: i for i, slot in enumerate(slots)}
+        if len(_lowered_before) >= LOWERED_KEPT:
+            _lowered_before.clear()
+        positions = tuple(position[b.slot] for b in nest.inputs + nest.outputs)
+        _lowered_before[key] = Lowered(nest, positions, nest.nest)
+        return nest
+    nest, n_in = known.nest, len(known.nest.inputs)
+    bound = [BufferArg(b.name, slots[p], b.dtype, b.shape) for b, p in zip(nest.inputs + nest.outputs, known.positions)]
+    ins, outs = tuple(bound[:n_in]), tuple(bound[n_in:])
+    return KernelIR(kernel.name, nest.op, nest.loop_shape, ins, outs, nest.body, nest=known.digest)
+
+
+def nest_key(kernel: Kernel, sched: Schedule, order: list[Expr] | None = None) -> tuple[str, list[int]]:
+    """Everything a non-CUSTOM kernel's nest is made from, spelled out with its slots renumbered by first use
+    (its output 0), and the slots in that order. Kernels of equal keys lower to the same instructions: their
+    op, loop shape and reduce axes, their expressions node by node (sources by position, so what is shared
+    stays shared; constants by type and repr, since 0.0 == -0.0), views, dtypes, and each slot's dtype and
+    shape are equal. The key is the repr of plain tuples, so it says each of them exactly. `order` is
+    walk_expr of the kernel's expression when the caller has walked it already."""
+    assert kernel.expr is not None, f"{kernel.name} has no expression to key"
+    numbers: dict[int, int] = {slot: i for i, slot in enumerate(kernel.outputs)}
+
+    def view(v: View | None) -> tuple | None:
+        return None if v is None else (v.shape, v.strides, v.offset, v.mask)
+
+    def load(e: Load) -> tuple:
+        return (numbers.setdefault(e.slot, len(numbers)), view(e.view), e.dtype.name)
+
+    at: dict[int, int] = {}
+
+    def rows(order: list[Expr]) -> tuple:
+        out: list[tuple] = []
+        for e in order:
+            at[id(e)] = len(out)
+            if isinstance(e, Load):
+                out.append(("load", *load(e)))
+            elif isinstance(e, Const):
+                out.append(("const", type(e.value).__name__, repr(e.value), e.dtype.name, view(e.mask_view)))
+            elif isinstance(e, Alu):
+                out.append((e.op.name, e.dtype.name, tuple([at[id(s)] for s in e.srcs])))
+            else:
+                out.append(("gather", load(e.src), load(e.idx), e.axis, e.dtype.name))
+        return tuple(out)
+
+    expr = rows(walk_expr(kernel.roots) if order is None else order)
+    roots = tuple(at[id(root)] for root in kernel.roots)  # which rows the outputs store
+    scatter = None
+    if kernel.scatter is not None:
+        part = kernel.scatter
+        scatter = (load(part.idx), rows(walk_expr([part.upd])), part.axis, part.shape)
+    slots = list(numbers)
+    buffers = tuple((sched.slots[s].dtype.name, sched.slots[s].shape) for s in slots)
+    return repr((kernel.op.name, kernel.loop_shape, kernel.reduce_axes, expr, roots, scatter, buffers)), slots
+
+
+def _debug_level() -> int:
+    """LIMN_DEBUG, as limn.compiler.jit reads it (which imports this module, so cannot be imported here)."""
+    try:
+        return int(os.environ.get("LIMN_DEBUG", "0"))
+    except ValueError:
+        return 0
+
+
+def ir(*tensors) -> Program:
+    """The loop nests that realizing these tensors would run, as a printable Program.
+
+    >>> from limn import Tensor
+    >>> print(ir(Tensor.randn((4, 5)) @ Tensor.randn((5, 3))))  # doctest: +SKIP
+    """
+    return lower_schedule(schedule([t.node for t in tensors]))

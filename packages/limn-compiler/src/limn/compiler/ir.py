@@ -1,0 +1,629 @@
+"""The loop-nest IR as a language: its grammar, its instructions and their printout, a checker, an interpreter.
+
+Lowering (codegen.py) writes one KernelIR per scheduled kernel; the renderers (limn-c's C, limn-cuda's CUDA C)
+read it. `check(kernel)` says whether a nest is well formed, and `execute` is the executable definition of
+what each printed line means, the oracle the tests diff against the numpy device.
+Pipeline: tensor -> graph -> schedule -> **IR** -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from limn.dtypes import DType
+from limn.graph.ops import Op, Shape
+
+if TYPE_CHECKING:
+    from limn.compiler.schedule import Schedule
+
+# ---- the grammar ----
+#
+# A kernel is a header, its buffers, and a flat body of instructions read top to bottom. There are eight
+# opcodes; loops nest by LOOP ... ENDLOOP, and every index is explicit arithmetic on loop variables.
+#
+#   kernel   := name  OP  loop[shape]                 the scheduled kernel's op, and the shape its loops walk
+#               param*                                one line per buffer
+#               instr*                                none in a CUSTOM kernel: the device supplies it whole
+#   param    := name = buf<slot>  dtype[shape]        in0, in1, ... are read; out (out0, out1, ...) written,
+#                                                   and read back where a reduce's epilogue loads its totals
+#
+#   instr    := LOOP    loopvar < extent              loopvar counts 0, 1, ..., extent - 1 over what follows
+#             | ENDLOOP loopvar                       closes the innermost open LOOP, which counts loopvar
+#             | CONST   value = literal guard : dtype      a number; zero wherever the guard fails
+#             | LOAD    value = buf[index] guard : dtype   a read of one element; zero (and no read) where it fails
+#             | ARITH   value = OP value, ... : dtype      one elementwise primitive of ops.py (CAST converts)
+#             | ACC     value = literal : dtype            opens a register total at the reduce's identity
+#             | ACCUM   target = OP target, value          folds one more value in: target = OP(target, value)
+#             | STORE   buf[index] = value                 writes a value to a cell of an output
+#
+#   target   := value                                 a register an ACC opened (ACCUM acc0 = ADD acc0, v3)
+#             | buf[index]                            a cell of an output (ACCUM out[i0] = ADD out[i0], v3)
+#   guard    := (nothing) | if range, range, ...      every range must hold
+#   range    := lo<=var<hi                            one dim of a pad's mask: var is a term, or 0 (Fixed)
+#   index    := term*coef + ... + const               a flat element offset (a coef of 1 is not printed)
+#   term     := loopvar | value                       a value term is a loaded int: a gather's or scatter's index
+#
+# The operands are typed, not told apart by their spelling:
+#   LoopVar  i<dim> or r<dim>: the counter of the loop over that dim of loop[shape] (r: a reduce dim)
+#   Value    v<n> (CONST, LOAD, ARITH) or acc<n> (ACC): defined once, and alive until the ENDLOOP of the
+#            loop it was defined in
+#   Fixed    0: a dim the nest does not loop over (its size is 1), whose position is always 0
+#   a buffer is named by its param (in0, out): a plain string
+# A value computes in its dtype's compute type (the half widths in float32) and is rounded to its dtype once.
+
+
+# ---- operands ----
+
+
+@dataclass(frozen=True)
+class LoopVar:
+    """The counter of a LOOP: i1 walks dim 1 of the kernel's loop shape, r2 reduce dim 2."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Value:
+    """A number one instruction defines: v3 (by CONST, LOAD or ARITH) or acc0 (a register total, by ACC)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """The position of a dim the nest does not loop over (it has size 1): always 0. Only a range uses it."""
+
+    def __str__(self) -> str:
+        return "0"
+
+
+Term = LoopVar | Value  # what an index multiplies by a coefficient
+Literal = bool | int | float
+
+
+@dataclass(frozen=True)
+class Index:
+    """const + sum(coef * term): a flat element offset into a buffer."""
+
+    terms: tuple[tuple[Term, int], ...]
+    const: int = 0
+
+    def __str__(self) -> str:
+        parts = [f"{term}" if coef == 1 else f"{term}*{coef}" for term, coef in self.terms]
+        text = " + ".join(parts)
+        if self.const or not parts:
+            sign = "-" if self.const < 0 else "+"
+            text = f"{text} {sign} {abs(self.const)}" if parts else str(self.const)
+        return text
+
+
+@dataclass(frozen=True)
+class Range:
+    """lo <= var < hi: one dim of a mask, checked before a load or const that a pad guards."""
+
+    var: Term | Fixed
+    lo: int
+    hi: int
+
+    def __str__(self) -> str:
+        return f"{self.lo}<={self.var}<{self.hi}"
+
+
+# ---- the instructions ----
+
+
+@dataclass(frozen=True)
+class Loop:
+    """LOOP i0 < 4: runs what follows, up to ENDLOOP i0, for i0 = 0, 1, 2, 3."""
+
+    var: LoopVar
+    extent: int
+    reduce: bool = False  # it walks a reduce dim: its iterations fold into one total, in order
+
+    def __str__(self) -> str:
+        return f"LOOP    {self.var} < {self.extent}"
+
+
+@dataclass(frozen=True)
+class EndLoop:
+    """ENDLOOP i0: closes LOOP i0, the innermost open loop."""
+
+    var: LoopVar
+
+    def __str__(self) -> str:
+        return f"ENDLOOP {self.var}"
+
+
+@dataclass(frozen=True)
+class ConstI:
+    """CONST v0 = 0.0 : float32, zero wherever a range in `valid` fails."""
+
+    dst: Value
+    value: Literal
+    dtype: DType
+    valid: tuple[Range, ...] = ()
+
+    def __str__(self) -> str:
+        return f"CONST   {self.dst} = {_literal(self.value)}{_guard(self.valid)} : {self.dtype.name}"
+
+
+@dataclass(frozen=True)
+class LoadI:
+    """LOAD v1 = in0[i0*5 + r2] : float32; zero, with no read at all, wherever a range in `valid` fails."""
+
+    dst: Value
+    buf: str
+    index: Index
+    dtype: DType
+    valid: tuple[Range, ...] = ()
+
+    def __str__(self) -> str:
+        return f"LOAD    {self.dst} = {self.buf}[{self.index}]{_guard(self.valid)} : {self.dtype.name}"
+
+
+@dataclass(frozen=True)
+class Arith:
+    """ARITH v3 = MUL v1, v2 : float32: one elementwise primitive on values."""
+
+    dst: Value
+    op: Op
+    srcs: tuple[Value, ...]
+    dtype: DType
+
+    def __str__(self) -> str:
+        return f"ARITH   {self.dst} = {self.op.name} {', '.join(str(s) for s in self.srcs)} : {self.dtype.name}"
+
+
+@dataclass(frozen=True)
+class Acc:
+    """ACC acc0 = 0.0 : float32: a register accumulator, opened at the reduce identity."""
+
+    dst: Value
+    identity: Literal
+    dtype: DType
+
+    def __str__(self) -> str:
+        return f"ACC     {self.dst} = {_literal(self.identity)} : {self.dtype.name}"
+
+
+@dataclass(frozen=True)
+class Accum:
+    """target = op(target, src), where target is a register (a Value, index None) or an output's cell
+    (a buffer name and an index)."""
+
+    target: Value | str
+    index: Index | None
+    op: Op
+    src: Value
+
+    def __str__(self) -> str:
+        where = f"{self.target}" if self.index is None else f"{self.target}[{self.index}]"
+        return f"ACCUM   {where} = {self.op.name} {where}, {self.src}"
+
+
+@dataclass(frozen=True)
+class Store:
+    """STORE out[i0*3 + i1] = v3: writes a value to a cell of an output."""
+
+    buf: str
+    index: Index
+    src: Value
+
+    def __str__(self) -> str:
+        return f"STORE   {self.buf}[{self.index}] = {self.src}"
+
+
+Instr = Loop | EndLoop | ConstI | LoadI | Arith | Acc | Accum | Store
+
+# the instruction set: eight opcodes, each one class
+OPCODES: dict[type, str] = {
+    Loop: "LOOP",
+    EndLoop: "ENDLOOP",
+    ConstI: "CONST",
+    LoadI: "LOAD",
+    Arith: "ARITH",
+    Acc: "ACC",
+    Accum: "ACCUM",
+    Store: "STORE",
+}
+
+
+def _literal(value: Literal) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _guard(valid: tuple[Range, ...]) -> str:
+    return "" if not valid else " if " + ", ".join(str(r) for r in valid)
+
+
+def defines(ins: Instr) -> Value | None:
+    """The value an instruction defines, if any (CONST, LOAD, ARITH, ACC)."""
+    return ins.dst if isinstance(ins, (ConstI, LoadI, Arith, Acc)) else None
+
+
+def reads(ins: Instr) -> tuple[Value, ...]:
+    """Every value an instruction reads: its sources, a register it folds into, and the values in its
+    index and ranges (a gather's or scatter's loaded index)."""
+    found: list[Value] = []
+    if isinstance(ins, Arith):
+        found += ins.srcs
+    if isinstance(ins, (Accum, Store)):
+        found.append(ins.src)
+    if isinstance(ins, Accum) and isinstance(ins.target, Value):
+        found.append(ins.target)
+    index = getattr(ins, "index", None)
+    if index is not None:
+        found += [term for term, _ in index.terms if isinstance(term, Value)]
+    found += [r.var for r in getattr(ins, "valid", ()) if isinstance(r.var, Value)]
+    return tuple(dict.fromkeys(found))
+
+
+# ---- kernels and programs, and their printout ----
+
+
+@dataclass(frozen=True)
+class BufferArg:
+    """A kernel parameter: its name in the nest (in0, out), the schedule slot, dtype and shape."""
+
+    name: str
+    slot: int
+    dtype: DType
+    shape: Shape
+
+
+@dataclass(frozen=True)
+class KernelIR:
+    """One kernel's loop nests. A CUSTOM kernel has no body: the device supplies it whole. `nest` is the
+    sha256 of the nest_key it was lowered from (limn.compiler.codegen), "" when it was built by hand: every kernel
+    lowered from an equal key has this body and buffers, so a device may keep what it makes of the nest
+    (the c device its C source) by it, across processes too. It takes no part in equality."""
+
+    name: str
+    op: Op
+    loop_shape: Shape
+    inputs: tuple[BufferArg, ...]
+    outputs: tuple[BufferArg, ...]
+    body: tuple[Instr, ...]
+    custom: str | None = None
+    params: tuple[tuple[str, Any], ...] = ()  # a CUSTOM kernel's parameters (limn.graph.ops.CustomArg's), sorted
+    nest: str = field(default="", compare=False, repr=False)
+
+    def __str__(self) -> str:
+        return "\n".join(self.header_lines() + self.body_lines())
+
+    def header_lines(self) -> list[str]:
+        """The kernel's name, op and loop shape, then one line per buffer (and the CUSTOM call)."""
+        lines = [f"{self.name}  {self.op.name}  loop{list(self.loop_shape)}"]
+        for b in self.inputs + self.outputs:
+            lines.append(f"    {b.name} = buf{b.slot}  {b.dtype.name}{list(b.shape)}")
+        if self.custom is not None:
+            ins = ", ".join(b.name for b in self.inputs)
+            outs = ", ".join(b.name for b in self.outputs)
+            params = "".join(f", {name}={value!r}" for name, value in self.params)
+            lines.append(f"  CUSTOM  {self.custom}({ins}{params}) -> {outs}")
+        return lines
+
+    def body_lines(self) -> list[str]:
+        """One line per instruction, indented two spaces per open loop."""
+        lines, depth = [], 1
+        for ins in self.body:
+            if isinstance(ins, EndLoop):
+                depth -= 1
+            lines.append("  " * depth + str(ins))
+            if isinstance(ins, Loop):
+                depth += 1
+        return lines
+
+
+@dataclass(frozen=True)
+class Program:
+    """Everything one realize() runs: the schedule and each kernel's IR, printable as a whole."""
+
+    schedule: Schedule
+    kernels: tuple[KernelIR, ...]
+
+    def __str__(self) -> str:
+        parts = [str(k) for k in self.kernels]
+        sinks = []
+        for i, sink in enumerate(self.schedule.sinks):
+            dtype = self.schedule.slots[sink.slot].dtype
+            sinks.append(f"sink {i} = buf{sink.slot}  {dtype.name}{list(sink.shape)}")
+        return "\n\n".join(parts + ["\n".join(sinks)])
+
+
+# ---- the checker ----
+
+
+class IRError(ValueError):
+    """A loop nest that breaks a rule of the grammar. The message names the rule and prints the nest with
+    the offending instruction marked `-->`. Lowering wrote it, so the fix is in codegen.py (or in the
+    pass that built the nest by hand)."""
+
+
+def check(kernel: KernelIR) -> KernelIR:
+    """The kernel itself if its nest is well formed, else IRError with the nest printed and marked.
+
+    The rules, one function each below:
+      defined before use  every value read is defined above it, in its loop or one around it; once only
+      loops balanced      each ENDLOOP closes the innermost open LOOP, none is reopened inside itself,
+                          and every LOOP is closed
+      indices in range    every LOAD, STORE and ACCUM index is inside its buffer for every count of the
+                          open loops (narrowed by the ranges guarding a load), and names only open loops;
+                          a loaded value in an index (a gather's) spans the range guarding it, or counts as
+                          0: its own bounds are data, which the executor checks before the kernel runs
+      writes land         ACCUM folds into a register an ACC opened or into an output; STORE writes an output
+    """
+    if kernel.custom is not None:
+        return kernel
+    walk = _Walk(kernel)
+    for pc, ins in enumerate(kernel.body):
+        for rule, test in RULES.items():
+            problem = test(walk, ins)
+            if problem is not None:
+                raise IRError(marked(kernel, pc, f'"{rule}": {problem}'))
+        walk.step(pc, ins)
+    if walk.loops:
+        var = walk.loops[-1].var
+        problem = f"LOOP {var} is never closed: the body ends before its ENDLOOP {var}"
+        raise IRError(marked(kernel, walk.opened_at[-1], f'"loops balanced": {problem}'))
+    return kernel
+
+
+def marked(kernel: KernelIR, pc: int, note: str) -> str:
+    """The checker's message: what is wrong, then the kernel printed with instruction `pc` marked."""
+    lines = [f"{kernel.name} breaks {note}"]
+    lines += ["    " + line for line in kernel.header_lines()]
+    lines += [("--> " if i == pc else "    ") + line for i, line in enumerate(kernel.body_lines())]
+    return "\n".join(lines)
+
+
+class _Walk:
+    """What the checker knows at one instruction: the open loops, the values defined in each open loop's
+    body (scopes[0] is the top level), and every value defined so far."""
+
+    def __init__(self, kernel: KernelIR) -> None:
+        self.buffers = {b.name: b for b in kernel.inputs + kernel.outputs}
+        self.outputs = [b.name for b in kernel.outputs]
+        self.loops: list[Loop] = []  # the open loops, outermost first
+        self.opened_at: list[int] = []  # the pc of each one's LOOP
+        self.scopes: list[dict[Value, Instr]] = [{}]
+        self.defined: set[Value] = set()
+
+    def definition(self, value: Value) -> Instr | None:
+        """The instruction that defined `value`, if it is still alive here."""
+        for scope in reversed(self.scopes):
+            if value in scope:
+                return scope[value]
+        return None
+
+    def loop(self, var: LoopVar) -> Loop | None:
+        """The open loop counting `var`, if any."""
+        return next((loop for loop in self.loops if loop.var == var), None)
+
+    def step(self, pc: int, ins: Instr) -> None:
+        if isinstance(ins, Loop):
+            self.loops.append(ins)
+            self.opened_at.append(pc)
+            self.scopes.append({})
+        elif isinstance(ins, EndLoop):
+            self.loops.pop()
+            self.opened_at.pop()
+            self.scopes.pop()
+        elif (dst := defines(ins)) is not None:
+            self.scopes[-1][dst] = ins
+            self.defined.add(dst)
+
+
+def defined_before_use(walk: _Walk, ins: Instr) -> str | None:
+    op = OPCODES[type(ins)]
+    for value in reads(ins):
+        if walk.definition(value) is None and value in walk.defined:
+            return f"{op} reads {value}, whose loop has closed: a value lives until the ENDLOOP of its loop"
+        if walk.definition(value) is None:
+            return f"{op} reads {value}, which no instruction above it defines"
+    dst = defines(ins)
+    if dst is not None and dst in walk.defined:
+        return f"{op} defines {dst} a second time: every value is defined once, by one instruction"
+    return None
+
+
+def loops_balanced(walk: _Walk, ins: Instr) -> str | None:
+    if isinstance(ins, Loop) and walk.loop(ins.var) is not None:
+        return f"LOOP {ins.var} opens inside the open loop that already counts {ins.var}"
+    if isinstance(ins, Loop) and ins.extent < 0:
+        return f"LOOP {ins.var} has extent {ins.extent}: an extent counts iterations, 0 or more"
+    if isinstance(ins, EndLoop) and not walk.loops:
+        return f"ENDLOOP {ins.var} closes nothing: no LOOP is open"
+    if isinstance(ins, EndLoop) and walk.loops[-1].var != ins.var:
+        innermost = walk.loops[-1].var
+        return f"ENDLOOP {ins.var} while the innermost open loop is {innermost}: ENDLOOP {innermost} comes first"
+    return None
+
+
+def indices_in_range(walk: _Walk, ins: Instr) -> str | None:
+    op = OPCODES[type(ins)]
+    valid: tuple[Range, ...] = getattr(ins, "valid", ())
+    index: Index | None = getattr(ins, "index", None)
+    terms = [term for term, _ in index.terms] if index is not None else []
+    for var in terms + [r.var for r in valid]:
+        if isinstance(var, LoopVar) and walk.loop(var) is None:
+            return f"{op} uses {var}, which is not the counter of an open loop"
+    if index is None:
+        return None
+    buf = ins.buf if isinstance(ins, (LoadI, Store)) else ins.target
+    arg = walk.buffers.get(buf)
+    if arg is None:
+        return f"{op} addresses {buf}, which is not a buffer of this kernel ({', '.join(walk.buffers)})"
+    spans = _spans(walk, index, valid)
+    never = any(isinstance(r.var, Fixed) and not r.lo <= 0 < r.hi for r in valid)
+    if never or any(lo >= hi for lo, hi in spans.values()):
+        return None  # the access never happens
+    low = high = index.const
+    for term, coef in index.terms:
+        lo, hi = spans[term]
+        low += min(coef * lo, coef * (hi - 1))
+        high += max(coef * lo, coef * (hi - 1))
+    size = math.prod(arg.shape)
+    if low < 0 or high >= size:
+        counts = ", ".join(f"{lo}<={var}<{hi}" for var, (lo, hi) in spans.items())
+        return (
+            f"{op} reaches {buf}[{low}] to {buf}[{high}] over {counts or 'no loops'}, but {buf} holds "
+            f"{size} elements ({arg.dtype.name}{list(arg.shape)})"
+        )
+    return None
+
+
+def _spans(walk: _Walk, index: Index, valid: tuple[Range, ...]) -> dict[Term, tuple[int, int]]:
+    """[lo, hi) for each term of an index, wherever the access happens: a loop variable counts over its
+    extent and a loaded value over the range guarding it (unguarded, it counts as 0: its range is data),
+    each narrowed by the ranges that guard the access."""
+    spans = {}
+    for term, _ in index.terms:
+        guards = [r for r in valid if r.var == term]
+        if isinstance(term, LoopVar):
+            spans[term] = (0, walk.loop(term).extent)
+        else:
+            spans[term] = (guards[0].lo, guards[0].hi) if guards else (0, 1)
+        for r in guards:
+            lo, hi = spans[term]
+            spans[term] = (max(lo, r.lo), min(hi, r.hi))
+    return spans
+
+
+def writes_land(walk: _Walk, ins: Instr) -> str | None:
+    outputs = ", ".join(walk.outputs)
+    if isinstance(ins, Store) and ins.buf not in walk.outputs:
+        return f"STORE writes {ins.buf}, which is not an output ({outputs}): a kernel writes only its outputs"
+    if isinstance(ins, Accum) and ins.index is None:
+        opened = walk.definition(ins.target) if isinstance(ins.target, Value) else None
+        if not isinstance(opened, Acc):
+            return f"ACCUM folds into {ins.target}, which no ACC opened: fold into an ACC's register or an output"
+    if isinstance(ins, Accum) and ins.index is not None and ins.target not in walk.outputs:
+        return f"ACCUM folds into {ins.target}[{ins.index}], which is not an output ({outputs})"
+    return None
+
+
+# rule -> the function that finds, at one instruction, a reason the nest breaks it (None: it keeps it)
+RULES = {
+    "defined before use": defined_before_use,
+    "loops balanced": loops_balanced,
+    "indices in range": indices_in_range,
+    "writes land": writes_land,
+}
+
+
+# ---- the interpreter ----
+
+# one row per elementwise op: how a value is computed from its (compute-dtype) sources
+ARITH = {
+    Op.NEG: lambda a: -a,
+    Op.EXP: np.exp,
+    Op.LOG: np.log,
+    Op.SQRT: np.sqrt,
+    Op.RECIP: lambda a: np.reciprocal(a),
+    Op.ADD: lambda a, b: a + b,
+    Op.MUL: lambda a, b: a * b,
+    Op.CMPLT: lambda a, b: a < b,
+    Op.WHERE: lambda c, a, b: a if c else b,
+    Op.MAX: lambda a, b: a if a > b or np.isnan(a) else b,
+}
+
+
+def execute(kernel: KernelIR, handles: list[np.ndarray]) -> None:
+    """Runs one kernel's instructions, one at a time on numpy scalars, over flat views of its buffers
+    (handles: one array per param, inputs then outputs). Half widths compute in float32 and round once
+    per value, as every device must. Slow, and the reference for what the printout means."""
+    args = kernel.inputs + kernel.outputs
+    bufs = {b.name: h.reshape(-1) for b, h in zip(args, handles)}
+    dtypes_of = {b.name: b.dtype for b in args}
+    body = kernel.body
+    ends = _matching_ends(body)
+    env: dict[Term, object] = {}
+    types: dict[Value, DType] = {}
+    loops: list[int] = []  # pcs of the open LOOPs
+    pc = 0
+    while pc < len(body):
+        ins = body[pc]
+        if isinstance(ins, Loop):
+            if ins.extent == 0:
+                pc = ends[pc] + 1
+                continue
+            env[ins.var] = 0
+            loops.append(pc)
+        elif isinstance(ins, EndLoop):
+            start = loops[-1]
+            env[ins.var] = int(env[ins.var]) + 1
+            if env[ins.var] < body[start].extent:
+                pc = start + 1
+                continue
+            loops.pop()
+        elif isinstance(ins, ConstI):
+            value = ins.value if _valid(ins.valid, env) else 0
+            env[ins.dst], types[ins.dst] = _cast(value, ins.dtype), ins.dtype
+        elif isinstance(ins, LoadI):
+            if _valid(ins.valid, env):
+                value = bufs[ins.buf][_index(ins.index, env)]
+            else:
+                value = ins.dtype.np.type(0)
+            env[ins.dst], types[ins.dst] = value, ins.dtype
+        elif isinstance(ins, Arith):
+            srcs = [_wide(env[s], types[s]) for s in ins.srcs]
+            value = srcs[0] if ins.op is Op.CAST else ARITH[ins.op](*srcs)
+            env[ins.dst], types[ins.dst] = _cast(value, ins.dtype), ins.dtype
+        elif isinstance(ins, Acc):
+            env[ins.dst], types[ins.dst] = _cast(ins.identity, ins.dtype), ins.dtype
+        elif isinstance(ins, Accum):
+            src = _wide(env[ins.src], types[ins.src])
+            if ins.index is None:
+                env[ins.target] = _cast(ARITH[ins.op](env[ins.target], src), types[ins.target])
+            else:
+                flat, i = bufs[ins.target], _index(ins.index, env)
+                dtype = dtypes_of[ins.target]
+                flat[i] = _cast(ARITH[ins.op](_wide(flat[i], dtype), src), dtype)
+        elif isinstance(ins, Store):
+            dtype = dtypes_of[ins.buf]
+            bufs[ins.buf][_index(ins.index, env)] = _cast(_wide(env[ins.src], types[ins.src]), dtype)
+        else:
+            raise AssertionError(f"unknown instruction {ins!r}")
+        pc += 1
+
+
+def _wide(x, dtype: DType):
+    return np.float32(x) if dtype.is_half else x
+
+
+def _cast(value, dtype: DType):
+    """value as a numpy scalar of dtype: to bool is != 0, a float to an int truncates and then wraps."""
+    if dtype.kind == "b":
+        return np.bool_(value)
+    if dtype.is_int and isinstance(value, (float, np.floating)):
+        return np.int64(np.trunc(np.float64(value))).astype(dtype.np)  # truncate, then wrap
+    return np.array(value).astype(dtype.np)[()]
+
+
+def _matching_ends(body: tuple[Instr, ...]) -> dict[int, int]:
+    ends, stack = {}, []
+    for pc, ins in enumerate(body):
+        if isinstance(ins, Loop):
+            stack.append(pc)
+        elif isinstance(ins, EndLoop):
+            ends[stack.pop()] = pc
+    return ends
+
+
+def _index(index: Index, env: dict) -> int:
+    return index.const + sum(int(env[term]) * coef for term, coef in index.terms)
+
+
+def _valid(valid: tuple[Range, ...], env: dict) -> bool:
+    return all(r.lo <= (0 if isinstance(r.var, Fixed) else int(env[r.var])) < r.hi for r in valid)

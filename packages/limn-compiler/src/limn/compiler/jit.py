@@ -1,0 +1,387 @@
+"""The shared executor for compiled devices: plans, caches, and the assign transaction.
+
+A CompiledDevice turns the sinks of one realize() into a Plan (schedule, loop-nest IR, one compiled
+program per kernel), caches that plan by the graph's structure, and replays it against the buffers of
+each call. Programs are cached by source hash, so two plans that render the same kernel share it. A
+backend supplies only `render` (IR -> source), `compile` (source -> program), `launch`, and the five
+hooks for moving bytes; everything else here is common to C and CUDA.
+Set LIMN_DEBUG=1 (plans built), 2 (why each buffer is stored, and the IR), 3 (rendered source and per-kernel timings).
+Pipeline: tensor -> graph -> schedule -> IR -> **plan executor** -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from limn.compiler.codegen import lower_schedule
+from limn.compiler.explain import explain_schedule
+from limn.compiler.ir import KernelIR, Program
+from limn.compiler.kernel import SlotKind
+from limn.compiler.schedule import Gather, Load, Schedule, explain, schedule
+from limn.dtypes import DType
+from limn.graph import provenance
+from limn.graph.ops import Node, Op, Shape, toposort
+from limn.graph.view import View
+from limn.runtime.device import Buffer, DeviceError, get_device
+
+
+def debug_level() -> int:
+    try:
+        return int(os.environ.get("LIMN_DEBUG", "0"))
+    except ValueError:
+        return 0
+
+
+def structure_key(sinks: Sequence[Node], order: list[Node] | None = None) -> tuple[tuple, list[Buffer]]:
+    """A hashable description of the graph with leaf buffers replaced by their order of appearance,
+    and those buffers. Two graphs with equal keys run the same plan on their own buffers. `order` is
+    toposort(sinks) when the caller has walked it already.
+
+    Each row is plain data (the op, names, ints, tuples of them, a view as its four fields), since the plan
+    cache keeps every key it is given and the garbage collector walks only containers of objects. The op is
+    the Op itself, compared by identity: its .name is an Enum property, slow to read for every node."""
+    if order is None:
+        order = toposort(sinks)
+    position = {id(n): i for i, n in enumerate(order)}
+    leaves: list[Buffer] = []
+    leaf_index: dict[int, int] = {}
+    rows = []
+    for n in order:
+        if n.op is Op.BUFFER:
+            if id(n.arg) not in leaf_index:
+                leaf_index[id(n.arg)] = len(leaves)
+                leaves.append(n.arg)
+            arg: Any = ("leaf", leaf_index[id(n.arg)])
+        elif n.op is Op.CONST:
+            arg = (type(n.arg).__name__, repr(n.arg))  # by spelling: 0.0 == -0.0 and nan != nan as floats
+        elif n.op is Op.VIEW:
+            view: View = n.arg
+            arg = (view.shape, view.strides, view.offset, view.mask)
+        else:
+            arg = n.arg
+        rows.append((n.op, n.dtype.name, n.shape, arg, tuple([position[id(s)] for s in n.srcs])))
+    rows.append(("sinks", tuple(position[id(s)] for s in sinks)))
+    return tuple(rows), leaves
+
+
+@dataclass
+class IndexCheck:
+    """Before kernel `kernel` runs, the int buffer `slot`, read through `view`, must hold only
+    values in [0, size): a gather or scatter index that would leave its buffer never reaches it."""
+
+    kernel: int
+    load: Load
+    size: int
+    what: str
+
+
+@dataclass
+class Plan:
+    """What one graph structure compiles to: its program (schedule and IR), a compiled program per
+    kernel, and the index checks to run on the way. Each thread keeps its own scratch buffers for the
+    intermediate values (`scratch()`), reused between its runs: a training step reuses the same memory
+    every step instead of asking the allocator (and the kernel, page by page) for fresh memory, and two
+    threads running one plan at once never share an intermediate. Within a run, intermediates whose lives do
+    not meet share a buffer (`owners`). Sinks get fresh buffers each run,
+    since callers keep them."""
+
+    program: Program
+    compiled: list[Any]
+    checks: list[IndexCheck]
+    _per_thread: threading.local = field(default_factory=threading.local, repr=False)
+
+    @functools.cached_property
+    def written(self) -> list[tuple[int, DType, Shape, bool]]:
+        """Each slot a run allocates, as (number, dtype, shape, whether it is a sink's): a run walks this,
+        not the schedule's slots and sinks, on the hot path of every realize."""
+        kept = {sink.slot for sink in self.schedule.sinks}
+        slots = self.schedule.slots
+        return [(s.number, s.dtype, s.shape, s.number in kept) for s in slots if s.kind != SlotKind.INPUT]
+
+    @functools.cached_property
+    def owners(self) -> dict[int, int]:
+        """Each scratch slot's owner: the slot whose buffer it uses. A slot's life runs from the first kernel
+        that touches it to the last (an index check counts as a read); slots of one dtype and shape whose lives
+        do not meet share one buffer, the later taking the buffer of one that is done, so a training step
+        holds about what is live at once rather than every intermediate it ever makes. A kernel reading one
+        slot for the last time and writing another for the first keeps them apart (no kernel reads and writes
+        one buffer under two names)."""
+        life: dict[int, list[int]] = {}
+        for i, kernel in enumerate(self.program.kernels):
+            for b in kernel.inputs + kernel.outputs:
+                span = life.setdefault(b.slot, [i, i])
+                span[1] = i
+        for check in self.checks:
+            if check.load.slot in life:
+                life[check.load.slot][1] = max(life[check.load.slot][1], check.kernel)
+        free: dict[tuple[DType, Shape], list[tuple[int, int]]] = {}  # (dtype, shape) -> (done after, owner)
+        owners: dict[int, int] = {}
+        scratch = [(n, d, s) for n, d, s, kept in self.written if not kept and n in life]
+        for number, dtype, shape in sorted(scratch, key=lambda entry: life[entry[0]][0]):
+            first, last = life[number]
+            pool = free.setdefault((dtype, tuple(shape)), [])
+            done = [k for k, (end, _) in enumerate(pool) if end < first]
+            if done:
+                _, owner = pool.pop(done[0])
+            else:
+                owner = number
+            owners[number] = owner
+            pool.append((last, owner))
+        return owners
+
+    @functools.cached_property
+    def checks_by_kernel(self) -> dict[int, list[IndexCheck]]:
+        by_kernel: dict[int, list[IndexCheck]] = {}
+        for c in self.checks:
+            by_kernel.setdefault(c.kernel, []).append(c)
+        return by_kernel
+
+    @property
+    def schedule(self) -> Schedule:
+        return self.program.schedule
+
+    def scratch(self) -> dict[int, Any]:
+        """This thread's intermediate buffers, slot number -> handle (freed with the thread)."""
+        buffers = getattr(self._per_thread, "buffers", None)
+        if buffers is None:
+            buffers = self._per_thread.buffers = {}
+        return buffers
+
+
+@dataclass
+class Stats:
+    """Counters a test or a curious user can read: how often the caches missed and hit."""
+
+    plans_built: int = 0
+    plan_hits: int = 0
+    programs_compiled: int = 0
+    program_hits: int = 0
+    kernels_run: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class CompiledDevice:
+    """Base class of the compiled devices. Subclasses set `name` and `host`, and implement render,
+    compile, launch and the five byte hooks (alloc, free, copyin, copyout, synchronize)."""
+
+    name = "compiled"
+    host = True
+    custom_kernels: frozenset[str] = frozenset()
+
+    # what a subclass must define: render(kernel) -> source, compile(kernel, source) -> program,
+    # launch(program, kernel, handles), and alloc, free, copyin, copyout, synchronize
+    REQUIRED = ("render", "compile", "launch", "alloc", "free", "copyin", "copyout", "synchronize")
+
+    def __init__(self) -> None:
+        missing = [m for m in self.REQUIRED if not callable(getattr(self, m, None))]
+        if missing:
+            raise TypeError(f"{type(self).__name__} is a CompiledDevice without {', '.join(missing)}")
+        self.plans: dict[tuple, Plan] = {}
+        self.programs: dict[str, Any] = {}
+        self.stats = Stats()
+
+    # ---- planning ----
+
+    def plan(self, sinks: Sequence[Node]) -> tuple[Plan, list[Buffer]]:
+        """The plan for this graph's structure (built on first sight) and the leaf buffers to bind."""
+        order = toposort(sinks)  # one walk for the key and, on a miss, the schedule
+        key, leaves = structure_key(sinks, order)
+        plan = self.plans.get(key)
+        if plan is not None:
+            self.stats.plan_hits += 1
+            return plan, leaves
+        sched = schedule(sinks, order)
+        program = lower_schedule(sched)
+        plan = Plan(program, self._programs(program.kernels), _index_checks(sched))
+        self.plans[key] = plan
+        self.stats.plans_built += 1
+        if debug_level() >= 1:
+            print(f"[limn {self.name}] plan {len(self.plans)}: {len(sched.kernels)} kernels", file=sys.stderr)
+        if provenance.from_environment():  # LIMN_EXPLAIN=1: each kernel's source lines and reasons, beside its IR
+            print(f"[limn {self.name}] plan {len(self.plans)}, explained:", file=sys.stderr)
+            print(explain_schedule(sched, program), file=sys.stderr)
+        elif debug_level() >= 2:
+            print(explain(sched), file=sys.stderr)  # per buffer, the fusion rule that stored it
+            print(program, file=sys.stderr)
+        if not provenance.is_recording():
+            # a cached plan outlives its graph: the nodes each kernel computes (kept for explain's source lines,
+            # which exist only while provenance records) would hold the graph's BUFFER nodes, so the tensors'
+            # bytes, alive for as long as the device lives; and capture takes a buffer no node reads as let go
+            sched.computes.clear()
+            program.schedule.computes.clear()
+        return plan, leaves
+
+    def _programs(self, kernels: Sequence[KernelIR]) -> list[Any]:
+        """A compiled program per kernel (None for CUSTOM): from the cache by source hash, the rest
+        compiled together in one compile_batch call."""
+        sources = [None if k.custom is not None else self.render(k) for k in kernels]
+        digests = [None if s is None else hashlib.sha256(s.encode()).hexdigest() for s in sources]
+        missing: dict[str, tuple[KernelIR, str]] = {}
+        for k, s, d in zip(kernels, sources, digests):
+            if d is None:
+                continue
+            if d in self.programs:
+                self.stats.program_hits += 1
+            elif d not in missing:
+                missing[d] = (k, s)
+        if missing:
+            if debug_level() >= 3:
+                for _, source in missing.values():
+                    print(source, file=sys.stderr)
+            compiled = self.compile_batch(list(missing.values()))
+            self.programs.update(zip(missing, compiled))
+            self.stats.programs_compiled += len(missing)
+        return [None if d is None else self.programs[d] for d in digests]
+
+    def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Any]:
+        """Compiles several kernels; a backend whose compiler is slow to start overrides this to
+        build them in one go. The default compiles each on its own."""
+        return [self.compile(kernel, source) for kernel, source in items]
+
+    # ---- running ----
+
+    def run(self, sinks: Sequence[Node]) -> list[Buffer]:
+        return self.run_plan(*self.plan(sinks))
+
+    def run_plan(
+        self, plan: Plan, leaves: Sequence[Buffer], after: Callable[[int, list[Any]], None] | None = None
+    ) -> list[Buffer]:
+        """Runs a plan on these leaf buffers (in structure_key's order): what run() does after the
+        cache lookup, and what limn.capture replays without building the graph again. `after(i, handles)`,
+        when given, is called once kernel i has run, with every slot's handle (run_plan_traced's hook)."""
+        sched = plan.schedule
+        handles: list[Any] = [None] * len(sched.slots)
+        for slot, buf in zip(sched.inputs, leaves):
+            handles[slot] = self._bind(buf)
+        scratch = plan.scratch()
+        for number, dtype, shape, kept in plan.written:
+            if kept:
+                handles[number] = self._alloc_checked(dtype, shape)
+            else:
+                owner = plan.owners.get(number, number)
+                if owner not in scratch:
+                    scratch[owner] = self._alloc_checked(dtype, shape)
+                handles[number] = scratch[owner]
+        checks = plan.checks_by_kernel
+        timing = debug_level() >= 3
+        for i, (kernel, compiled) in enumerate(zip(plan.program.kernels, plan.compiled)):
+            for check in checks.get(i, ()):
+                self._check_indices(check, sched, handles)
+            args = [handles[b.slot] for b in kernel.inputs + kernel.outputs]
+            start = time.perf_counter() if timing else 0.0
+            if kernel.custom is not None:
+                self.run_custom(kernel, args)
+            else:
+                self.launch(compiled, kernel, args)
+            if timing:
+                self.synchronize()
+                ms = (time.perf_counter() - start) * 1e3
+                print(
+                    f"[limn {self.name}] {kernel.name} {kernel.op.name} loop{list(kernel.loop_shape)}: {ms:.3f} ms",
+                    file=sys.stderr,
+                )
+            self.stats.kernels_run += 1
+            if after is not None:
+                after(i, handles)
+        return self._results(sched, leaves, handles)
+
+    def run_plan_traced(self, plan: Plan, leaves: Sequence[Buffer]) -> tuple[list[Buffer], list[dict[int, np.ndarray]]]:
+        """run_plan, also returning what each kernel wrote: per kernel, slot number -> a copy of that slot's
+        bytes just after the kernel ran (a later kernel may reuse the scratch buffer). Slow, since it copies
+        every written slot out: limn.capture's verify runs it to name the first kernel where two runs part."""
+        slots = plan.schedule.slots
+        written: list[dict[int, np.ndarray]] = []
+
+        def keep(i: int, handles: list[Any]) -> None:
+            self.synchronize()
+            outputs = plan.program.kernels[i].outputs
+            written.append({b.slot: self.copyout(handles[b.slot], b.dtype, slots[b.slot].shape) for b in outputs})
+
+        return self.run_plan(plan, leaves, after=keep), written
+
+    def run_custom(self, kernel: KernelIR, handles: list[Any]) -> None:
+        raise DeviceError(f"device {self.name!r} registers no CUSTOM kernel {kernel.custom!r}")
+
+    def _bind(self, buf: Buffer) -> Any:
+        if buf.device == self.name:
+            return buf.handle
+        source = get_device(buf.device)
+        if self.host and source.host:
+            return np.ascontiguousarray(buf.handle)  # host devices share bytes
+        if source.host:  # a host tensor handed to this device: upload it for this call
+            handle = self._alloc_checked(buf.dtype, buf.shape)
+            self.copyin(handle, np.ascontiguousarray(buf.handle))
+            return handle
+        raise DeviceError(
+            f"a tensor on device {buf.device!r} reached device {self.name!r}; move it first with .to({self.name!r})"
+        )
+
+    def _alloc_checked(self, dtype: DType, shape: Shape) -> Any:
+        try:
+            return self.alloc(dtype, shape)
+        except MemoryError as e:
+            nbytes = int(np.prod(shape)) * dtype.itemsize
+            why = f": {e}" if str(e) else ""  # the device's own account (a GPU's free bytes), where it gave one
+            raise MemoryError(
+                f"device {self.name!r} could not allocate {nbytes} bytes for a {dtype.name}{list(shape)} buffer{why}"
+            ) from None
+
+    def _check_indices(self, check: IndexCheck, sched: Schedule, handles: list[Any]) -> None:
+        from limn.runtime.numpy_device import view_array
+
+        load = check.load
+        raw = handles[load.slot]
+        if not self.host:
+            raw = self.copyout(raw, load.dtype, sched.slots[load.slot].shape)
+        values = view_array(np.asarray(raw), load.view)
+        if values.size and (values.min() < 0 or values.max() >= check.size):
+            bad = values[(values < 0) | (values >= check.size)].reshape(-1)[0]
+            raise IndexError(
+                f"{check.what}: index {int(bad)} is out of range for an axis of size {check.size} "
+                f"(valid indices are 0..{check.size - 1})"
+            )
+
+    def _results(self, sched: Schedule, leaves: list[Buffer], handles: list[Any]) -> list[Buffer]:
+        leaf_of = dict(zip(sched.inputs, leaves))
+        out = []
+        for sink in sched.sinks:
+            leaf = leaf_of.get(sink.slot)
+            if leaf is not None and leaf.shape == sink.shape:
+                out.append(leaf)  # an ASSIGN's target, or a sink that is a leaf as it is
+                continue
+            handle = handles[sink.slot]
+            if self.host:
+                handle = handle.reshape(sink.shape)  # an alias: same bytes, the sink's shape
+            out.append(Buffer(self.name, sched.slots[sink.slot].dtype, sink.shape, handle))
+        return out
+
+
+def _index_checks(sched: Schedule) -> list[IndexCheck]:
+    """One check per gather and scatter, each placed before the first kernel that runs once its indices
+    exist: before any kernel at all when they are a leaf buffer, so a bad index stops the realize() before
+    an in-place ASSIGN has written anything."""
+    last_write: dict[int, int] = {}  # slot -> the last kernel writing it, up to the kernel being checked
+    checks = []
+    for i, k in enumerate(sched.kernels):
+        loads: list[tuple[Load, int, str]] = []
+        if k.scatter is not None:
+            loads.append((k.scatter.idx, sched.slots[k.out].shape[k.scatter.axis], "scatter"))
+        if k.expr is not None:
+            for e in k.exprs:
+                if isinstance(e, Gather):
+                    loads.append((e.idx, e.src.view.shape[e.axis], "gather"))
+        for load, size, what in loads:
+            checks.append(IndexCheck(last_write.get(load.slot, -1) + 1, load, size, what))
+        for s in k.outputs:
+            last_write[s] = i
+    return checks

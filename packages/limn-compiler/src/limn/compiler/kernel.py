@@ -1,0 +1,249 @@
+"""The scheduler's output: kernels as expression trees over numbered buffer slots, and the Schedule.
+
+A Kernel fills one slot by evaluating a small tree (Load / Const / Alu / Gather) at every point of its loop
+shape; a Schedule is the kernels in run order, the slots they read and write, the sinks, and why each
+written slot holds a value (fusion.py's Reason). schedule.py builds it; codegen.py lowers each kernel.
+Pipeline: tensor -> graph -> **schedule** -> IR (codegen.py) -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from limn.dtypes import DType
+from limn.graph.ops import REDUCE, CustomArg, Node, Op, Shape, postorder
+from limn.graph.view import View
+
+if TYPE_CHECKING:
+    from limn.compiler.fusion import Reason
+
+# ---- the kernel expression tree ----
+
+
+@dataclass(frozen=True)
+class Load:
+    """Reads buffer `slot` through `view` (cells outside the view's mask read as zero)."""
+
+    slot: int
+    view: View
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class Const:
+    """A constant; with a masked view it is `value` inside the mask and zero outside (a padded const)."""
+
+    value: Any
+    dtype: DType
+    mask_view: View | None = None
+
+
+@dataclass(frozen=True)
+class Alu:
+    """One elementwise primitive (NEG ... WHERE) applied to sub-expressions."""
+
+    op: Op
+    srcs: tuple[Expr, ...]
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class Gather:
+    """src[..., idx, ...] along axis: reads buffer `src.slot` at the position its view gives after the
+    axis coordinate is replaced by the value of `idx` (an int Load)."""
+
+    src: Load
+    idx: Load
+    axis: int
+    dtype: DType
+
+
+Expr = Load | Const | Alu | Gather
+
+
+def walk_expr(roots: Sequence[Expr]) -> list[Expr]:
+    """Every sub-expression, each after its sources, each once (a Gather reads its two loads itself)."""
+    return postorder(roots, lambda e: e.srcs if isinstance(e, Alu) else ())
+
+
+def loads_of(e: Expr) -> tuple[Load, ...]:
+    """The buffer reads one node of an expression makes itself: a Load its own, a Gather its two."""
+    if isinstance(e, Load):
+        return (e,)
+    if isinstance(e, Gather):
+        return (e.src, e.idx)
+    return ()
+
+
+# ---- kernels ----
+
+
+@dataclass(frozen=True)
+class ScatterPart:
+    """The second nest of a SCATTER kernel: out[..., idx[j], ...] += upd[j] over idx's shape."""
+
+    idx: Load
+    upd: Expr
+    axis: int
+    shape: Shape
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One unit of compiled work: fill `out` by evaluating `expr` at every point of `loop_shape`
+    (folding over `reduce_axes` with `op` when op is SUM or MAX). GATHER kernels carry a Gather in expr,
+    SCATTER kernels a `scatter` part after the copy of the base, CUSTOM kernels only `custom`. An
+    elementwise kernel may fill more slots at the same points: `also` pairs each with its expression
+    (limn.compiler.merge folds kernels together this way; the expressions share what they have in common).
+
+    A reduce kernel's `also` is its epilogue (limn.compiler.epilogue): each expression is evaluated once per output
+    cell, after the fold has finished that cell, and stored there (the slot is row-major over the output
+    cells, as `out` is). Its views are over `loop_shape` with stride 0 along the reduce axes, so they read
+    one value per output cell, and a Load of the kernel's own `out` slot reads the finished total (as
+    stored: rounded to out's dtype). `out` itself is still stored, since other kernels may read it."""
+
+    name: str
+    op: Op
+    out: int
+    loop_shape: Shape
+    expr: Expr | None
+    reduce_axes: tuple[int, ...] = ()
+    scatter: ScatterPart | None = None
+    custom: CustomArg | None = None
+    custom_inputs: tuple[int, ...] = ()
+    custom_outputs: tuple[int, ...] = ()
+    also: tuple[tuple[int, Expr], ...] = ()
+
+    @property
+    def roots(self) -> list[Expr]:
+        """The expressions whose values the kernel stores: `expr`, then each of `also`'s."""
+        return ([self.expr] if self.expr is not None else []) + [e for _, e in self.also]
+
+    @functools.cached_property
+    def exprs(self) -> list[Expr]:
+        """Every sub-expression of the roots, each after its sources (walk_expr), walked once per kernel."""
+        return walk_expr(self.roots)
+
+    @functools.cached_property
+    def inputs(self) -> tuple[int, ...]:
+        """Slots this kernel reads, in first-use order (walked once per kernel: planning asks often)."""
+        if self.custom is not None:
+            return self.custom_inputs
+        roots = self.roots
+        if self.scatter is not None:
+            roots += [self.scatter.idx, self.scatter.upd]
+        found: dict[int, None] = {}  # an ordered set
+        for e in self.exprs if self.scatter is None else walk_expr(roots):
+            for load in loads_of(e):
+                found.setdefault(load.slot)
+        if self.also and self.op in REDUCE:
+            found.pop(self.out, None)  # an epilogue reads the total this kernel folds, not an input
+        return tuple(found)
+
+    def named(self, name: str) -> Kernel:
+        """This kernel under another name (the passes renumber k0, k1, ...), keeping what was walked of it:
+        `exprs` and `inputs` do not depend on the name."""
+        if name == self.name:
+            return self
+        renamed = replace(self, name=name)
+        for walked in ("exprs", "inputs"):
+            if walked in self.__dict__:
+                renamed.__dict__[walked] = self.__dict__[walked]
+        return renamed
+
+    @property
+    def outputs(self) -> tuple[int, ...]:
+        return self.custom_outputs if self.custom is not None else (self.out, *(slot for slot, _ in self.also))
+
+
+# ---- the schedule ----
+
+
+class SlotKind(StrEnum):
+    """What a slot's buffer is, for the executor that allocates it (a StrEnum: `kind == "input"` holds)."""
+
+    INPUT = "input"  # a leaf buffer the caller binds
+    TEMP = "temp"  # allocated per run
+    ASSIGN = "assign"  # a temp whose value lands in the slot's `target` after every other kernel
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A buffer the schedule reads or writes; `target` is set for an ASSIGN slot only."""
+
+    number: int
+    dtype: DType
+    shape: Shape
+    kind: SlotKind
+    target: int | None = None
+
+
+@dataclass(frozen=True)
+class Sink:
+    """One value the caller asked for: the slot holding it and the shape it is read as (a sink that only
+    drops a reduce's kept dim reads that kernel's slot as it is, with its own shape)."""
+
+    slot: int
+    shape: Shape
+
+
+@dataclass
+class Schedule:
+    kernels: list[Kernel]
+    slots: list[Slot]
+    inputs: list[int]  # slots bound to the graph's leaf buffers, in leaf order
+    sinks: list[Sink]
+    reasons: dict[int, Reason] = field(default_factory=dict)  # per slot a kernel writes: why it holds a value
+    computes: dict[int, list[Node]] = field(default_factory=dict)  # per slot written: the graph nodes evaluated
+    slot_of: dict[int, int] = field(default_factory=dict)  # id(node) -> the slot holding its value, if stored
+
+    def computed_by(self, kernel: Kernel) -> list[Node]:
+        """The graph nodes a kernel evaluates (a node cheap enough to recompute is in every kernel that
+        reads it), gathered over the slots it writes: merged kernels keep what each part computed."""
+        found: dict[int, Node] = {}
+        for s in kernel.outputs:
+            for node in self.computes.get(s, ()):
+                found.setdefault(id(node), node)
+        return list(found.values())
+
+
+class ScheduleError(RuntimeError):
+    """The graph holds something the scheduler cannot turn into kernels; the message names the op."""
+
+
+def describe(sched: Schedule) -> str:
+    """One line per kernel: name, op, loop shape, slots read and written."""
+    lines = []
+    for k in sched.kernels:
+        reads = ", ".join(f"buf{s}" for s in k.inputs)
+        writes = ", ".join(f"buf{s}" for s in k.outputs)
+        lines.append(f"{k.name}  {k.op.name}  loop{list(k.loop_shape)}  reads [{reads}]  writes [{writes}]")
+    return "\n".join(lines)
+
+
+def explain(sched: Schedule) -> str:
+    """One line per slot a kernel writes, in run order: the slot, the kernel and op writing it, its dtype and
+    shape, the rule that gave it a buffer (its Reason), and who reads it. What LIMN_DEBUG=2 prints:
+
+        buf1 <- k0 MAX float32[4, 1]: a reduce is always stored; read by k1, k2
+        buf3 <- k2 MUL float32[4, 5]: a sink is read by the caller; sink 0
+    """
+    reads = {k.name: set(k.inputs) for k in sched.kernels}
+    lines: list[str] = []
+    written: set[int] = set()
+    for k in sched.kernels:
+        for s in k.outputs:
+            if s in written:
+                continue
+            written.add(s)
+            slot = sched.slots[s]
+            readers = [r.name for r in sched.kernels if r is not k and s in reads[r.name]]
+            sinks = [f"sink {i}" for i, sink in enumerate(sched.sinks) if sink.slot == s]
+            users = "; ".join(([f"read by {', '.join(readers)}"] if readers else []) + sinks)
+            line = f"buf{s} <- {k.name} {k.op.name} {slot.dtype.name}{list(slot.shape)}: {sched.reasons[s]}"
+            lines.append(f"{line}; {users}" if users else line)
+    return "\n".join(lines)

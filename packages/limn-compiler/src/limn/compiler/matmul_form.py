@@ -1,0 +1,208 @@
+"""The matmul form: the rule that says a loop nest reads as a matmul, and the pieces it is made of.
+
+A nest folds out[batch, i, j] = sum over r of a[batch, i, r] * b[batch, r, j], r in order from 0, in one of two
+forms the scheduler writes: the memory form (an identity fill nest, then all loops opened at once and an ACCUM into
+out) and the register form (the output loops, an ACC, the r loop, an ACCUM into the register, a STORE and perhaps
+an epilogue). `match_matmul` finds which buffer is a, which is b, which loop is i, r and j, and the strides of each;
+every compiled device that tiles matmuls (limn.c.rewrites.matmul's register tiles, limn.cuda.matmul's shared-memory
+tiles) starts from this Matmul, so the rule that decides what a matmul is lives in one place.
+Pipeline: IR -> **matmul form** -> a device's tiled rendering of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from limn import dtypes
+from limn.compiler.ir import (
+    Acc,
+    Accum,
+    Arith,
+    ConstI,
+    EndLoop,
+    Index,
+    Instr,
+    KernelIR,
+    LoadI,
+    Loop,
+    LoopVar,
+    Store,
+    Term,
+)
+from limn.graph.ops import Op
+
+
+@dataclass(frozen=True)
+class Matmul:
+    """The pieces of a matched nest: batch loops, the i / r / j extents, and each buffer's strides."""
+
+    batch: tuple[Loop, ...]
+    i: Loop
+    r: Loop
+    j: Loop
+    a: LoadI  # indexed by batch, i, r
+    b: LoadI  # indexed by batch, r, j (any strides: the panel copy makes its columns contiguous)
+    out: str  # the output buffer's name
+    out_index: Index  # indexed by batch, i, and j with stride 1
+    ctype: str
+    registers: bool  # the register form (no fill in front of it)
+    epilogue: tuple[Instr, ...] = ()  # straight-line, at one output cell once its total is final
+    takes_following: bool = False  # the epilogue is the nest after this one, which the tile replaces
+    rows: tuple[Loop, ...] = ()  # the loops i stands for, innermost first, where batch loops folded into it
+    cells: tuple[Loop, ...] = ()  # the output loops (batch, i, j) in the nest's order
+
+
+def coef(index: Index, var: LoopVar) -> int:
+    """The stride an index takes over one loop counter (0 when it does not name it)."""
+    return sum(c for v, c in index.terms if v == var)
+
+
+def index_vars(index: Index) -> set[Term]:
+    """The counters and loaded values an index names."""
+    return {v for v, _ in index.terms}
+
+
+def match_matmul(nest: list[Instr], kernel: KernelIR, following: list[Instr] | None = None) -> Matmul | None:
+    """The Matmul a nest is, or None. Two nests fold out[i, j] = sum over r of a[i, r] * b[r, j] in r
+    order from 0, and both qualify: the memory form (all loops opened at once, in any order, then an
+    ACCUM into out after a fill) and the register form (the output loops, ACC, the r loop, an ACCUM into
+    the register, STORE). The body must be exactly two unmasked float loads, their MUL and the ADD.
+    An epilogue comes along: in the register form the instructions after the STORE, in the memory form
+    the `following` nest when it loops over the output cells (see epilogue_of)."""
+    loops = [ins for ins in nest if isinstance(ins, Loop)]
+    if len(loops) < 3 or len(nest) < 2 * len(loops) + 4:
+        return None
+    registers = isinstance(nest[len(loops) - 1], Acc)
+    epilogue: tuple[Instr, ...] = ()
+    if registers:
+        parts = register_form(nest, loops)
+        if parts is None:
+            return None
+        acc_ins, body, store, epilogue = parts
+        out, out_index = store.buf, store.index
+    else:  # LOOP.. body ENDLOOP..
+        if nest[: len(loops)] != loops or len(nest) != 2 * len(loops) + 4:
+            return None
+        if not all(isinstance(e, EndLoop) for e in nest[len(loops) + 4 :]):
+            return None
+        body = nest[len(loops) : len(loops) + 4]
+    la, lb, mul, acc = body
+    if not (isinstance(la, LoadI) and isinstance(lb, LoadI) and isinstance(mul, Arith) and isinstance(acc, Accum)):
+        return None
+    if mul.op is not Op.MUL or acc.op is not Op.ADD or acc.src != mul.dst:
+        return None
+    if set(mul.srcs) != {la.dst, lb.dst} or la.valid or lb.valid:
+        return None
+    if registers:
+        if acc.index is not None or acc.target != acc_ins.dst:
+            return None
+    else:
+        if acc.index is None:
+            return None
+        out, out_index = acc.target, acc.index
+    reduces = [x for x in loops if x.reduce]
+    if len(reduces) != 1 or (registers and reduces[0] is not loops[-1]):
+        return None
+    r = reduces[0]
+    dtype = mul.dtype
+    out_dtype = {b.name: b.dtype for b in kernel.outputs}.get(out)
+    if dtype not in (dtypes.float32, dtypes.float64) or la.dtype != dtype or lb.dtype != dtype or out_dtype != dtype:
+        return None
+    if la.buf == out or lb.buf == out:
+        return None  # an in-place write would let a tile read cells it already wrote
+    # roles: j is read by b and written stride-1 in out, i is read by a; the other output loops batch
+    outer = [x for x in loops if not x.reduce]
+    for first, second in ((la, lb), (lb, la)):
+        a_vars, b_vars = index_vars(first.index), index_vars(second.index)
+        js = [x for x in outer if x.var in b_vars and x.var not in a_vars and coef(out_index, x.var) == 1]
+        is_ = [x for x in outer if x.var in a_vars and x.var not in b_vars]
+        if js and is_:
+            la, lb = first, second
+            break
+    else:
+        return None
+    j, i = js[-1], is_[-1]
+    batch = tuple(x for x in outer if x is not i and x is not j)
+    batch_vars = {x.var for x in batch}
+    if index_vars(la.index) - batch_vars - {i.var, r.var} or index_vars(lb.index) - batch_vars - {r.var, j.var}:
+        return None
+    if index_vars(out_index) - batch_vars - {i.var, j.var}:
+        return None
+    ctype = "double" if dtype == dtypes.float64 else "float"
+    m = Matmul(batch, i, r, j, la, lb, out, out_index, ctype, registers, cells=tuple(outer))
+    if registers:
+        return replace(m, epilogue=epilogue) if epilogue_fits(m, epilogue) else None
+    found = epilogue_of(m, following) if following is not None else None
+    return m if found is None else replace(m, epilogue=found, takes_following=True)
+
+
+def register_form(nest: list[Instr], loops: list[Loop]) -> tuple[Acc, list[Instr], Store, tuple[Instr, ...]] | None:
+    """The ACC, the four instructions of the fold's body, the STORE of the total and the epilogue after it,
+    of a nest LOOP.. ACC LOOP r body ENDLOOP r STORE [epilogue] ENDLOOP..; or None."""
+    head = len(loops) - 1
+    if nest[:head] != loops[:-1] or nest[head + 1] is not loops[-1]:
+        return None
+    acc: Acc = nest[head]
+    body, after = nest[head + 2 : head + 6], nest[head + 6 :]
+    if len(after) < head + 2 or not isinstance(after[1], Store) or acc.identity != 0:
+        return None
+    if not isinstance(after[0], EndLoop) or not all(isinstance(e, EndLoop) for e in after[len(after) - head :]):
+        return None
+    if after[1].src != acc.dst:
+        return None
+    return acc, body, after[1], tuple(after[2 : len(after) - head])
+
+
+def epilogue_of(m: Matmul, following: list[Instr]) -> tuple[Instr, ...] | None:
+    """The body of the nest after a memory-form matmul when it is that kernel's epilogue: loops over exactly
+    the output cells' loops (batch, i, j), then straight-line instructions that epilogue_fits; else None."""
+    loops = [ins for ins in following if isinstance(ins, Loop)]
+    n = len(loops)
+    cells = {(x.var, x.extent) for x in (*m.batch, m.i, m.j)}
+    if following[:n] != loops or {(x.var, x.extent) for x in loops} != cells or len(loops) != len(cells):
+        return None
+    if not all(isinstance(e, EndLoop) for e in following[len(following) - n :]):
+        return None
+    body = tuple(following[n : len(following) - n])
+    return body if epilogue_fits(m, body) else None
+
+
+def epilogue_fits(m: Matmul, epilogue: tuple[Instr, ...]) -> bool:
+    """Whether instructions may run on a tile's cells as soon as the tile is done: straight-line, naming only
+    the output loops, storing only other outputs than the total, at the total's cell, and reading any output
+    only there (a cell another tile has not finished is never read)."""
+    if not epilogue:
+        return True
+    cell_vars = {x.var for x in (*m.batch, m.i, m.j)}
+    stored = {ins.buf for ins in epilogue if isinstance(ins, Store)} | {m.out}
+    for ins in epilogue:
+        if not isinstance(ins, (ConstI, LoadI, Arith, Store)):
+            return False
+        index = getattr(ins, "index", None)
+        terms = [t for t, _ in index.terms] if index is not None else []
+        terms += [r.var for r in getattr(ins, "valid", ())]
+        if any(isinstance(t, LoopVar) and t not in cell_vars for t in terms):
+            return False
+        if isinstance(ins, Store) and (ins.buf == m.out or ins.index != m.out_index):
+            return False
+        if isinstance(ins, LoadI) and ins.buf in stored and ins.index != m.out_index:
+            return False
+    return True
+
+
+def fill_overwritten_by_tile(nest: list[Instr], following: list[Instr], kernel: KernelIR) -> bool:
+    """True for the identity fill in front of a nest that renders as a tiled matmul in the memory form, which
+    stores every output cell itself (full tiles and edges alike) rather than adding to it."""
+    if not isinstance(following[0], Loop):
+        return False
+    m = match_matmul(following, kernel)
+    if m is None or m.registers:
+        return False
+    fills = [i for i in nest if not isinstance(i, (Loop, EndLoop))]
+    return (
+        len(fills) == 2
+        and isinstance(fills[0], ConstI)
+        and isinstance(fills[1], Store)
+        and fills[1].buf == m.out
+        and fills[0].value == 0
+    )

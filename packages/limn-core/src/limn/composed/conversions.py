@@ -1,0 +1,186 @@
+"""torch's conversion methods and small spellings: .float() .long() .to(dtype) .type_as(y), .size() .dim() ...
+
+Each takes a tensor and gives a tensor cast to another dtype (CAST, the one primitive under all of them) or
+a plain python answer about the tensor (its shape, rank, element count, width). A tensor's device moves only
+through .to(device), which limn.frontend.primitives' Tensor.to does. Attached by limn.frontend.tensor under torch's
+names. Pipeline: **tensor (composed ops)** -> graph (CAST) -> schedule -> IR -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from limn import dtypes
+from limn.dtypes import DType
+from limn.frontend.primitives import Tensor, normalize_axis
+from limn.graph.ops import Shape
+from limn.graph.view import prod
+from limn.runtime.device import get_device
+
+# the primitive move, a copy of the value on another device (limn.frontend.primitives), taken before
+# limn.frontend.tensor puts `to` below in its place: that one reads torch's every spelling and hands a device here
+_copy_to_device = Tensor.to
+
+
+def caster(name: str, dtype: DType) -> Callable[[Tensor], Tensor]:
+    """torch's x.<name>() for one dtype: x.long() is x.cast(limn.int64), and x itself when it is one already.
+    Floats to ints truncate toward zero and wrap, ints wrap, anything to bool is != 0 (Tensor.cast)."""
+
+    def method(x: Tensor) -> Tensor:
+        return x.cast(dtype)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = (
+        f"x.{name}() is x.cast(limn.{dtype.name}), as torch's: x itself when it is {dtype.name} already; floats "
+        "to ints truncate toward zero and wrap, narrowing ints wrap, anything to bool is != 0."
+    )
+    return method
+
+
+def _as_dtype_or_none(arg: Any) -> DType | None:
+    """arg as a dtype when it names one (a DType, 'int64', np.uint8, torch.long), None when it cannot."""
+    if isinstance(arg, DType):
+        return arg
+    try:
+        return dtypes.as_dtype(arg)
+    except TypeError:
+        return None
+
+
+def to(
+    x: Tensor,
+    *args: Any,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    non_blocking: bool = False,
+    copy: bool = False,
+) -> Tensor:
+    """torch's Tensor.to: x.to(dtype), x.to(device), x.to(device, dtype), x.to(other) (other's device and
+    dtype), with the same keywords. A cast is lazy and keeps gradients between floats; a move is a copy
+    computed now, a new leaf (Tensor.to in limn.frontend.primitives), and none is made to x's own device, where the
+    value stays lazy and keeps its gradients, as torch's. x itself when nothing changes, unless copy.
+    non_blocking is accepted and changes nothing: every limn move is done when it returns.
+
+    Trap: a device is a limn device name ('numpy', 'c'); torch's 'cpu' and 'cuda:0' are DeviceErrors naming them.
+
+    >>> Tensor([1.5, -2.5]).to("int64").tolist(), Tensor([1, 2]).to(dtypes.float64).dtype
+    ([1, -2], limn.float64)
+    """
+    if len(args) > 2:
+        raise TypeError(f"to() takes at most a device and a dtype, got {len(args)} positional arguments: {args!r}")
+    for arg in args:
+        if isinstance(arg, Tensor):
+            if len(args) != 1:
+                raise TypeError("to(other): a tensor argument comes alone; it gives both the device and the dtype")
+            device, dtype = arg.device, arg.dtype
+        elif (as_dtype := _as_dtype_or_none(arg)) is not None:
+            dtype = as_dtype
+        elif isinstance(arg, str):
+            device = arg
+        else:
+            raise TypeError(f"to(): {arg!r} is neither a dtype (limn.int64, 'float32') nor a device name ('numpy')")
+    out = x if dtype is None else x.cast(dtypes.as_dtype(dtype))
+    if device is not None and get_device(device).name != out.device:
+        return _copy_to_device(out, device)  # a new leaf there, as the move has always been
+    return out.contiguous() if copy and out is x else out  # on its device already: lazy, gradients kept
+
+
+# torch's legacy type names, which x.type() gives and takes: x.type() is 'limn.FloatTensor' for float32
+LEGACY_NAMES: dict[DType, str] = {
+    dtypes.float64: "DoubleTensor",
+    dtypes.float32: "FloatTensor",
+    dtypes.float16: "HalfTensor",
+    dtypes.bfloat16: "BFloat16Tensor",
+    dtypes.int64: "LongTensor",
+    dtypes.int32: "IntTensor",
+    dtypes.int16: "ShortTensor",
+    dtypes.int8: "CharTensor",
+    dtypes.uint8: "ByteTensor",
+    dtypes.bool_: "BoolTensor",
+}
+_BY_LEGACY_NAME = {name: dtype for dtype, name in LEGACY_NAMES.items()}
+
+
+def type_(x: Tensor, dtype: DType | str | None = None, non_blocking: bool = False) -> Tensor | str:
+    """torch's Tensor.type: with no dtype the legacy type name ('limn.FloatTensor' where torch says
+    'torch.FloatTensor'); with one, x cast to it. dtype may also be a legacy name, with either prefix.
+
+    >>> Tensor([1.0]).type(), Tensor([1.7]).type("limn.LongTensor").tolist()
+    ('limn.FloatTensor', [1])
+    """
+    if dtype is None:
+        return f"limn.{LEGACY_NAMES[x.dtype]}"
+    if isinstance(dtype, str):
+        legacy = dtype.removeprefix("torch.").removeprefix("limn.")
+        if legacy in _BY_LEGACY_NAME:
+            return x.cast(_BY_LEGACY_NAME[legacy])
+    return x.cast(dtypes.as_dtype(dtype))
+
+
+def type_as(x: Tensor, other: Tensor) -> Tensor:
+    """x cast to other's dtype (x itself when it has it), as torch's x.type_as(other)."""
+    if not isinstance(other, Tensor):
+        raise TypeError(f"type_as(other): other must be a Tensor, got {type(other).__name__}")
+    return x.cast(other.dtype)
+
+
+# ---- torch's small spellings: answers about a tensor, computed from its shape and dtype alone ----
+
+
+class Size(int):
+    """x.size: the element count, an int, as numpy's x.size (and limn's, before torch's spelling); called, it is
+    torch's x.size(): the shape, or with a dim that dim's size. Trap: x.size == 6 and x.size() == (2, 3) both
+    hold, so code that passes x.size along passes the count.
+
+    >>> x = Tensor.zeros((2, 3))
+    >>> x.size, x.size(), x.size(-1)
+    (6, (2, 3), 3)
+    """
+
+    shape: Shape
+
+    def __new__(cls, shape: Shape) -> Size:
+        count = super().__new__(cls, prod(shape))
+        count.shape = shape
+        return count
+
+    def __reduce__(self) -> tuple:
+        return int, (int(self),)  # pickled or copied, it is the plain count
+
+    def __call__(self, dim: int | None = None) -> Shape | int:
+        if dim is None:
+            return self.shape
+        if not self.shape:
+            raise IndexError(f"size({dim}): a 0-d tensor has no dims (torch raises too); its shape is ()")
+        return self.shape[normalize_axis(dim, len(self.shape), "size")]
+
+
+def size(x: Tensor) -> Size:
+    """The element count, callable as torch's size() (see Size)."""
+    return Size(x.shape)
+
+
+def dim(x: Tensor) -> int:
+    """The number of dims (x.ndim), as torch's dim() and ndimension()."""
+    return x.ndim
+
+
+def numel(x: Tensor) -> int:
+    """The number of elements (1 for a 0-d tensor), as torch's numel() and nelement()."""
+    return prod(x.shape)
+
+
+def element_size(x: Tensor) -> int:
+    """The bytes one element takes (4 for float32, 1 for uint8 and bool), as torch's element_size()."""
+    return x.dtype.itemsize
+
+
+def is_floating_point(x: Tensor) -> bool:
+    """Whether the dtype is a float (float64, float32, float16, bfloat16)."""
+    return x.dtype.is_float
+
+
+def is_signed(x: Tensor) -> bool:
+    """Whether the dtype holds negative values: False for uint8 and bool, as torch's is_signed()."""
+    return x.dtype.is_signed

@@ -1,0 +1,428 @@
+"""Reads and writes at int indices, torch's family: gather, scatter (with reduce), scatter_add, scatter_reduce,
+index_select, index_add, index_fill, index_copy, take_along_dim, masked_fill/select/scatter, nonzero.
+
+Each takes a tensor, a dim and int indices (a tensor, or host data that becomes one) and gives a tensor.
+Sums are the SCATTER primitive; overwrites, products, maxima and means compare every index with every
+position of the dim (a bool (..., positions, indices) grid) and reduce over the indices, so ties share
+the gradient as torch's do. nonzero and the masked ops whose size depends on the data compute the mask now.
+Pipeline: **tensor (composed ops)** -> graph (GATHER, SCATTER, WHERE, SUM, MAX) -> schedule -> IR -> device.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from limn import dtypes
+from limn.composed.movement.rearrange import take_at
+from limn.errors import ArgumentError
+from limn.frontend.primitives import Scalar, Tensor, broadcast_shape, index_tensor, normalize_axis
+
+_gather_primitive = Tensor.gather  # limn's spelling: gather(idx, axis)
+_scatter_add_primitive = Tensor.scatter_add  # limn's spelling: scatter_add(idx, src, axis)
+
+REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+def _orders(args: tuple, kwargs: dict, names: Sequence[str], what: str, keywords: Sequence[str] = ()) -> dict[str, Any]:
+    """The arguments of torch's spelling (dim first: gather(dim, index)) or limn's (dim last, as `axis`:
+    gather(idx, axis)), by name. A first positional int means torch's. A keyword that is neither one of
+    `names`, one of `keywords`, nor limn's axis/idx raises TypeError, as python does for a typo."""
+    unknown = sorted(set(kwargs) - {*names, *keywords, "axis", "idx"})
+    if unknown:
+        raise TypeError(f"{what}: got an unexpected keyword argument {unknown[0]!r}")
+    kwargs = dict(kwargs)
+    if "axis" in kwargs:
+        kwargs.setdefault("dim", kwargs.pop("axis"))
+    if "idx" in kwargs:
+        kwargs.setdefault("index", kwargs.pop("idx"))
+    torch_order = bool(args) and isinstance(args[0], (int, np.integer)) and not isinstance(args[0], bool)
+    order = list(names) if torch_order else [*names[1:], names[0]]
+    if len(args) > len(order):
+        raise TypeError(f"{what}: takes at most {len(order)} positional arguments, got {len(args)}")
+    for name, arg in zip(order, args):
+        if name in kwargs:
+            raise TypeError(f"{what}: got {name} twice")
+        kwargs[name] = arg
+    return kwargs
+
+
+def gather(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """out[..., j, ...] = x[..., index[..., j, ...], ...] along dim, as torch.gather(x, dim, index) (limn's
+    gather(idx, axis) spelling works too). index has x's rank and is no larger off dim."""
+    a = _orders(args, kwargs, ("dim", "index"), "gather", ("sparse_grad",))
+    a.pop("sparse_grad", None)
+    return _gather_primitive(x, a["index"], a.get("dim", 0))
+
+
+def scatter_add(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """A copy of x with src added at index along dim, as torch.scatter_add(x, dim, index, src) (limn's
+    scatter_add(idx, src, axis) spelling works too). src may be larger than index: its first part is used."""
+    a = _orders(args, kwargs, ("dim", "index", "src"), "scatter_add")
+    idx = index_tensor(a["index"], "scatter_add")
+    src = _source(x, a["src"], idx.shape, "scatter_add")
+    return _scatter_add_primitive(x, idx, src, a.get("dim", 0))
+
+
+def _source(x: Tensor, src: Any, shape: tuple[int, ...], what: str) -> Tensor:
+    """src in x's dtype, cut to the index's shape (torch reads only that much of it). A src tensor of another
+    dtype raises, as torch's (a cast would hide a float written into an int tensor); data is taken as x's."""
+    if isinstance(src, Tensor) and src.dtype != x.dtype:
+        raise ArgumentError(
+            f"{what}: src is {src.dtype.name} and the tensor written into is {x.dtype.name}; they must match "
+            f"(cast src first: src.cast('{x.dtype.name}'))"
+        )
+    src = src if isinstance(src, Tensor) else Tensor(src, dtype=x.dtype, device=x.device)
+    if src.ndim != len(shape) or any(s < i for s, i in zip(src.shape, shape)):
+        raise ArgumentError(
+            f"{what}: src of shape {src.shape} is smaller than the index {shape}; it needs one value each"
+        )
+    return src.shrink(tuple((0, i) for i in shape))
+
+
+def scatter(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """A copy of x with src (a tensor or a number, torch's `value`) written at index along dim, as torch's
+    x.scatter(dim, index, src, reduce=None): where an index repeats, the last write wins (torch's CPU order;
+    its docs call it undefined). reduce="add" or "multiply" combines with x instead (scatter_reduce).
+
+    >>> Tensor.zeros(3).scatter(0, Tensor([2, 0, 2]), Tensor([1.0, 2.0, 3.0])).tolist()
+    [2.0, 0.0, 3.0]
+    """
+    a = _orders(args, kwargs, ("dim", "index", "src"), "scatter", ("value", "reduce"))
+    if "value" in a:
+        a.setdefault("src", a.pop("value"))
+    dim = normalize_axis(a.get("dim", 0), x.ndim, "scatter")
+    idx = index_tensor(a["index"], "scatter")
+    _check_index(x, idx, dim, "scatter")
+    reduce = a.get("reduce")
+    if reduce is not None:
+        named = {"add": "sum", "multiply": "prod"}
+        if reduce not in named:
+            raise ArgumentError(f"scatter: reduce must be 'add' or 'multiply', not {reduce!r}")
+        src = a["src"]
+        if not isinstance(src, Tensor):
+            src = Tensor.full(idx.shape, src, dtype=x.dtype, device=x.device)
+        return scatter_reduce(x, dim, idx, src, named[reduce], include_self=True)
+    src = a["src"]
+    hit = _hits(x, idx, dim) > 0
+    if not isinstance(src, Tensor):  # a number: written wherever an index points
+        return hit.where(Tensor.full((), src, dtype=x.dtype, device=x.device), x)
+    src = _source(x, src, idx.shape, "scatter")
+    grid = _Grid(x, idx, dim)
+    last = grid.last_index()  # (..., T): which j wrote each position last, plus 1
+    taken = grid.moved(src).gather(last.gt(0).where(last - 1, 0), -1)  # (..., T): that j's value
+    return grid.put(hit, _every_writer_gets_the_gradient(x, idx, src, dim, grid, taken))
+
+
+def _every_writer_gets_the_gradient(
+    x: Tensor, idx: Tensor, src: Tensor, dim: int, grid: _Grid, taken: Tensor
+) -> Tensor:
+    """taken's value, with torch's gradient for scatter: every src element gets the gradient of the cell it
+    wrote, overwritten or not (grad.gather(index)). taken - (S - S) is taken exactly (x - +0 is x, -0.0
+    included) while its gradient flows through S, the sum of the writes; where S is not finite (S - S is
+    NaN), taken keeps its own gradient, the last write's."""
+    if not x.dtype.is_float:
+        return taken
+    total = _scatter_add_primitive(Tensor.zeros(x.shape, dtype=x.dtype, device=x.device), idx, src, dim)
+    total = total.shrink(grid.box).movedim(dim, -1)  # (..., T), as taken
+    zero = total.detach() - total  # +0 where finite; its gradient is -1 to every write
+    return zero.isfinite().where(taken.detach() - zero, taken)
+
+
+def scatter_reduce(
+    x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True
+) -> Tensor:
+    """x with src combined in at index along dim by `reduce` ("sum", "prod", "mean", "amax", "amin"), as
+    torch.scatter_reduce. include_self=False leaves x's own value out where an index points (positions no
+    index points at keep x). mean divides by the count (plus one with x itself); for ints it floors, as
+    torch. amax and amin share the gradient evenly among ties, x included, as torch's.
+
+    >>> Tensor([0.0, 5.0]).scatter_reduce(0, Tensor([1, 1, 0]), Tensor([7.0, 1.0, 2.0]), "amax").tolist()
+    [2.0, 7.0]
+    """
+    if reduce not in REDUCES:
+        raise ArgumentError(f"scatter_reduce: reduce must be one of {', '.join(map(repr, REDUCES))}, not {reduce!r}")
+    dim = normalize_axis(dim, x.ndim, "scatter_reduce")
+    idx = index_tensor(index, "scatter_reduce")
+    _check_index(x, idx, dim, "scatter_reduce")
+    src = _source(x, src, idx.shape, "scatter_reduce")
+    count = _hits(x, idx, dim)  # (x.shape) int32: how many indices point at each position
+    hit = count > 0
+    if reduce in ("sum", "mean"):
+        base = x if include_self else hit.where(_zero(x), x)
+        total = _scatter_add_primitive(base, idx, src, dim)
+        if reduce == "sum":
+            return total
+        # the count (plus x itself), 1 where nothing points; hit.where, not count.maximum(1), whose two int
+        # compares of one pair the c device miscompiles in this graph (see tests/core/test_indexing.py)
+        n = count + 1 if include_self else hit.where(count, 1)
+        if x.dtype.is_float:
+            return hit.where(total / n.cast(x.dtype), x)
+        return hit.where(_floor_divide(total, n.cast(x.dtype)), x)
+    grid = _Grid(x, idx, dim)
+    values = grid.spread(src)  # (..., T, J): src where index j points at position t
+    if reduce == "prod":
+        combined = _product(grid.mask.where(values, 1), grid.x_moved if include_self else None)
+    else:
+        fill = _lowest(x.dtype) if reduce == "amax" else _highest(x.dtype)
+        candidates = grid.mask.where(values, fill)
+        if include_self:
+            candidates = Tensor.cat([candidates, grid.x_moved.unsqueeze(-1)], -1)  # x as one more candidate
+        combined = candidates.max(axis=-1) if reduce == "amax" else candidates.min(axis=-1)
+    return grid.put(hit, combined)
+
+
+class _Grid:
+    """The comparison of every index j with every position t of the dim, in a layout with the dim last:
+    `mask` (..., T, J) is index[..., j] == t, over the region of x the index covers (x_moved (..., T))."""
+
+    def __init__(self, x: Tensor, idx: Tensor, dim: int) -> None:
+        self.x, self.dim, self.idx_shape = x, dim, idx.shape
+        self.box = tuple((0, x.shape[d] if d == dim else i) for d, i in enumerate(idx.shape))
+        self.x_moved = x.shrink(self.box).movedim(dim, -1)  # (..., T)
+        rows = idx.movedim(dim, -1).unsqueeze(-2)  # (..., 1, J)
+        ones = Tensor.ones(rows.shape, dtype=dtypes.int32, device=x.device)
+        zeros = Tensor.zeros(rows.shape[:-2] + (x.shape[dim], rows.shape[-1]), dtype=dtypes.int32, device=x.device)
+        # one-hot along T by a SCATTER (no compare): exact, and an index out of range raises when computed
+        self.mask = _scatter_add_primitive(zeros, rows, ones, -2).cast(dtypes.bool_)  # (..., T, J)
+
+    def moved(self, src: Tensor) -> Tensor:
+        return src.movedim(self.dim, -1)  # (..., J)
+
+    def spread(self, src: Tensor) -> Tensor:
+        return self.moved(src).unsqueeze(-2).expand(self.mask.shape)  # (..., T, J)
+
+    def last_index(self) -> Tensor:
+        """(..., T): 1 + the largest j whose index points at t, or 0 where none does."""
+        j = self.mask.shape[-1]
+        order = Tensor.arange(1, j + 1, device=self.x.device)  # (J,)
+        return self.mask.where(order, 0).max(axis=-1)
+
+    def put(self, hit: Tensor, combined: Tensor) -> Tensor:
+        """x with `combined` (..., T) where an index points (hit, of x's shape), x elsewhere."""
+        region = combined.movedim(-1, self.dim)  # the index's shape, with T on dim
+        widths = [(0, n - e) for (_, e), n in zip(self.box, self.x.shape)]
+        if any(w != (0, 0) for w in widths):
+            region = region.pad(widths)
+        return hit.where(region, self.x)
+
+
+def _product(values: Tensor, also: Tensor | None) -> Tensor:
+    """The product over the last dim, as a tree of multiplies (halves times halves), times `also`."""
+    while values.shape[-1] > 1:
+        n = values.shape[-1]
+        if n % 2:
+            values = values.pad([(0, 0)] * (values.ndim - 1) + [(0, 1)], value=1)  # a factor 1 evens it
+            n += 1
+        low, high = values.split(n // 2, -1)
+        values = low * high
+    out = values.squeeze(-1) if values.shape[-1] == 1 else Tensor.ones(values.shape[:-1], dtype=values.dtype)
+    return out if also is None else out * also
+
+
+def _hits(x: Tensor, idx: Tensor, dim: int) -> Tensor:
+    """How many indices point at each position of x (int32, x's shape): a SCATTER, which also reports an
+    index out of range as an IndexError when computed."""
+    ones = Tensor.ones(idx.shape, dtype=dtypes.int32, device=x.device)
+    zeros = Tensor.zeros(x.shape, dtype=dtypes.int32, device=x.device)
+    return _scatter_add_primitive(zeros, idx, ones, dim)
+
+
+def _check_index(x: Tensor, idx: Tensor, dim: int, what: str) -> None:
+    if idx.ndim != x.ndim or any(i > s for d, (i, s) in enumerate(zip(idx.shape, x.shape)) if d != dim):
+        raise ArgumentError(
+            f"{what}: index of shape {idx.shape} does not fit x of shape {x.shape} along dim {dim} "
+            "(same rank, and no larger than x off that dim)"
+        )
+
+
+def _zero(x: Tensor) -> Scalar:
+    return False if x.dtype == dtypes.bool_ else 0
+
+
+def _lowest(dtype: dtypes.DType) -> Scalar:
+    if dtype.is_float:
+        return -math.inf
+    return False if dtype == dtypes.bool_ else int(np.iinfo(dtype.np).min)
+
+
+def _highest(dtype: dtypes.DType) -> Scalar:
+    if dtype.is_float:
+        return math.inf
+    return True if dtype == dtypes.bool_ else int(np.iinfo(dtype.np).max)
+
+
+def _floor_divide(a: Tensor, b: Tensor) -> Tensor:
+    """a // b for ints, rounding toward -inf: the truncated quotient, less 1 where it was rounded up."""
+    q = (a.cast(dtypes.float64) / b.cast(dtypes.float64)).cast(a.dtype)  # truncates toward zero
+    return (q * b).gt(a).where(q - 1, q)
+
+
+# ---- index_* : a 1-D index along one dim ----
+
+
+def _line(index: Any, x: Tensor, dim: int, what: str) -> Tensor:
+    idx = index_tensor(index, what)
+    if idx.ndim > 1:
+        raise ArgumentError(f"{what}: index must be 0-d or 1-d, got shape {idx.shape}")
+    return idx.reshape(-1)
+
+
+def _along(idx: Tensor, shape: tuple[int, ...], dim: int) -> Tensor:
+    """A 1-D index stretched to `shape` along dim (the GATHER and SCATTER primitives take a full index)."""
+    line = [1] * len(shape)
+    line[dim] = idx.shape[0]
+    return idx.reshape(line).expand(shape)
+
+
+def index_select(x: Tensor, dim: int, index: Any) -> Tensor:
+    """x's slices along dim at the positions in a 1-D index, as torch.index_select (a GATHER).
+
+    >>> Tensor([[1, 2], [3, 4]]).index_select(1, Tensor([1, 1])).tolist()
+    [[2, 2], [4, 4]]
+    """
+    dim = normalize_axis(dim, x.ndim, "index_select")
+    idx = _line(index, x, dim, "index_select")
+    if x.ndim == 0:
+        x = x.reshape(1)  # a 0-d tensor reads as one element, as torch gives it a dim of size 1
+    shape = x.shape[:dim] + (idx.shape[0],) + x.shape[dim + 1 :]
+    if 0 in shape:
+        return take_at(x, dim, np.zeros(idx.shape[0], np.int64))  # an empty result of the shape
+    return _gather_primitive(x, _along(idx, shape, dim), dim)
+
+
+def index_add(x: Tensor, dim: int, index: Any, source: Tensor, *, alpha: Scalar = 1) -> Tensor:
+    """x with alpha * source[..., j, ...] added at x[..., index[j], ...], as torch.index_add (a SCATTER)."""
+    dim = normalize_axis(dim, x.ndim, "index_add")
+    idx = _line(index, x, dim, "index_add")
+    source = (source if isinstance(source, Tensor) else Tensor(source)).cast(x.dtype)
+    if alpha != 1:
+        source = source * alpha
+    return _scatter_add_primitive(x, _along(idx, source.shape, dim), source, dim)
+
+
+def index_copy(x: Tensor, dim: int, index: Any, source: Tensor) -> Tensor:
+    """x with source[..., j, ...] written at x[..., index[j], ...], as torch.index_copy (the last write wins)."""
+    dim = normalize_axis(dim, x.ndim, "index_copy")
+    idx = _line(index, x, dim, "index_copy")
+    source = source if isinstance(source, Tensor) else Tensor(source)
+    return scatter(x, dim, _along(idx, source.shape, dim), source)
+
+
+def index_fill(x: Tensor, dim: int, index: Any, value: Scalar | Tensor) -> Tensor:
+    """x with `value` at every x[..., index[j], ...], as torch.index_fill."""
+    dim = normalize_axis(dim, x.ndim, "index_fill")
+    idx = _line(index, x, dim, "index_fill")
+    n = x.shape[dim] if x.ndim else 1
+    ones = Tensor.ones(idx.shape, dtype=dtypes.int32, device=x.device)
+    hit = _scatter_add_primitive(Tensor.zeros((n,), dtype=dtypes.int32, device=x.device), idx, ones, 0) > 0
+    line = [1] * x.ndim
+    if x.ndim:
+        line[dim] = n
+    return hit.reshape(line).where(_fill_value(x, value), x)
+
+
+def _fill_value(x: Tensor, value: Scalar | Tensor) -> Tensor:
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise ArgumentError(f"fill value must be a number or a 0-d tensor, got shape {value.shape}")
+        return value.cast(x.dtype)
+    return Tensor.full((), value, dtype=x.dtype, device=x.device)
+
+
+def take_along_dim(x: Tensor, indices: Any, dim: int | None = None) -> Tensor:
+    """x read at `indices` along dim, as torch.take_along_dim: x and indices broadcast off dim, then a
+    GATHER. With dim None both are flattened."""
+    idx = index_tensor(indices, "take_along_dim")
+    if dim is None:
+        return _gather_primitive(x.reshape(-1), idx.reshape(-1), 0)
+    dim = normalize_axis(dim, x.ndim, "take_along_dim")
+    if idx.ndim != x.ndim:
+        raise ArgumentError(f"take_along_dim: indices of shape {idx.shape} need x's {x.ndim} dims (x is {x.shape})")
+    off_x = tuple(1 if d == dim else s for d, s in enumerate(x.shape))
+    off_i = tuple(1 if d == dim else s for d, s in enumerate(idx.shape))
+    common = broadcast_shape(off_x, off_i, "take_along_dim")
+    x = x.broadcast_to(tuple(x.shape[d] if d == dim else s for d, s in enumerate(common)))
+    idx = idx.broadcast_to(tuple(idx.shape[d] if d == dim else s for d, s in enumerate(common)))
+    if idx.size == 0:
+        return take_at(x, dim, np.zeros(idx.shape[dim], np.int64)).broadcast_to(idx.shape)
+    return _gather_primitive(x, idx, dim)
+
+
+def take(x: Tensor, index: Any) -> Tensor:
+    """x read as a flat tensor at `index` (any shape, negative counting from the end), as torch.take: the
+    result has the index's shape. An index out of range raises IndexError when computed."""
+    idx = index_tensor(index, "take")
+    return x.reshape(-1)[idx]
+
+
+# ---- masks ----
+
+
+def masked_fill(x: Tensor, mask: Tensor, value: Scalar | Tensor) -> Tensor:
+    """x with `value` (a number or a 0-d tensor, cast to x's dtype) where the bool mask, broadcast to x,
+    is True, as torch.masked_fill. The gradient of a tensor value is the sum over the mask.
+
+    >>> Tensor([1.0, -2.0, 3.0]).masked_fill(Tensor([False, True, False]), 0.0).tolist()
+    [1.0, 0.0, 3.0]
+    """
+    mask = _bool_mask(mask, "masked_fill")
+    return mask.broadcast_to(x.shape).where(_fill_value(x, value), x)
+
+
+def _bool_mask(mask: Any, what: str) -> Tensor:
+    mask = mask if isinstance(mask, Tensor) else Tensor(mask)
+    if mask.dtype != dtypes.bool_:
+        raise TypeError(f"{what}: the mask must be a bool tensor, got {mask.dtype.name} (compare first: x > 0)")
+    return mask
+
+
+def masked_select(x: Tensor, mask: Any) -> Tensor:
+    """The values of x where the mask (broadcast with x) is True, as a 1-D tensor in row-major order, as
+    torch.masked_select. Trap: the mask is computed at this call (the result's size is its count).
+
+    >>> x = Tensor([[1, -2], [-3, 4]])
+    >>> x.masked_select(x > 0).tolist()
+    [1, 4]
+    """
+    mask = _bool_mask(mask, "masked_select")
+    shape = broadcast_shape(x.shape, mask.shape, "masked_select")
+    where = np.flatnonzero(mask.broadcast_to(shape).numpy())
+    return take_at(x.broadcast_to(shape).reshape(-1), 0, where)
+
+
+def masked_scatter(x: Tensor, mask: Any, source: Tensor) -> Tensor:
+    """x with the True positions of the mask (broadcast to x) filled, in row-major order, by source's first
+    values, as torch.masked_scatter. Trap: the mask is computed at this call."""
+    mask = _bool_mask(mask, "masked_scatter")
+    hits = mask.broadcast_to(x.shape).numpy().reshape(-1)
+    source = source if isinstance(source, Tensor) else Tensor(source)
+    count = int(hits.sum())
+    if source.size < count:
+        raise ArgumentError(f"masked_scatter: the mask has {count} True values, source only {source.size} elements")
+    if count == 0:
+        return x
+    order = np.maximum(np.cumsum(hits) - 1, 0)  # the k-th True position reads source element k
+    values = take_at(source.cast(x.dtype).reshape(-1), 0, order)
+    return Tensor(hits, device=x.device).where(values, x.reshape(-1)).reshape(x.shape)
+
+
+def nonzero(x: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
+    """The indices of x's nonzero values, computed now: an int32 (count, ndim) tensor in row-major order,
+    or with as_tuple one 1-D tensor per dim, as torch.nonzero (torch's are int64; limn's widest int is int32).
+
+    >>> Tensor([[0, 3], [5, 0]]).nonzero().tolist()
+    [[0, 1], [1, 0]]
+    """
+    values = x.numpy()
+    if as_tuple:
+        return tuple(Tensor(p.astype(np.int32), device=x.device) for p in np.nonzero(np.atleast_1d(values)))
+    return Tensor(np.argwhere(values).astype(np.int32), device=x.device)
+
+
+def argwhere(x: Tensor) -> Tensor:
+    """nonzero(x): the (count, ndim) indices of x's nonzero values, computed now."""
+    return nonzero(x)

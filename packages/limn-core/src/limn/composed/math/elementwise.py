@@ -1,0 +1,438 @@
+"""The composed elementwise ops: sub, div, comparisons, NaN tests, logic, activations, maximum, clip.
+
+Each function takes a tensor (and a second operand, promoted and broadcast as in +) and gives a tensor
+built from the elementwise primitives alone, with its formula in a comment, so a device that implements
+the primitives runs all of them. Edge values follow torch (NaN, inf, -0.0, ties; tests/core/test_edge_values.py).
+Named as the methods limn.frontend.tensor makes of them (abs too, as numpy's is), so Python's abs is not used here.
+Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from limn import dtypes
+from limn.composed.math import derivative, rounding
+from limn.errors import ArgumentError
+from limn.frontend.primitives import Scalar, Tensor, TensorLike
+from limn.graph.ops import Op
+
+# ---- arithmetic ----
+
+
+def _times_alpha(x: Tensor, other: TensorLike, alpha: Scalar, what: str) -> TensorLike:
+    """other * alpha for torch's add/sub(..., alpha=): a float alpha with int operands raises, as in torch."""
+    if alpha == 1 and not isinstance(alpha, float):
+        return other
+    other_is_int = not isinstance(other, Tensor) or not other.dtype.is_float
+    if isinstance(alpha, float) and not x.dtype.is_float and other_is_int and not isinstance(other, float):
+        raise TypeError(f"{what}: alpha={alpha!r} is a float and the operands are ints (torch raises too); use an int")
+    return other * alpha
+
+
+def add(x: Tensor, other: TensorLike, reverse: bool = False, alpha: Scalar = 1) -> Tensor:
+    """x + alpha * other, as torch.add, promoted and broadcast (the ADD primitive when alpha is 1). A python
+    scalar takes x's dtype, so an int8 tensor + 200 stays int8 and wraps; bools add as logical or.
+
+    >>> Tensor([1.0, 2.0]).add(Tensor([10.0, 20.0]), alpha=0.5).tolist()
+    [6.0, 12.0]
+    """
+    return x._binary(Op.ADD, _times_alpha(x, other, alpha, "add"), reverse)
+
+
+def sub(x: Tensor, other: TensorLike, reverse: bool = False, alpha: Scalar = 1) -> Tensor:
+    """x - alpha * other (other - x with reverse=True), promoted and broadcast as in +, as torch.sub. Ints wrap."""
+    a, b = x._operands(_times_alpha(x, other, alpha, "sub"), "sub", reverse)
+    return a + b.neg()  # a - b = a + (-b)
+
+
+def div(x: Tensor, other: TensorLike, rounding_mode: str | None = None, reverse: bool = False) -> Tensor:
+    """x / other (other / x with reverse=True), true division: int and bool operands give float32, as in
+    torch. Trap: it is x * (1 / other), which can differ from a correctly rounded x / other in the last bit.
+    rounding_mode "trunc" or "floor" rounds the quotient as torch.div does
+    (limn.composed.math.rounding.divide_rounded)."""
+    if rounding_mode is not None:
+        return rounding.divide_rounded(x, other, rounding_mode, reverse)
+    a, b = x._float()._operands(other, "div", reverse)
+    a, b = a._float(), b._float()
+    return a * b.reciprocal()  # a / b = a * (1/b)
+
+
+# ---- comparisons: CMPLT is False whenever a side is NaN (IEEE), and everything below is composed so
+# that eq is False, ne True, and le/ge False with a NaN on either side, as in torch ----
+
+
+def eq(x: Tensor, other: TensorLike) -> Tensor:
+    """x == other as a bool tensor, promoted and broadcast; False where either side is NaN."""
+    a, b = x._operands(other, "eq")
+    neither_below = a.lt(b).where(False, b.lt(a).where(False, True))
+    if not a.dtype.is_float:
+        return neither_below  # ints and bools have no NaN
+    # a NaN is below nothing and above nothing, so it passes the test above: rule it out. a + b is NaN
+    # when a side is (and for inf + -inf, which that test already rejects), one isnan for both sides
+    return neither_below.where((a + b).isnan().logical_not(), False)
+
+
+def ne(x: Tensor, other: TensorLike) -> Tensor:
+    """x != other as a bool tensor; True where either side is NaN."""
+    return x.eq(other).logical_not()
+
+
+def gt(x: Tensor, other: TensorLike) -> Tensor:
+    """x > other as a bool tensor; False where either side is NaN."""
+    return x.lt(other, reverse=True)
+
+
+def le(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
+    """x <= other as a bool tensor (other <= x with reverse=True); False where either side is NaN."""
+    a, b = x._operands(other, "le", reverse)
+    if not a.dtype.is_float:
+        return b.lt(a).logical_not()  # a <= b: b is not below a
+    return a.lt(b).where(True, a.eq(b))  # a <= b: a is below b or equal to it (so neither is NaN)
+
+
+def ge(x: Tensor, other: TensorLike) -> Tensor:
+    """x >= other as a bool tensor; False where either side is NaN."""
+    return x.le(other, reverse=True)
+
+
+def isnan(x: Tensor) -> Tensor:
+    """True where the value is NaN: the one value neither below inf nor above -inf. Ints and bools
+    have no NaN, so it is all False for them, as in torch.
+
+    >>> Tensor([float("nan"), 1.0, float("inf")]).isnan().tolist()
+    [True, False, False]
+    """
+    if not x.dtype.is_float:
+        return Tensor.full(x.shape, False, device=x.device)
+    return x.lt(math.inf).where(False, x.gt(-math.inf).where(False, True))  # not (x < inf or -inf < x)
+
+
+def isinf(x: Tensor) -> Tensor:
+    """True where the value is inf or -inf (never for ints and bools).
+
+    >>> Tensor([float("-inf"), 1.0, float("nan")]).isinf().tolist()
+    [True, False, False]
+    """
+    if not x.dtype.is_float:
+        return Tensor.full(x.shape, False, device=x.device)
+    below_inf, above_minus_inf = x.lt(math.inf), x.gt(-math.inf)
+    # isinf(x) = (x < inf) xor (-inf < x): a finite x passes both tests, NaN neither, inf and -inf one
+    return below_inf.where(above_minus_inf.logical_not(), above_minus_inf)
+
+
+def isfinite(x: Tensor) -> Tensor:
+    """True where the value is neither inf, -inf nor NaN (always for ints and bools).
+
+    >>> Tensor([float("-inf"), 1.0, float("nan")]).isfinite().tolist()
+    [False, True, False]
+    """
+    if not x.dtype.is_float:
+        return Tensor.full(x.shape, True, device=x.device)
+    return x.lt(math.inf).logical_and(x.gt(-math.inf))  # isfinite(x) = x < inf and -inf < x
+
+
+# ---- logic: any value is true where it is nonzero (NaN included) ----
+
+
+def logical_not(x: Tensor) -> Tensor:
+    """not x, elementwise, as a bool tensor (True where x is 0)."""
+    return x.cast(dtypes.bool_).where(False, True)
+
+
+def logical_and(x: Tensor, other: TensorLike) -> Tensor:
+    """x and other, elementwise, as a bool tensor."""
+    return x.cast(dtypes.bool_).where(other, False).cast(dtypes.bool_)
+
+
+def logical_or(x: Tensor, other: TensorLike) -> Tensor:
+    """x or other, elementwise, as a bool tensor."""
+    return x.cast(dtypes.bool_).where(True, other).cast(dtypes.bool_)
+
+
+# ---- activations ----
+
+
+def relu(x: Tensor) -> Tensor:
+    """max(x, 0) as torch computes it: 0 below 0, x itself elsewhere (so relu(-0.0) is -0.0 and
+    relu(nan) is nan). The gradient flows where x > 0 or x is NaN, and is 0 at 0, as torch's."""
+    if not x.dtype.is_float:
+        return x.gt(0).where(x, 0)  # relu(x) = x if x > 0 else 0
+    flows = x.gt(0).where(True, x.lt(math.inf).logical_not())  # x > 0, or NaN (NaN is not below inf)
+    return flows.where(x, x.lt(0).where(0.0, x.detach()))  # relu(x) = 0 if x < 0 else x
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    """1 / (1 + e**-x), computed so that it neither overflows nor loses its gradient for large |x|."""
+    # sigmoid(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) below, with e = e**-|x| in (0, 1]: the plain
+    # 1 / (1 + e**-x) overflows to inf below x = -88 in float32, and inf * 0 makes its gradient NaN
+    x = x._float()
+    nonneg = x.ge(0)
+    e = nonneg.where(-x, x).exp()
+    return nonneg.where(1.0, e) / (1 + e)
+
+
+# tanh's Taylor series x (1 + z (c3 + z (c5 + ...))), z = x**2, to x**15: within 4e-15 of tanh below 0.2
+_TANH_SERIES = (-1 / 3, 2 / 15, -17 / 315, 62 / 2835, -1382 / 155925, 21844 / 6081075, -929569 / 638512875)
+
+
+def tanh(x: Tensor) -> Tensor:
+    """The hyperbolic tangent: 2 sigmoid(2x) - 1, and below |x| = 0.2 its Taylor series, where that
+    difference would cancel (tanh(1e-8) is 1e-8, not 0; tanh(-0.0) is -0.0). Differentiable to any order."""
+    x = x._float()
+    small = x.abs().lt(0.2)
+    xs = small.where(x, 0.0)  # the series sees 0 where it is not used, so its gradient stays finite there
+    z = xs * xs
+    acc = z * _TANH_SERIES[-1] + _TANH_SERIES[-2]
+    for c in reversed(_TANH_SERIES[:-2]):
+        acc = acc * z + c
+    series = xs * (1 + z * acc)  # x (1 + ...) keeps the sign of -0.0
+    return small.where(series, 2 * (2 * x).sigmoid() - 1)  # tanh(x) = 2 sigmoid(2x) - 1
+
+
+def erf(x: Tensor) -> Tensor:
+    """The error function, as torch.erf: computed in float64 to within 1e-15 of it (float32 results are the
+    float64 value rounded), with the derivative 2/sqrt(pi) e**(-x**2).
+
+    >>> round(Tensor([0.5]).erf().item(), 6)
+    0.5205
+    """
+    return derivative.unary(x, _erf64, lambda x, out: (2 / math.sqrt(math.pi)) * (-(x * x)).exp())
+
+
+ERF_SERIES_BELOW, ERF_SERIES_TERMS, ERF_FRACTION_TERMS = 2.5, 36, 30  # 7e-16 relative over the float64 range
+
+
+def _erf64(x: Tensor) -> Tensor:
+    """erf of a float64 x: a series of positive terms below 2.5, 1 - erfc past it from erfc's continued
+    fraction (each exact to a few ulps where it is used; no cancellation in either)."""
+    a = x.abs()
+    small = a < ERF_SERIES_BELOW
+    # erf(s) = 2/sqrt(pi) e**(-s**2) * s * (1 + 2s**2/3 (1 + 2s**2/5 (1 + ...))), every term positive
+    s = small.where(a, 0.0)
+    s2 = s * s
+    acc = Tensor.ones_like(s)
+    for n in range(ERF_SERIES_TERMS, 0, -1):
+        acc = 1 + acc * (s2 * (2 / (2 * n + 1)))
+    series = (2 / math.sqrt(math.pi)) * (-s2).exp() * s * acc
+    # erfc(b) = e**(-b**2) / sqrt(pi) / (b + (1/2) / (b + 1 / (b + (3/2) / (b + ...)))), b >= 2.5
+    b = small.where(ERF_SERIES_BELOW, a)
+    f = b
+    for n in range(ERF_FRACTION_TERMS, 0, -1):
+        f = b + (n / 2) / f
+    erfc = (-(b * b)).exp() * (1 / math.sqrt(math.pi)) / f
+    return a.eq(0).where(x, x.sign() * small.where(series, 1 - erfc))  # erf(-0.0) is -0.0, as torch's
+
+
+def _erf_fast(x: Tensor) -> Tensor:
+    """erf by Abramowitz & Stegun 7.1.26, within 1.5e-7 of it: gelu's float32 path, where that error is
+    below the float32 result's own rounding once multiplied by x (and 6 terms cost less than erf's 66)."""
+    # t = 1/(1 + p|x|); erf = 1 - poly(t) e**(-x**2), with the sign of x
+    a = x.abs()
+    t = (1 + 0.3275911 * a).reciprocal()
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    y = 1 - poly * (-(a * a)).exp()
+    return x.sign() * y
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """x * Phi(x), with erf (torch's default, "none") or with torch's "tanh" approximation."""
+    x = x._float()
+    if approximate == "tanh":
+        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
+        return 0.5 * x * (1 + inner.tanh())
+    if approximate != "none":
+        raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
+    # x * (1 + erf(x / sqrt 2)) / 2, in torch's order (x * (1 + erf) overflows to inf past 1.7e38, as torch's);
+    # torch's gelu(+inf) is NaN (its erf kernel meets inf * 0), and so is its gradient there
+    inner = x * (1 / math.sqrt(2))
+    value = x * (1 + (inner.erf() if x.dtype == dtypes.float64 else _erf_fast(inner))) * 0.5
+    at_inf = x.eq(math.inf)
+    nan_there = at_inf.where(x, 1.0) * at_inf.where(math.nan, 1.0)  # NaN with gradient NaN at +inf, 1 elsewhere
+    return at_inf.where(nan_there, value)
+
+
+def silu(x: Tensor) -> Tensor:
+    """x * sigmoid(x) (swish)."""
+    return x * x.sigmoid()
+
+
+def sign(x: Tensor) -> Tensor:
+    """-1, 0 or 1 in x's dtype: 0 at 0 and at NaN, as torch."""
+    value = x.gt(0).cast(x.dtype) - x.lt(0).cast(x.dtype)  # (x > 0) - (x < 0): 0 at 0 and NaN, as torch
+    return rounding.zero_gradient(x, value) if x.dtype.is_float else value  # linked to x, gradient 0 as torch
+
+
+def abs(x: Tensor) -> Tensor:
+    """|x|: |-0.0| is +0.0 and the gradient is sign(x), so 0 at 0, as torch. Ints wrap at their minimum."""
+    if not x.dtype.is_float:
+        return x * x.sign()  # |x| = x sign(x)
+    # |x| = x sign(x) + 0: the + 0 makes |-0.0| +0.0, as torch; gradient sign(x), so 0 at 0 and at NaN
+    return x * x.sign() + 0.0
+
+
+def square(x: Tensor) -> Tensor:
+    """x * x."""
+    return x * x
+
+
+def rsqrt(x: Tensor) -> Tensor:
+    """1 / sqrt(x): inf at 0 and -inf at -0.0, as torch's rsqrt."""
+    return x.sqrt().reciprocal()
+
+
+# ---- maximum, minimum and clip ----
+
+
+def maximum(x: Tensor, other: TensorLike) -> Tensor:
+    """The larger of x and other, elementwise, in their promoted dtype, as torch.maximum: exact for
+    every value (ints at their limits, inf, subnormals), NaN wins, a tie gives x's value with half the
+    gradient to each side, and a NaN gives each side the whole gradient.
+
+    >>> Tensor([1.0, 5.0]).maximum(Tensor([3.0, 2.0])).tolist()
+    [3.0, 5.0]
+    """
+    a, b = x._operands(other, "maximum")
+    return b.lt(a).where(a, a.lt(b).where(b, _tie_or_nan(a, b)))
+
+
+def minimum(x: Tensor, other: TensorLike) -> Tensor:
+    """The smaller of x and other, by the rules of maximum."""
+    a, b = x._operands(other, "minimum")
+    return a.lt(b).where(a, b.lt(a).where(b, _tie_or_nan(a, b)))
+
+
+def _tie_or_nan(a: Tensor, b: Tensor) -> Tensor:
+    """maximum's (and minimum's) answer where neither of a, b is below the other: a tie, or a NaN.
+
+    A tie gives a's value exactly with half the gradient to each side, and a NaN gives NaN with the whole
+    gradient to both, as torch. (a + b) / 2 would overflow at the float limits and round subnormals, so a
+    finite tie takes a - ((a - b) / 2 + 0), whose added term is exactly +0 there (so -0.0 keeps its sign)
+    and whose gradient is the half-half split. At an infinite tie a - b is NaN, but (a + b) / 2 is a itself."""
+    if not a.dtype.is_float:
+        return a  # ints and bools: a tie, and no gradient to split
+    difference, total = a - b, a + b  # at a tie: 0 (finite) or NaN (infinite); a NaN side makes both NaN
+    finite_tie = difference.lt(math.inf)  # difference is 0 or NaN here, and only 0 is below inf
+    infinite_or_nan = total.isnan().where(total, total * 0.5)
+    return finite_tie.where(a - (difference * 0.5 + 0.0), infinite_or_nan)
+
+
+def clamp(x: Tensor, min: TensorLike | None = None, max: TensorLike | None = None) -> Tensor:
+    """torch's spelling of clip: x.clamp(min=0.0), x.clamp(lo_tensor, hi_tensor). See clip."""
+    return clip(x, min, max)
+
+
+def clamp_min(x: Tensor, min: TensorLike) -> Tensor:
+    """clip(x, min, None), as torch.clamp_min."""
+    return clip(x, min, None)
+
+
+def clamp_max(x: Tensor, max: TensorLike) -> Tensor:
+    """clip(x, None, max), as torch.clamp_max."""
+    return clip(x, None, max)
+
+
+def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    """x with NaN, inf and -inf replaced (by 0 and the dtype's largest and lowest finite values unless given),
+    as torch.nan_to_num; ints and bools come back as they are. The gradient flows where x is finite.
+
+    >>> Tensor([float("nan"), float("-inf"), 2.0]).nan_to_num(posinf=9.0).tolist()[::2]
+    [0.0, 2.0]
+    """
+    if not x.dtype.is_float:
+        return x
+    info = np.finfo(x.dtype.np)
+    high = float(info.max) if posinf is None else posinf
+    low = float(info.min) if neginf is None else neginf
+    # nan_to_num(x) = nan if x is NaN, high if inf, low if -inf, else x
+    return x.isnan().where(nan, x.eq(math.inf).where(high, x.eq(-math.inf).where(low, x)))
+
+
+def _clip_both(x: Tensor, lo: TensorLike, hi: TensorLike) -> Tensor:
+    """min(max(x, lo), hi) with torch's gradients for two bounds, one of them a tensor: the value comes from
+    whichever side it equals (hi where lo > hi, or where max(x, lo) passes hi; lo where x is below it), a tie
+    splits it in half between x and that bound, and where a NaN is anywhere the whole gradient goes to x
+    (a NaN bound makes the value NaN there, as torch)."""
+    x, lo = x._operands(lo, "clamp")
+    x, hi = x._operands(hi, "clamp")
+    lo, hi = lo.broadcast_to(x.shape), hi.broadcast_to(x.shape)
+    xd, lod, hid = x.detach(), lo.detach(), hi.detach()
+    raised = lod.gt(xd).where(lod, xd)  # max(x, lo), NaN-free comparisons below
+    to_hi = lod.gt(hid).logical_or(raised.gt(hid))
+    to_lo = xd.lt(lod)
+    tie_lo, tie_hi = xd.eq(lod), raised.eq(hid)
+    nan_bound = (lod + hid).isnan()
+    inside = nan_bound.where(x + math.nan, x)
+    if x.dtype.is_float:
+        tie_lo_value, tie_hi_value = _tie_or_nan(x, lo), _tie_or_nan(x, hi)
+    else:
+        tie_lo_value, tie_hi_value = x, x
+    on_tie = tie_lo.where(tie_lo_value, tie_hi.where(tie_hi_value, inside))
+    return to_hi.where(hi, to_lo.where(lo, on_tie))
+
+
+def _int_bounds(x: Tensor, lo: TensorLike | None, hi: TensorLike | None) -> tuple:
+    """An int tensor's python int bounds as torch takes them: one past the dtype's range on its own side is no
+    bound (it would wrap when cast), and one past it on the other side (a min above the largest value, a max
+    below the smallest) is an error, as in torch."""
+    info = np.iinfo(x.dtype.np)
+    for name, bound in (("min", lo), ("max", hi)):
+        beyond = bound is not None and not isinstance(bound, bool) and isinstance(bound, (int, np.integer))
+        if beyond and ((name == "min" and bound > info.max) or (name == "max" and bound < info.min)):
+            raise ArgumentError(
+                f"clamp: {name} value {bound} is outside the range of {x.dtype.name} ({info.min} to {info.max}); "
+                f"cast x to a wider dtype first"
+            )
+    if isinstance(lo, (int, np.integer)) and not isinstance(lo, bool) and lo <= info.min:
+        lo = None  # below every value: no bound
+    if isinstance(hi, (int, np.integer)) and not isinstance(hi, bool) and hi >= info.max:
+        hi = None
+    return lo, hi
+
+
+def clip(
+    x: Tensor,
+    lo: TensorLike | None = None,
+    hi: TensorLike | None = None,
+    *,
+    min: TensorLike | None = None,  # torch's names: x.clip(min=0.0)
+    max: TensorLike | None = None,
+) -> Tensor:
+    """Clamps into [lo, hi], as torch.clamp: min(max(x, lo), hi), so NaN stays NaN and lo > hi gives hi.
+    The bounds go by position, as lo= and hi=, or by torch's names min= and max=; at least one is given.
+
+    With number bounds the gradient flows only strictly inside (lo < x < hi), so it is 0 at the bounds
+    and at NaN, as torch's. One tensor bound is maximum(x, lo) (or minimum(x, hi)), whose ties split the
+    gradient between x and the bound, torch's rule; two (see _clip_both) follow torch's two-bound rule.
+
+    >>> Tensor([-2.0, 0.5, 3.0]).clip(-1.0, 1.0).tolist()
+    [-1.0, 0.5, 1.0]
+    """
+    if (lo is not None and min is not None) or (hi is not None and max is not None):
+        raise TypeError(f"clip: a bound given twice (lo={lo!r}, min={min!r}, hi={hi!r}, max={max!r}); give one of each")
+    lo, hi = (min if lo is None else lo), (max if hi is None else hi)
+    if lo is None and hi is None:
+        raise ArgumentError(
+            f"clip/clamp of a {x.dtype.name} tensor of shape {x.shape}: both bounds are None, and at least one "
+            "of min and max must be given (torch raises too); pass min=, max= or both"
+        )
+    if isinstance(lo, Tensor) or isinstance(hi, Tensor):
+        if lo is not None and hi is not None:
+            return _clip_both(x, lo, hi)
+        return x.maximum(lo) if hi is None else x.minimum(hi)
+    if x.dtype.is_int:
+        lo, hi = _int_bounds(x, lo, hi)
+    value, inside = x.detach(), None
+    if lo is not None:
+        value = value.lt(lo).where(lo, value)  # max(x, lo)
+        inside = x.gt(lo)
+    if hi is not None:
+        value = value.gt(hi).where(hi, value)  # min(., hi)
+        inside = x.lt(hi) if inside is None else inside.logical_and(x.lt(hi))
+    if inside is None:
+        return x  # an int tensor's bounds past its range on both sides: no bound left
+    if any(isinstance(bound, float) and math.isnan(bound) for bound in (lo, hi)):
+        value = value.where(math.nan, math.nan)  # a NaN bound makes every value NaN, as in torch
+    return inside.where(x, value)  # x where it is strictly inside, so the gradient flows only there

@@ -1,0 +1,555 @@
+"""The reductions, composed from SUM and MAX: sum, prod, max, min, mean, var, std, norm, softmax, argmax, any, matmul.
+
+Each takes a tensor and `axis` (an int, a tuple of ints, or None for every dim; torch's `dim=` is the same
+argument) with `keepdim`, and gives a tensor; edge values follow torch (empty axes, NaN, inf, 0-d tensors;
+tests/core/test_edge_values.py, tests/core/test_reductions_torch.py). Named as the methods limn.frontend.tensor makes
+of them (sum, max, ... as numpy's are), so Python's builtins are not used here.
+Pipeline: **tensor (composed ops)** -> graph (SUM, MAX) -> schedule -> IR -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from limn import dtypes
+from limn.dtypes import DType
+from limn.errors import ArgumentError
+from limn.frontend.primitives import Tensor, normalize_axis
+from limn.graph.ops import Op
+from limn.graph.view import prod as size_of
+
+Axis = int | Sequence[int] | None  # a dim, several, or every dim
+DTypeLike = DType | str | None  # torch's dtype= argument: cast the input first
+
+
+def _check_nonempty(x: Tensor, axes: tuple[int, ...], what: str) -> None:
+    """max, min, argmax and argmin of no values have no answer: torch and numpy raise, and so does limn."""
+    empty = [d for d in axes if x.shape[d] == 0]
+    if empty:
+        raise IndexError(
+            f"{what}: axis {empty[0]} of a tensor of shape {x.shape} is empty, and the {what} of no values "
+            "is undefined (torch and numpy raise too); reduce over a non-empty axis, or check the size first"
+        )
+
+
+def _dropped(x: Tensor, out: Tensor, axes: tuple[int, ...], keepdim: bool) -> Tensor:
+    """out, reduced over `axes` of x with its reduced dims kept, without them unless keepdim."""
+    return out if keepdim else out.reshape(tuple(s for d, s in enumerate(x.shape) if d not in axes))
+
+
+class ValuesIndices(NamedTuple):
+    """What torch's max(dim)-like ops return (sort, topk, kthvalue, median, cummax): a pair that unpacks as
+    `values, indices = x.sort()` and reads as `.values` and `.indices`. The indices are int32 (torch: int64)."""
+
+    values: Tensor
+    indices: Tensor
+
+
+class MinMax(NamedTuple):
+    """aminmax's pair, as torch's: `lo, hi = x.aminmax()`, or `.min` and `.max`."""
+
+    min: Tensor
+    max: Tensor
+
+
+def _dim(axis: Axis, dim: Axis, what: str) -> Axis:
+    """The dims a reduction is asked for: limn's axis= or torch's dim= (the same argument; not both). torch's
+    dim=() means every dim, as in torch.sum(x, dim=()) and x.amax()."""
+    if dim is None:
+        return axis
+    if axis is not None:
+        raise TypeError(f"{what}: got axis={axis!r} and dim={dim!r}, which name one argument; pass one of them")
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+        return None
+    return dim
+
+
+def _correction(correction: float | None, unbiased: bool | None, what: str) -> float:
+    """var's divisor offset from torch's two spellings: correction= (default 1) or the older unbiased=."""
+    if unbiased is None:
+        return 1 if correction is None else correction
+    if correction is not None:
+        raise TypeError(f"{what}: got correction={correction} and unbiased={unbiased}; pass one of them")
+    return 1 if unbiased else 0
+
+
+def sum(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
+    """The sum over axis (or torch's dim=). Bools sum as int32; half widths keep the running total in float32
+    and round once; dtype= casts the input first, as torch. The sum of no values is 0.
+
+    Trap: an int8 or int16 tensor sums in its own dtype and wraps there (torch sums every int in int64);
+    pass dtype="int32" for a wide total.
+
+    >>> Tensor([[1, 2], [3, 4]]).sum(dim=0).tolist()
+    [4, 6]
+    """
+    x = x if dtype is None else x.cast(dtype)
+    return x._reduce(Op.SUM, _dim(axis, dim, "sum"), keepdim)
+
+
+def nansum(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
+    """torch.nansum: the sum over axis (or dim=) with NaNs counted as 0 (their gradient is 0), by sum's rules.
+
+    >>> Tensor([1.0, float("nan"), 2.0]).nansum().item()
+    3.0
+    """
+    x = x if dtype is None else x.cast(dtype)
+    return x.isnan().where(0, x).sum(_dim(axis, dim, "nansum"), keepdim)  # nansum = sum(x if x == x else 0)
+
+
+def nanmean(
+    x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None
+) -> Tensor:
+    """torch.nanmean: the mean of the values that are not NaN over axis (or dim=); NaN where every one is.
+    The gradient of a NaN cell is 0, also in a slice of NaNs alone, where torch's is NaN (its inf * 0).
+
+    >>> Tensor([1.0, float("nan"), 2.0]).nanmean().item()
+    1.5
+    """
+    axis = _dim(axis, dim, "nanmean")
+    x = x._float() if dtype is None else x.cast(dtype)
+    count = x.isnan().logical_not().cast(x.dtype).sum(axis, keepdim)
+    return x.nansum(axis, keepdim) / count  # nanmean = nansum / #(not NaN); 0 / 0 is NaN
+
+
+def prod(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
+    """The product over axis (or torch's dim=; every dim when None); 1 over an empty axis. Ints and bools
+    multiply in int32 (torch: int64) and wrap exactly, so an int32 product is torch's truncated to 32 bits;
+    dtype= casts the input first. The gradient is the product of the other values, exact with zeros in the
+    slice (one zero or several), as torch's.
+
+    >>> Tensor([[1.0, 2.0], [3.0, 0.0]]).prod(dim=1).tolist()
+    [2.0, 0.0]
+    """
+    axes = x._axes(_dim(axis, dim, "prod"), "prod")
+    if dtype is not None:
+        x = x.cast(dtype)
+    elif not x.dtype.is_float:
+        x = x.cast(dtypes.int32)
+    out_dtype = x.dtype
+    wide = x.cast(out_dtype.compute)
+    kept = [d for d in range(x.ndim) if d not in axes]
+    n = size_of([x.shape[d] for d in axes])
+    flat = wide.permute(kept + list(axes)).reshape(tuple(x.shape[d] for d in kept) + (n,))  # (*kept, n)
+    out = _multiply_down(flat)  # (*kept, 1)
+    out = out.reshape(tuple(1 if d in axes else s for d, s in enumerate(x.shape))).cast(out_dtype)
+    return _dropped(x, out, axes, keepdim)
+
+
+def _multiply_down(y: Tensor) -> Tensor:
+    """The product along the last dim as a tree of pairwise multiplies (an odd level is padded with a 1):
+    (..., n) -> (..., 1). Autograd's rule for MUL makes each value's gradient the product of the others, so
+    zeros need no special case. Every 4 levels the partial products are materialized, so a fused kernel reads
+    at most 16 values per output, whatever n is."""
+    lead = y.shape[:-1]
+    n = y.shape[-1]
+    if n == 0:
+        return y.sum(-1, keepdim=True) + 1  # the empty product is 1, still linked to y for its (empty) gradient
+    level = 0
+    while n > 1:
+        if n % 2:
+            y = y.pad(((0, 0),) * len(lead) + ((0, 1),), value=1)
+            n += 1
+        pairs = y.reshape(lead + (n // 2, 2))  # (..., n) -> (..., n/2, 2)
+        y = pairs[..., 0] * pairs[..., 1]  # (..., n/2)
+        n //= 2
+        level += 1
+        if level % 4 == 0 and n > 1:
+            y = y.contiguous()
+    return y
+
+
+def max(x: Tensor, dim: Axis | Tensor = None, keepdim: bool = False, *, axis: Axis = None) -> Tensor | ValuesIndices:
+    """The largest value over a dim, as torch's x.max: with one dim (positional or dim=) it returns torch's
+    (values, indices) pair, the whole gradient of a tie going to the index returned (the first); with limn's
+    axis= (one dim or several) or a tuple of dims it returns the values alone, ties sharing the gradient evenly,
+    as torch.amax; with none, the largest of all. NaN propagates and a bool tensor gives bool; an empty dim
+    raises IndexError, as in torch. x.max(other_tensor) is the elementwise maximum, as torch.max(a, b).
+
+    >>> t = Tensor([[1.0, 5.0], [3.0, 2.0]])
+    >>> values, indices = t.max(1)
+    >>> values.tolist(), indices.tolist(), t.max(axis=1).tolist()
+    ([5.0, 3.0], [1, 0], [5.0, 3.0])
+    """
+    if isinstance(dim, Tensor):
+        return x.maximum(dim)
+    if _one_dim(dim, axis, "max"):
+        return _values_indices(x, dim, keepdim, "max")
+    axis = dim if axis is None else axis
+    _check_nonempty(x, x._axes(axis, "max"), "max")
+    out = x._reduce(Op.MAX, axis, keepdim)
+    return out.cast(dtypes.bool_) if x.dtype == dtypes.bool_ else out  # bools reduce as int32 0/1
+
+
+def min(x: Tensor, dim: Axis | Tensor = None, keepdim: bool = False, *, axis: Axis = None) -> Tensor | ValuesIndices:
+    """The smallest value over a dim, by the rules of max: one dim gives torch's (values, indices), axis= or
+    a tuple the values alone (x.min(other_tensor) is the elementwise minimum)."""
+    if isinstance(dim, Tensor):
+        return x.minimum(dim)
+    if _one_dim(dim, axis, "min"):
+        return _values_indices(x, dim, keepdim, "min")
+    axis = dim if axis is None else axis
+    _check_nonempty(x, x._axes(axis, "min"), "min")
+    if x.dtype == dtypes.bool_:
+        return x.logical_not().max(axis=axis, keepdim=keepdim).logical_not()  # min b = not max(not b)
+    if x.dtype.is_int:
+        # -x overflows at the most negative int; ~x = -x - 1 never does, and min x = ~max(~x)
+        return -((-x - 1).max(axis=axis, keepdim=keepdim)) - 1
+    return -((-x).max(axis=axis, keepdim=keepdim))  # min x = -max(-x)
+
+
+def _one_dim(dim: Axis, axis: Axis, what: str) -> bool:
+    """Whether max/min was asked torch's way for one dim (so it returns values and indices)."""
+    if dim is not None and axis is not None:
+        raise TypeError(f"{what}: got dim={dim!r} and axis={axis!r}, which name one argument; pass one of them")
+    return isinstance(dim, int) and not isinstance(dim, bool)
+
+
+def _values_indices(x: Tensor, dim: int, keepdim: bool, what: str) -> ValuesIndices:
+    """torch's x.max(dim) / x.min(dim): the values at the first extreme index, read through that index (so
+    the gradient goes there alone), and the index, int32."""
+    if x.ndim == 0:
+        normalize_axis(dim, 1, what)  # a 0-d tensor's dim 0 (or -1), as torch allows
+        return ValuesIndices(x, Tensor.full((), 0, dtype=dtypes.int32, device=x.device))
+    dim = normalize_axis(dim, x.ndim, what)
+    _check_nonempty(x, (dim,), what)
+    ranked = x.cast(dtypes.int32) if x.dtype == dtypes.bool_ else x
+    index = ranked.argmax(dim, keepdim=True) if what == "max" else ranked.argmin(dim, keepdim=True)
+    values = x.gather(dim, index)
+    if not keepdim:
+        values, index = values.squeeze(dim), index.squeeze(dim)
+    return ValuesIndices(values, index)
+
+
+def amax(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
+    """torch.amax: max over axis (every dim for None or ()); ties share the gradient evenly.
+
+    >>> Tensor([[1, 5], [3, 2]]).amax(dim=0).tolist()
+    [3, 5]
+    """
+    axis = _dim(axis, dim, "amax")
+    return x.max(axis=None if axis == () else axis, keepdim=keepdim)
+
+
+def amin(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
+    """torch.amin: min over axis (every dim for None or ()); ties share the gradient evenly.
+
+    >>> Tensor([[1, 5], [3, 2]]).amin(dim=1).tolist()
+    [1, 2]
+    """
+    axis = _dim(axis, dim, "amin")
+    return x.min(axis=None if axis == () else axis, keepdim=keepdim)
+
+
+def aminmax(x: Tensor, *, dim: int | None = None, keepdim: bool = False) -> MinMax:
+    """torch.aminmax: (amin, amax) over dim (every dim when None).
+
+    >>> Tensor([3, 1, 2]).aminmax().max.item()
+    3
+    """
+    return MinMax(x.amin(dim, keepdim), x.amax(dim, keepdim))
+
+
+def mean(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
+    """The mean over axis (or dim=), in float32 for int and bool tensors (torch raises for those); dtype=
+    casts the input first, as torch. NaN over an empty axis, as torch."""
+    axis = _dim(axis, dim, "mean")
+    x = x._float() if dtype is None else x.cast(dtype)
+    n = size_of([x.shape[d] for d in x._axes(axis, "mean")])
+    return x.sum(axis, keepdim) * (1.0 / n if n else float("nan"))
+
+
+def var(
+    x: Tensor,
+    axis: Axis = None,
+    keepdim: bool = False,
+    correction: float | None = None,
+    *,
+    dim: Axis = None,
+    unbiased: bool | None = None,
+) -> Tensor:
+    """sum((x - mean)**2) / (n - correction); correction=1 is torch's default, 0 the biased form (torch's
+    unbiased=False). axis= or torch's dim=.
+
+    Once correction reaches n, torch divides by zero and so does limn: inf, or NaN where every value is
+    the mean (and NaN for an empty slice). The gradient there is 2 (x - mean) / 0, so +-inf, which is
+    torch's rule for an axis; torch's all-dims form instead gives +inf throughout."""
+    axis = _dim(axis, dim, "var")
+    correction = _correction(correction, unbiased, "var")
+    x = x._float()
+    n = size_of([x.shape[d] for d in x._axes(axis, "var")])
+    mean = x.mean(axis, keepdim=True)
+    if n <= correction:
+        centered = x - mean.detach()  # the mean's path would add inf * 0 = NaN to the gradient
+        return (centered * centered).sum(axis, keepdim) * math.inf  # sum / 0
+    # the mean's path adds sum(2 (x - mean)) / n = 0 to the gradient (it matters to second derivatives), but
+    # a slice holding inf or NaN makes that sum NaN for every element; torch's gradient, 2 (x - mean) / (n - c),
+    # is NaN only where x - mean is, so those slices (their mean is not finite) cut the mean's path
+    mean = mean.isfinite().where(mean, mean.detach())
+    centered = x - mean
+    return (centered * centered).sum(axis, keepdim) * (1.0 / (n - correction))
+
+
+def std(
+    x: Tensor,
+    axis: Axis = None,
+    keepdim: bool = False,
+    correction: float | None = None,
+    *,
+    dim: Axis = None,
+    unbiased: bool | None = None,
+) -> Tensor:
+    """sqrt(var(x)), as torch, whose gradient is 0 where the std is 0; axis= or dim=, correction= or unbiased=.
+
+    It is computed as m * sqrt(var(x / m)) with m = max|x| over each slice, so values near the float limits
+    do not overflow when squared (torch accumulates in float64; x ~ 3e38 has a std of about 3e38, not inf).
+    m is a constant to autograd, which leaves the gradient exact: std(x) = m std(x / m) for every m > 0."""
+    axes = x._axes(_dim(axis, dim, "std"), "std")
+    correction = _correction(correction, unbiased, "std")
+    x = x._float()
+    wide = x.cast(x.dtype.compute)
+    m = wide.abs()._reduce(Op.MAX, axes, keepdim=True).detach()
+    # 1/m overflows for a subnormal m, so those slices are lifted by 2**64 first (exact: a power of two)
+    lift = m.lt(2.0**-64).where(2.0**64, 1.0)
+    lifted = m * lift
+    unit = (wide * lift) * lifted.eq(0).where(1.0, lifted).reciprocal()  # x / m, and 0 where every x is 0
+    v = unit.var(axes, keepdim=True, correction=correction)
+    return _dropped(x, (_sqrt_zero_grad(v) * m).cast(x.dtype), axes, keepdim)
+
+
+def _sqrt_zero_grad(v: Tensor) -> Tensor:
+    """sqrt(v), with gradient 0 (not 1/0) where v is 0: torch's rule for std and the 2-norm at 0."""
+    positive = v.gt(0)
+    return positive.where(positive.where(v, 1.0).sqrt(), v)
+
+
+def std_mean(
+    x: Tensor,
+    axis: Axis = None,
+    keepdim: bool = False,
+    correction: float | None = None,
+    *,
+    dim: Axis = None,
+    unbiased: bool | None = None,
+) -> tuple[Tensor, Tensor]:
+    """torch.std_mean: (std, mean) over axis (or dim=), with correction= or unbiased= as std.
+
+    >>> [t.item() for t in Tensor([2.0, 4.0]).std_mean(correction=0)]
+    [1.0, 3.0]
+    """
+    axis = _dim(axis, dim, "std_mean")
+    correction = _correction(correction, unbiased, "std_mean")
+    return x.std(axis, keepdim, correction), x.mean(axis, keepdim)
+
+
+def var_mean(
+    x: Tensor,
+    axis: Axis = None,
+    keepdim: bool = False,
+    correction: float | None = None,
+    *,
+    dim: Axis = None,
+    unbiased: bool | None = None,
+) -> tuple[Tensor, Tensor]:
+    """torch.var_mean: (var, mean) over axis (or dim=), with correction= or unbiased= as var.
+
+    >>> [t.item() for t in Tensor([1.0, 3.0]).var_mean()]
+    [2.0, 2.0]
+    """
+    axis = _dim(axis, dim, "var_mean")
+    correction = _correction(correction, unbiased, "var_mean")
+    return x.var(axis, keepdim, correction), x.mean(axis, keepdim)
+
+
+def logsumexp(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
+    """log(sum(exp(x))) over axis (or dim=), shifted by the max so exp cannot overflow; -inf over an empty axis."""
+    axes = x._axes(_dim(axis, dim, "logsumexp"), "logsumexp")
+    x = x._float()
+    m = x._reduce(Op.MAX, axes, keepdim=True).detach()  # shifting by the max keeps exp in range; it cancels
+    m = m.isinf().where(0.0, m)  # an infinite max (or an empty slice's -inf) shifts by 0, as torch
+    out = m + (x - m).exp().sum(axes, keepdim=True).log()  # logsumexp = m + log sum exp(x - m)
+    return _dropped(x, out, axes, keepdim)
+
+
+def _one_axis(x: Tensor, axis: int | None, dim: int | None, what: str, dtype: DTypeLike) -> tuple[Tensor, int]:
+    """softmax's input (cast to dtype=, else to float32 when not a float) and its one axis (the last by default)."""
+    chosen = _dim(axis, dim, what)
+    x = x._float() if dtype is None else x.cast(dtype)
+    return x, normalize_axis(-1 if chosen is None else chosen, x.ndim, what)
+
+
+def softmax(x: Tensor, axis: int | None = None, *, dim: int | None = None, dtype: DTypeLike = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along axis or dim= (the last by default), shifted by the max so exp cannot
+    overflow; dtype= casts the input first, as torch."""
+    x, axis = _one_axis(x, axis, dim, "softmax", dtype)
+    e = (x - x._reduce(Op.MAX, axis, keepdim=True).detach()).exp()  # softmax = exp(x - max) / sum
+    return e / e.sum(axis, keepdim=True)
+
+
+def log_softmax(x: Tensor, axis: int | None = None, *, dim: int | None = None, dtype: DTypeLike = None) -> Tensor:
+    """log(softmax(x)) along axis or dim=, computed as (x - max) - log sum exp(x - max), never as a log of 0."""
+    x, axis = _one_axis(x, axis, dim, "log_softmax", dtype)
+    shifted = x - x._reduce(Op.MAX, axis, keepdim=True).detach()
+    return shifted - shifted.exp().sum(axis, keepdim=True).log()  # log softmax = (x - max) - log sum exp(...)
+
+
+def argmax(x: Tensor, axis: int | None = None, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
+    """Index of the first maximum along axis or dim= (over the flattened tensor when None), int32 (torch:
+    int64). NaN counts as the largest value, as in torch. An empty axis raises, as in torch; a bool tensor,
+    which torch refuses, ranks False < True (the index of the first True). No gradient."""
+    axis = _dim(axis, dim, "argmax")
+    if x.dtype == dtypes.bool_:
+        x = x.cast(dtypes.int32)
+    if axis is None:
+        _check_nonempty(x, x._axes(None, "argmax"), "argmax")
+        flat = x.reshape(-1).argmax(0, keepdim=False)
+        return flat.reshape((1,) * x.ndim) if keepdim else flat  # keepdim keeps every dim, as size 1 (torch)
+    axis = normalize_axis(axis, x.ndim, "argmax")
+    if x.ndim == 0:
+        return Tensor.full((), 0, dtype=dtypes.int32, device=x.device)  # the one value sits at index 0
+    _check_nonempty(x, (axis,), "argmax")
+    n = x.shape[axis]
+    hit = x.eq(x.max(axis=axis, keepdim=True))
+    if x.dtype.is_float:
+        hit = hit.logical_or(x.isnan())  # NaN counts as the largest value, as in torch.argmax
+    shape = [1] * x.ndim
+    shape[axis] = n
+    # the first hit has the largest (n - index); an index that misses scores 0
+    score = hit.where(Tensor.arange(n, 0, -1, device=x.device).reshape(shape), 0)
+    return (n - score.max(axis=axis, keepdim=keepdim)).cast(dtypes.int32)
+
+
+def argmin(x: Tensor, axis: int | None = None, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
+    """Index of the first minimum, by the rules of argmax (NaN counts as the smallest value here)."""
+    axis = _dim(axis, dim, "argmin")
+    if x.dtype == dtypes.bool_:
+        x = x.cast(dtypes.int32)
+    _check_nonempty(x, x._axes(axis, "argmin"), "argmin")
+    # the first minimum of x is the first maximum of -x; for ints of ~x = -x - 1, since -x wraps at -128
+    flipped = -x - 1 if x.dtype.is_int else -x
+    return flipped.argmax(axis, keepdim)
+
+
+def any(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
+    """Whether some value over axis (or dim=) is nonzero (NaN is); over an empty axis False, as in torch. Bool,
+    except for a uint8 tensor, where it is uint8 0/1, as torch's (a leftover of torch's byte masks)."""
+    # any = max of (x != 0) as 0/1, > 0; MAX of nothing is the lowest int, so any of nothing is False
+    out = x.cast(dtypes.bool_).cast(dtypes.int32)._reduce(Op.MAX, _dim(axis, dim, "any"), keepdim).gt(0)
+    return out.cast(dtypes.uint8) if x.dtype == dtypes.uint8 else out
+
+
+def all(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
+    """Whether every value over axis (or dim=) is nonzero; over an empty axis True, as in torch (uint8 as in
+    any)."""
+    out = x.logical_not().any(_dim(axis, dim, "all"), keepdim).logical_not()  # all x = not any(not x)
+    return out.cast(dtypes.uint8) if x.dtype == dtypes.uint8 else out
+
+
+def count_nonzero(x: Tensor, axis: Axis = None, *, dim: Axis = None) -> Tensor:
+    """The number of nonzero values (NaN counts) over axis or dim= (every dim when None), int32 (torch: int64).
+
+    >>> Tensor([[1.0, 0.0], [2.0, 3.0]]).count_nonzero(dim=1).tolist()
+    [1, 2]
+    """
+    return x.cast(dtypes.bool_).cast(dtypes.int32).sum(_dim(axis, dim, "count_nonzero"))
+
+
+# ---- norms: torch.norm and torch.linalg.vector_norm ----
+
+
+def norm(
+    x: Tensor,
+    p: float | str | None = "fro",
+    axis: Axis = None,
+    keepdim: bool = False,
+    *,
+    dim: Axis = None,
+    dtype: DTypeLike = None,
+) -> Tensor:
+    """torch.norm: the vector p-norm over axis or dim= (every dim when None): "fro" and 2 are sqrt(sum x**2),
+    1 sum |x|, inf max |x|, -inf min |x|, 0 the count of nonzeros, any other p (sum |x|**p)**(1/p). Floats
+    only, as torch; dtype= casts the input first. Gradients are torch's: 0 where the norm is 0 (none for p=0),
+    and inf's and -inf's shared evenly among the tied largest (smallest) |x|. "nuc" (a matrix norm) raises.
+
+    >>> Tensor([3.0, -4.0]).norm().item(), Tensor([3.0, -4.0]).norm(1).item()
+    (5.0, 7.0)
+    """
+    if p is None or p == "fro":
+        p = 2
+    if isinstance(p, str):
+        raise NotImplementedError(f"norm: p={p!r} is a matrix norm limn does not compose; use 'fro' or a number")
+    return vector_norm(x, p, _dim(axis, dim, "norm"), keepdim, dtype=dtype)
+
+
+def vector_norm(
+    x: Tensor, ord: float = 2, dim: Axis = None, keepdim: bool = False, *, dtype: DTypeLike = None
+) -> Tensor:
+    """torch.linalg.vector_norm: the ord-norm over dim (every dim when None), by the rules of norm.
+
+    >>> Tensor([[3.0, 4.0], [1.0, 1.0]]).vector_norm(ord=float("inf"), dim=1).tolist()
+    [4.0, 1.0]
+    """
+    if dtype is not None:
+        x = x.cast(dtype)
+    if not x.dtype.is_float:
+        raise TypeError(
+            f"norm of a {x.dtype.name} tensor: torch defines norms for floats only; cast first, x.cast('float32')"
+        )
+    out_dtype = x.dtype
+    x = x.cast(x.dtype.compute)
+    magnitude = x.abs()
+    if ord == math.inf:
+        out = magnitude.max(axis=dim, keepdim=keepdim)  # the largest |x|; ties share the gradient, as torch
+    elif ord == -math.inf:
+        out = magnitude.min(axis=dim, keepdim=keepdim)
+    elif ord == 0:
+        out = x.ne(0).cast(x.dtype).sum(dim, keepdim)  # the count of nonzeros, no gradient (as torch's)
+    elif ord == 1:
+        out = magnitude.sum(dim, keepdim)
+    elif ord == 2:
+        out = _sqrt_zero_grad((x * x).sum(dim, keepdim))  # sqrt(sum x**2); gradient x / norm, 0 at norm 0
+    else:
+        total = (magnitude**ord).sum(dim, keepdim)
+        positive = total.gt(0)
+        out = positive.where(positive.where(total, 1.0) ** (1.0 / ord), total)  # total ** (1/p), gradient 0 at 0
+    return out.cast(out_dtype)
+
+
+# ---- matmul: a broadcast multiply and a SUM ----
+
+
+def matmul(x: Tensor, other: Tensor) -> Tensor:
+    """(..., n, k) @ (..., k, m) -> (..., n, m) as a broadcast multiply and a sum over k, which the
+    scheduler fuses into one kernel. 1-D operands act as a row or a column, as in numpy; batch dims
+    broadcast. Half widths multiply and sum in float32 and round once.
+
+    Trap: the numpy device builds the whole (..., n, m, k) product before summing it, so a large matmul
+    runs out of memory there rather than slowly; the compiled devices walk it in one loop nest."""
+    a, b = x, other if isinstance(other, Tensor) else Tensor(other)
+    b_shape = b.shape
+    if a.ndim == 0 or b.ndim == 0:
+        raise ArgumentError("matmul: both operands need at least one dim; use * for scalars")
+    squeeze_a, squeeze_b = a.ndim == 1, b.ndim == 1
+    if squeeze_a:
+        a = a.reshape(1, a.shape[0])
+    if squeeze_b:
+        b = b.reshape(b.shape[0], 1)
+    if a.shape[-1] != b.shape[-2]:
+        raise ArgumentError(f"matmul {x.shape} @ {b_shape}: inner sizes {a.shape[-1]} and {b.shape[-2]} differ")
+    dtype = dtypes.promote(a.dtype, b.dtype)
+    compute = dtype.compute  # half widths: multiply and sum in float32, round once at the end
+    a, b = a.cast(compute), b.cast(compute)
+    prod_ = a.unsqueeze(-2) * b.transpose(-1, -2).unsqueeze(-3)  # (..., n, 1, k) * (..., 1, m, k)
+    out = prod_.sum(-1).cast(dtype)  # (..., n, m, k) -> (..., n, m)
+    if squeeze_a:
+        out = out.squeeze(-2)
+    if squeeze_b:
+        out = out.squeeze(-1)
+    return out
+
+
+def dot(x: Tensor, other: Tensor) -> Tensor:
+    """x @ other (matmul). Unlike torch.dot it is not limited to 1-D operands."""
+    return x.matmul(other)

@@ -1,0 +1,624 @@
+"""The Tensor class: a lazy value (a Node in the op graph, plus what autograd needs) and its primitives.
+
+Each primitive method takes tensors and gives a tensor of one new Node (with a Context for autograd when
+a parent requires grad): Tensor(data) a BUFFER, Tensor.full a CONST, the elementwise ops, reduces, indexed
+ops, barriers and the five movements. limn.frontend.tensor attaches everything composed from these. Bytes appear
+only at .numpy(), .item() or .realize(), which hand the graph to limn.runtime.engine.
+Pipeline: **tensor** -> graph -> schedule -> IR -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from limn import autograd, dtypes
+from limn.autograd import Context
+from limn.dtypes import DType
+from limn.errors import ArgumentError
+from limn.graph.ops import Movement, Node, Op, Shape
+from limn.graph.view import View, prod
+from limn.runtime.device import Buffer, DeviceError, current_device, get_device
+from limn.runtime.engine import buffer_node, observers, pending, realize
+
+Scalar = bool | int | float
+TensorLike = Any  # Tensor, numpy array, nested lists or a python scalar
+
+
+# ---- the checks and conversions the primitives share ----
+
+
+def normalize_axis(axis: int, ndim: int, what: str) -> int:
+    """axis as an index into the dims, counted from the end when negative. A 0-d tensor takes 0 and -1, as in
+    torch, which gives it one dim of size 1 for dim arguments."""
+    size = max(ndim, 1)
+    if not -size <= axis < size:
+        raise IndexError(
+            f"{what}: axis {axis} is out of range for a tensor with {ndim} dims; use an axis from {-size} to {size - 1}"
+        )
+    return axis % size if ndim else 0
+
+
+def broadcast_shape(a: Shape, b: Shape, what: str) -> Shape:
+    """The shape a and b broadcast to, numpy's rule: dims align from the right and a size-1 dim stretches."""
+    n = max(len(a), len(b))
+    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for x, y in zip(pa, pb):
+        if x != y and x != 1 and y != 1:
+            raise ArgumentError(
+                f"{what}: shapes {a} and {b} do not broadcast: sizes {x} and {y} differ and neither is 1"
+            )
+        out.append(max(x, y) if x != 0 and y != 0 else 0)
+    return tuple(out)
+
+
+def const_value(value: Scalar, dtype: DType) -> Scalar:
+    """The python value a CONST of `dtype` holds: rounded to the dtype, ints wrapped to its width."""
+    if dtype == dtypes.bool_:
+        return bool(value)
+    if dtype.is_int:
+        return wrap_int(int(value), dtype)
+    return float(np.array(value, np.float64).astype(dtype.np))
+
+
+def wrap_int(value: int, dtype: DType) -> int:
+    """A python int reduced modulo 2**bits into the range of the int dtype (300 in int8 is 44, -1 in uint8 255)."""
+    span = 1 << dtype.bits
+    low = 0 if dtype.is_unsigned else -(span >> 1)
+    return (value - low) % span + low
+
+
+def host_array(data: TensorLike, dtype: DType | None) -> np.ndarray:
+    """A fresh, native-endian, row-major numpy array of a supported dtype holding `data`."""
+    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
+        arr = np.asarray(data)
+        if arr.dtype.byteorder == ">":
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+        src = dtypes.from_numpy(arr.dtype) if dtype is None else dtype
+    else:
+        try:
+            arr = np.array(data)
+        except ValueError as e:
+            raise ArgumentError(f"Tensor(): cannot make a rectangular array from this data: {e}") from None
+        if arr.dtype == object:
+            raise TypeError("Tensor(): the data holds objects that are not numbers (ragged lists?)")
+        if dtype is not None:
+            src = dtype
+        elif arr.dtype.kind == "f":
+            src = dtypes.float32  # python floats become float32, as in torch
+        elif arr.dtype.kind in "iu":
+            if arr.size and (arr.min() < -(2**31) or arr.max() >= 2**31):
+                raise OverflowError(
+                    "Tensor(): an integer in the data does not fit int32, the dtype python ints take; "
+                    "pass dtype=limn.int64 to keep it"
+                )
+            src = dtypes.int32
+        else:
+            src = dtypes.from_numpy(arr.dtype)
+    return np.array(arr, dtype=src.np, order="C", copy=True)
+
+
+def index_tensor(idx: TensorLike, what: str) -> Tensor:
+    """idx as an int tensor of indices (host data becomes one); anything else is a TypeError."""
+    idx = idx if isinstance(idx, Tensor) else Tensor(idx)
+    if not idx.dtype.is_int:
+        raise TypeError(f"{what}: indices must be an int tensor (int64, int32, ... uint8), got {idx.dtype.name}")
+    return idx
+
+
+# each movement's View method, looked up once: an Enum's .value is a Python-level property
+_VIEW_METHODS = {kind: getattr(View, kind.value) for kind in Movement}
+
+
+def join_devices(tensors: Sequence[Tensor], what: str | Op) -> str:
+    """The device an op on these tensors belongs to. Host devices share bytes and mix freely (host
+    tensors also upload to a device tensor's device); two different non-host devices do not mix."""
+    first = tensors[0].device
+    if all(t.device == first for t in tensors):
+        return first
+    non_host = sorted({t.device for t in tensors if not get_device(t.device).host})
+    if len(non_host) > 1:
+        name = what.name if isinstance(what, Op) else what  # an op's name is spelled only for the error
+        raise DeviceError(f"{name}: mixes tensors on devices {', '.join(non_host)}; move them to one with .to(name)")
+    return non_host[0] if non_host else first
+
+
+def _check_requires_grad(requires_grad: bool, dtype: DType, what: str) -> None:
+    if requires_grad and not dtype.is_float:
+        raise TypeError(
+            f"{what}: requires_grad=True needs a float dtype; this tensor is {dtype.name} (pass dtype='float32')"
+        )
+
+
+class Tensor:
+    """A lazy n-dimensional array. Build expressions; call .numpy()/.item()/.realize() to compute.
+
+    Tensor(data) copies `data` (a numpy array, nested lists or a python scalar) into a buffer on `device`
+    (the current device when None). A numpy array keeps its dtype; python floats become float32, as in torch,
+    and python ints int32 (torch's are int64: pass dtype=limn.int64). Tensor(t) of a tensor is t's value as
+    a new leaf: nothing is copied or computed, unless `device` names another device, where it is a copy of
+    t's value there, computed now (t.to(device)).
+    Attributes: `node`, this value's Node in the graph; `requires_grad`; and `grad`, what backward() has
+    accumulated for this leaf (a lazy Tensor), or None.
+
+    >>> x = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad.numpy()
+    array([[2., 4.],
+           [6., 8.]], dtype=float32)
+    """
+
+    __slots__ = ("node", "requires_grad", "grad", "_ctx", "_device", "__weakref__")
+    __array_priority__ = 1000  # numpy scalar (op) Tensor defers to Tensor's reflected op
+
+    def __init__(
+        self,
+        data: TensorLike,
+        *,
+        dtype: DType | str | None = None,
+        device: str | None = None,
+        requires_grad: bool = False,
+    ) -> None:
+        dtype = None if dtype is None else dtypes.as_dtype(dtype)
+        if isinstance(data, Tensor):
+            src = data if dtype is None else data.cast(dtype)
+            if device is not None and get_device(device).name != src.device:
+                src = src.to(device)  # a copy on that device, as torch.tensor(t, device=...) is
+            self.node, self._device = src.node, src._device
+        else:
+            arr = host_array(data, dtype)
+            self._device = device or current_device()
+            self.node = buffer_node(self._device, arr)
+        self.requires_grad = bool(requires_grad)
+        self.grad: Tensor | None = None
+        self._ctx: Context | None = None
+        _check_requires_grad(requires_grad, self.dtype, "Tensor()")
+
+    @staticmethod
+    def _from_node(node: Node, device: str, ctx: Context | None = None) -> Tensor:
+        t = Tensor.__new__(Tensor)
+        t.node, t._device, t._ctx, t.grad = node, device, ctx, None
+        t.requires_grad = ctx is not None
+        return t
+
+    @staticmethod
+    def full(
+        shape: Sequence[int] | int,
+        value: Scalar,
+        *,
+        dtype: DType | str | None = None,
+        device: str | None = None,
+        requires_grad: bool = False,
+    ) -> Tensor:
+        """A tensor of `shape` holding `value` everywhere. dtype: bool for a bool value, int32 for an int,
+        float32 for a float, unless given; the value is rounded (ints wrapped) to it.
+
+        It is a CONST node, so nothing is allocated until it is realized and a movement of it stays a CONST.
+        With requires_grad=True it is realized into a buffer of its own now: a leaf a gradient can reach.
+
+        >>> Tensor.full((2,), 7).tolist(), Tensor.full((), 300, dtype="int8").item()
+        ([7, 7], 44)
+        """
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if any(not isinstance(s, int) or s < 0 for s in shape):
+            raise ArgumentError(f"full(): shape {shape} must be non-negative ints")
+        if dtype is None:
+            dtype = (
+                dtypes.bool_
+                if isinstance(value, bool)
+                else (dtypes.int32 if isinstance(value, int) else dtypes.float32)
+            )
+            if dtype == dtypes.int32 and not -(2**31) <= value < 2**31:  # it would wrap, unasked
+                raise OverflowError(
+                    f"full(): the python int {value} does not fit int32, limn's dtype for python ints; "
+                    "pass dtype=limn.int64"
+                )
+        dtype = dtypes.as_dtype(dtype)
+        _check_requires_grad(requires_grad, dtype, "full()")
+        if device is None:
+            device = current_device()
+        else:
+            get_device(device)  # an unknown device raises here, not at the first realize
+        node = Node(Op.CONST, (), dtype, shape, const_value(value, dtype))
+        t = Tensor._from_node(node, device)
+        if requires_grad:
+            t = t.contiguous().realize().detach()
+            t.requires_grad = True
+        return t
+
+    # ---- properties ----
+
+    @property
+    def shape(self) -> Shape:
+        """The size of each dim, a tuple of ints (() for a 0-d tensor)."""
+        return self.node.shape
+
+    @property
+    def dtype(self) -> DType:
+        """The element type (limn.float32, limn.int8, limn.bool_, ...)."""
+        return self.node.dtype
+
+    @property
+    def device(self) -> str:
+        """The name of the device this tensor's value lives on, or will be computed on."""
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        """The number of dims."""
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """The number of elements (1 for a 0-d tensor), an int; limn.frontend.tensor makes it one that, called, is
+        torch's size() (limn.composed.conversions.Size)."""
+        return prod(self.shape)
+
+    def numel(self) -> int:
+        """The number of elements, as torch's numel()."""
+        return self.size
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        state = "realized" if self.node.op is Op.BUFFER else f"lazy {self.node.op.name}"
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        return f"<Tensor {self.dtype.name}{list(self.shape)} on {self.device}, {state}{grad}>"
+
+    # ---- realization: where bytes appear ----
+
+    def realize(self) -> Tensor:
+        """Computes this tensor now (a no-op if it already holds a buffer). Returns self. To compute several,
+        call limn.realize(a, b, ...): one run shares their common work and their assigns read pre-step values."""
+        realize(self)
+        return self
+
+    def numpy(self) -> np.ndarray:
+        """A numpy copy of the value (computing it first if needed); writing to it leaves the tensor alone."""
+        self.realize()
+        for observer in observers.active:
+            observer.read_back(self)
+        buf: Buffer = self.node.arg
+        return buf.numpy().reshape(self.shape)
+
+    def item(self) -> Scalar:
+        """The value of a single-element tensor as a python number (computing it first if needed)."""
+        if self.size != 1:
+            raise ArgumentError(f"item() needs a single-element tensor; this one has shape {self.shape}")
+        return self.numpy().reshape(()).item()
+
+    def tolist(self) -> Any:
+        """The value as nested python lists (a python number for a 0-d tensor)."""
+        return self.numpy().tolist()
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ArgumentError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any()/.all()")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def to(self, device: str) -> Tensor:
+        """A copy of this tensor's value on `device`, computed now; self itself when it is a buffer there
+        already. The copy is a new leaf: no gradient flows back through it."""
+        dev = get_device(device)
+        if dev.name == self.device and self.node.op is Op.BUFFER:
+            return self
+        out = Tensor(self.numpy(), device=dev.name)
+        return out
+
+    def detach(self) -> Tensor:
+        """The same value, cut off from gradient history. It is no alias: a later assign to self does not
+        change it (limn.runtime.snapshot), unlike torch's detach, which shares storage."""
+        return Tensor._from_node(self.node, self.device)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Marks this tensor as a leaf gradients reach (or not), as torch's; returns self. A lazy value is
+        realized into a buffer of its own first, so an optimizer can assign to it. Only a leaf can be
+        switched off: a computed value's history stays (use .detach())."""
+        if self._ctx is not None and not requires_grad:
+            raise RuntimeError(
+                "requires_grad_(False) on a computed tensor: only leaves can change the flag; "
+                "use x.detach() for a value cut off from the graph"
+            )
+        _check_requires_grad(requires_grad, self.dtype, "requires_grad_()")
+        if requires_grad and self._ctx is None and self.node.op is not Op.BUFFER:
+            self.realize()
+        self.requires_grad = bool(requires_grad) or self._ctx is not None
+        return self
+
+    def assign(self, value: TensorLike) -> Tensor:
+        """Overwrites this tensor's buffer with `value` (cast to self's dtype) at the next realize; returns self.
+
+        Every assign realized in one realize() reads the values from before any of them, so their order
+        cannot matter, and a value built before the assign still computes what it saw then (limn.runtime.snapshot).
+        Trap: two assigns to one buffer in one realize() raise; realize the first before making the second."""
+        if not isinstance(value, Tensor):
+            value = (
+                Tensor.full(self.shape, value, dtype=self.dtype, device=self.device)
+                if isinstance(value, (bool, int, float))
+                else Tensor(value, dtype=self.dtype, device=self.device)
+            )
+        if value.shape != self.shape:
+            raise ArgumentError(f"assign: value of shape {value.shape} cannot be written into shape {self.shape}")
+        if value.dtype != self.dtype:
+            value = value.cast(self.dtype)
+        self.realize()  # the target is a buffer, and the bytes this tensor holds now (limn.runtime.snapshot)
+        self.node = Node(Op.ASSIGN, (self.node, value.node), self.dtype, self.shape)
+        self._ctx = None
+        pending.assigns[id(self)] = self
+        for observer in observers.active:
+            observer.assigned(self)
+        return self
+
+    # ---- primitives: each builds one Node (and a Context when gradients flow) ----
+
+    def _result(self, node: Node, rule: Op | Movement, parents: tuple[Tensor, ...], arg: Any = None) -> Tensor:
+        device = join_devices(parents, node.op)
+        ctx = None
+        if autograd.is_grad_enabled() and any(p.requires_grad for p in parents):
+            ctx = Context(rule, parents, node, arg)
+        return Tensor._from_node(node, device, ctx)
+
+    def _unary(self, op: Op, dtype: DType | None = None) -> Tensor:
+        return self._result(Node(op, (self.node,), dtype or self.dtype, self.shape), op, (self,))
+
+    def cast(self, dtype: DType | str) -> Tensor:
+        """Converts to dtype (self itself when it has it already). Floats to ints truncate toward zero,
+        narrowing ints wrap, anything to bool is `!= 0`. Gradients flow through casts between floats; an int
+        or bool result has none, as in torch."""
+        dtype = dtypes.as_dtype(dtype)
+        if dtype == self.dtype:
+            return self
+        if not dtype.is_float:
+            return self.detach()._unary(Op.CAST, dtype)  # as torch's x.long(): cut off from x's gradient
+        return self._unary(Op.CAST, dtype)
+
+    def _float(self) -> Tensor:
+        """Self, cast to float32 when it is an int or bool tensor."""
+        return self if self.dtype.is_float else self.cast(dtypes.float32)
+
+    def neg(self) -> Tensor:
+        """-x. Ints wrap (-(-128) is -128 in int8); a bool tensor raises (use logical_not)."""
+        if self.dtype == dtypes.bool_:
+            raise TypeError("negation of a bool tensor; use .logical_not()")
+        return self._unary(Op.NEG)
+
+    def exp(self) -> Tensor:
+        """e**x, elementwise; an int or bool tensor is cast to float32 first."""
+        return self._float()._unary(Op.EXP)
+
+    def log(self) -> Tensor:
+        """The natural log, elementwise (-inf at 0, NaN below); an int or bool tensor is cast to float32 first."""
+        return self._float()._unary(Op.LOG)
+
+    def sqrt(self) -> Tensor:
+        """The square root, elementwise (NaN below 0); an int or bool tensor is cast to float32 first."""
+        return self._float()._unary(Op.SQRT)
+
+    def reciprocal(self) -> Tensor:
+        """1 / x, elementwise (inf at 0, -inf at -0.0); an int or bool tensor is cast to float32 first."""
+        return self._float()._unary(Op.RECIP)
+
+    def _operands(self, other: TensorLike, what: str, reverse: bool = False) -> tuple[Tensor, Tensor]:
+        """Self and other promoted to one dtype and broadcast to one shape."""
+        a = self
+        if isinstance(other, Tensor):
+            b = other
+            dtype = dtypes.promote_shaped(a.dtype, a.ndim == 0, b.dtype, b.ndim == 0)
+        elif isinstance(other, (bool, int, float, np.number, np.bool_)):
+            value = other.item() if isinstance(other, np.generic) else other
+            dtype = dtypes.scalar_dtype(a.dtype, value)
+            b = Tensor.full((), value, dtype=dtype, device=a.device)
+        else:
+            b = Tensor(other, device=a.device)
+            dtype = dtypes.promote(a.dtype, b.dtype)
+        a, b = a.cast(dtype), b.cast(dtype)
+        shape = broadcast_shape(a.shape, b.shape, what)
+        a, b = a.broadcast_to(shape), b.broadcast_to(shape)
+        return (b, a) if reverse else (a, b)
+
+    def _binary(self, op: Op, other: TensorLike, reverse: bool = False, dtype: DType | None = None) -> Tensor:
+        a, b = self._operands(other, op.name.lower(), reverse)
+        node = Node(op, (a.node, b.node), dtype or a.dtype, a.shape)
+        return a._result(node, op, (a, b))
+
+    def add(self, other: TensorLike, reverse: bool = False) -> Tensor:
+        """self + other, promoted (limn.dtypes) and broadcast. A python scalar takes self's dtype, so an
+        int8 tensor + 200 stays int8 and wraps; bools add as logical or."""
+        return self._binary(Op.ADD, other, reverse)
+
+    def mul(self, other: TensorLike, reverse: bool = False) -> Tensor:
+        """self * other, promoted and broadcast as add; ints wrap, bools multiply as logical and."""
+        return self._binary(Op.MUL, other, reverse)
+
+    def lt(self, other: TensorLike, reverse: bool = False) -> Tensor:
+        """self < other as a bool tensor, promoted and broadcast as add; False where either side is NaN."""
+        return self._binary(Op.CMPLT, other, reverse, dtypes.bool_)
+
+    def where(self, a: TensorLike, b: TensorLike) -> Tensor:
+        """Elementwise self ? a : b. self is the condition (a non-bool tensor means self != 0); a and b
+        promote and broadcast with it. The gradient goes to a where the condition holds and to b elsewhere;
+        the trap, as in torch: a NaN or inf in the branch not taken still makes its own gradient NaN."""
+        cond = self if self.dtype == dtypes.bool_ else self.ne(0)
+        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+            a = Tensor.full((), a, device=cond.device)
+        if isinstance(a, Tensor):
+            a, b = a._operands(b, "where")
+        else:
+            b, a = b._operands(a, "where")
+        shape = broadcast_shape(cond.shape, a.shape, "where")
+        cond, a, b = cond.broadcast_to(shape), a.broadcast_to(shape), b.broadcast_to(shape)
+        node = Node(Op.WHERE, (cond.node, a.node, b.node), a.dtype, shape)
+        return cond._result(node, Op.WHERE, (cond, a, b))
+
+    def _reduce(self, op: Op, axis: int | Sequence[int] | None, keepdim: bool) -> Tensor:
+        axes = self._axes(axis, op.name.lower())
+        dtype = dtypes.int32 if self.dtype == dtypes.bool_ else self.dtype
+        x = self.cast(dtype)
+        if not axes:
+            return x  # nothing to fold (a 0-d tensor reduced over its dim 0): the value as it is
+        shape = tuple(1 if d in axes else s for d, s in enumerate(self.shape))
+        out = x._result(Node(op, (x.node,), dtype, shape, axes), op, (x,), axes)
+        if keepdim:
+            return out
+        return out.reshape(tuple(s for d, s in enumerate(self.shape) if d not in axes))
+
+    def _axes(self, axis: int | Sequence[int] | None, what: str) -> tuple[int, ...]:
+        """The dims a reduce over `axis` folds, sorted. A 0-d tensor has none: its dim 0 (or -1) is the size-1
+        dim torch gives it, so a reduce over that leaves the value as it is."""
+        if axis is None:
+            return tuple(range(self.ndim))
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        normalized = {normalize_axis(a, self.ndim, what) for a in axes}
+        return tuple(sorted(normalized)) if self.ndim else ()
+
+    def gather(self, idx: Tensor, axis: int = 0) -> Tensor:
+        """out[..., j, ...] = self[..., idx[..., j, ...], ...] along `axis` (torch.gather). idx has self's
+        rank and is no larger in the other dims; out has idx's shape. An index out of range is an
+        IndexError when the value is computed, not at this call."""
+        axis = normalize_axis(axis, self.ndim, "gather")
+        idx = index_tensor(idx, "gather")
+        if idx.ndim != self.ndim or any(i > s for d, (i, s) in enumerate(zip(idx.shape, self.shape)) if d != axis):
+            raise ArgumentError(
+                f"gather: index of shape {idx.shape} does not fit a source of shape {self.shape} "
+                f"along axis {axis} (same rank, and no larger than the source off that axis)"
+            )
+        src = self.shrink(tuple((0, i) if d != axis else (0, s) for d, (i, s) in enumerate(zip(idx.shape, self.shape))))
+        node = Node(Op.GATHER, (src.node, idx.node), self.dtype, idx.shape, axis)
+        return src._result(node, Op.GATHER, (src, idx), axis)
+
+    def scatter_add(self, idx: Tensor, src: TensorLike, axis: int = 0) -> Tensor:
+        """A copy of self with src[..., j, ...] added at self[..., idx[..., j, ...], ...] along `axis`
+        (torch.scatter_add); colliding indices all add. idx and src have one shape, of self's rank."""
+        axis = normalize_axis(axis, self.ndim, "scatter_add")
+        idx = index_tensor(idx, "scatter_add")
+        src = src if isinstance(src, Tensor) else Tensor(src, dtype=self.dtype)
+        src = src.cast(self.dtype)
+        if (
+            idx.shape != src.shape
+            or idx.ndim != self.ndim
+            or any(i > s for d, (i, s) in enumerate(zip(idx.shape, self.shape)) if d != axis)
+        ):
+            raise ArgumentError(
+                f"scatter_add: index {idx.shape} and source {src.shape} must have one shape, of the "
+                f"rank of the target {self.shape} and no larger than it off axis {axis}"
+            )
+        node = Node(Op.SCATTER, (self.node, idx.node, src.node), self.dtype, self.shape, axis)
+        return self._result(node, Op.SCATTER, (self, idx, src), axis)
+
+    def contiguous(self) -> Tensor:
+        """Materializes this value in row-major order (a barrier the scheduler will not fuse through)."""
+        return self._unary(Op.CONTIGUOUS)
+
+    # ---- movement: each one composes into the tensor's View ----
+
+    def _movement(self, kind: Movement, arg: Any) -> Tensor:
+        """Applies movement `kind` to self's view (the View method it is named after, with `arg`); copies
+        first where a reshape cannot be a view."""
+        change = _VIEW_METHODS[kind]  # View.reshape, View.permute, ...: (view, arg) -> view
+        node = self.node
+        if node.op is Op.CONST and kind is not Movement.PAD:
+            shape = change(View.contiguous(node.shape), arg).shape
+            new = Node(Op.CONST, (), node.dtype, shape, node.arg)
+            return self._result(new, kind, (self,), arg)
+        if node.op is Op.VIEW:
+            base, view = node.srcs[0], node.arg
+        else:
+            base, view = node, View.contiguous(node.shape)
+        new_view = change(view, arg)
+        if new_view is None:  # only reshape says this: the strides cannot express the new shape
+            base = Node(Op.CONTIGUOUS, (node,), node.dtype, node.shape)
+            new_view = change(View.contiguous(node.shape), arg)
+        if new_view.is_contiguous and new_view.shape == base.shape:
+            new = base
+        else:
+            new = Node(Op.VIEW, (base,), node.dtype, new_view.shape, new_view)
+        return self._result(new, kind, (self,), arg)
+
+    def reshape(self, *shape: int | Sequence[int]) -> Tensor:
+        """The same elements in row-major order under a new shape; one dim may be -1. A view where the
+        strides allow it; otherwise a copy first (CONTIGUOUS), which the scheduler materializes."""
+        new = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else tuple(shape)
+        if new.count(-1) > 1:
+            raise ArgumentError(f"reshape {self.shape} -> {new}: only one dim can be -1")
+        if -1 in new:
+            rest = prod([s for s in new if s != -1])
+            if rest == 0 or self.size % rest:
+                raise ArgumentError(f"reshape {self.shape} -> {new}: {self.size} elements do not divide into {new}")
+            new = tuple(self.size // rest if s == -1 else s for s in new)
+        if any(s < 0 for s in new):
+            raise ArgumentError(f"reshape {self.shape} -> {new}: sizes must be non-negative")
+        if prod(new) != self.size:
+            raise ArgumentError(f"reshape {self.shape} -> {new}: {self.size} elements cannot become {prod(new)}")
+        if new == self.shape:
+            return self
+        return self._movement(Movement.RESHAPE, new)
+
+    def permute(self, *order: int | Sequence[int]) -> Tensor:
+        """The dims reordered: dim i of the result is dim order[i] of self (a view, nothing is copied)."""
+        order = tuple(order[0]) if len(order) == 1 and not isinstance(order[0], int) else tuple(order)
+        norm = tuple(normalize_axis(d, self.ndim, "permute") for d in order)
+        if sorted(norm) != list(range(self.ndim)):
+            raise ArgumentError(f"permute {order}: must name each of the {self.ndim} dims exactly once")
+        if norm == tuple(range(self.ndim)):
+            return self
+        return self._movement(Movement.PERMUTE, norm)
+
+    def expand(self, *shape: int | Sequence[int]) -> Tensor:
+        """Stretches size-1 dims to `shape` without copying (-1 keeps a dim). The ranks must match; use
+        broadcast_to to add leading dims."""
+        new = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else tuple(shape)
+        if len(new) != self.ndim:
+            raise ArgumentError(f"expand {self.shape} -> {new}: the ranks differ; reshape first")
+        new = tuple(s if n == -1 else n for s, n in zip(self.shape, new))
+        for s, n in zip(self.shape, new):
+            if s != n and s != 1:
+                raise ArgumentError(f"expand {self.shape} -> {new}: only size-1 dims can grow")
+        if new == self.shape:
+            return self
+        return self._movement(Movement.EXPAND, new)
+
+    def pad(self, widths: Sequence[tuple[int, int]], value: Scalar = 0) -> Tensor:
+        """Adds (before, after) cells around each dim, one pair per dim from the first (torch's F.pad lists
+        them from the last), filled with `value`."""
+        widths = tuple((int(b), int(a)) for b, a in widths)
+        if len(widths) != self.ndim or any(b < 0 or a < 0 for b, a in widths):
+            raise ArgumentError(f"pad {widths}: needs one non-negative (before, after) pair per dim of {self.shape}")
+        if all(w == (0, 0) for w in widths):
+            return self
+        out = self._movement(Movement.PAD, widths)
+        if value != 0:
+            inside = Tensor.full(self.shape, True, dtype=dtypes.bool_, device=self.device).pad(widths)
+            out = inside.where(out, value)
+        return out
+
+    def shrink(self, box: Sequence[tuple[int, int]]) -> Tensor:
+        """Keeps [start, end) of each dim, one pair per dim (a view, nothing is copied)."""
+        box = tuple((int(s), int(e)) for s, e in box)
+        if len(box) != self.ndim or any(not 0 <= s <= e <= n for (s, e), n in zip(box, self.shape)):
+            raise ArgumentError(
+                f"shrink {box}: each (start, end) must satisfy 0 <= start <= end <= size of {self.shape}"
+            )
+        if all((s, e) == (0, n) for (s, e), n in zip(box, self.shape)):
+            return self
+        return self._movement(Movement.SHRINK, box)
+
+    # ---- autograd ----
+
+    def backward(self, gradient: TensorLike | None = None, create_graph: bool = False) -> None:
+        """Accumulates d(self)/d(leaf) into .grad of every leaf that requires grad. A single-element self
+        has the implied gradient 1; any other needs `gradient` of its shape. Gradients are lazy graphs;
+        create_graph=True makes them differentiable again (for second derivatives). As in torch, .grad
+        accumulates across calls: set it to None between steps (optimizers' zero_grad does)."""
+        autograd.backward(self, gradient, create_graph)

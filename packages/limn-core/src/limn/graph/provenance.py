@@ -1,0 +1,217 @@
+"""Provenance: the line of the user's code that made each graph node, recorded only while asked for.
+
+limn.explain and the diagrams say which source lines a kernel computes. For that, each Node made while
+recording is on gets a Site: the innermost frame outside limn itself (and outside the standard library and
+installed packages), with the limn function that line called. Gradient nodes get the Site of the forward
+value they differentiate, marked as backward, since the line that called backward() says nothing about
+which kernel came from where. Nodes a rewrite rebuilds (realize, common values) keep the Site of the node
+they replace.
+
+Recording is off unless LIMN_EXPLAIN=1 is set or a `recording()` block is open, and while it is off no node
+pays for it beyond one test of a module global. Sites live in a weak table beside the nodes, so a recorded
+graph is freed as an unrecorded one is.
+Pipeline: tensor -> **graph (+ where each node came from)** -> schedule -> explain / diagram.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import sysconfig
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from limn.graph import ops
+from limn.graph.ops import Node
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame of the user's call stack: where it is, and which call of its function it belongs to
+    (`call`, a number that tells two calls of one function apart while stacks are recorded, else 0)."""
+
+    file: str
+    line: int
+    function: str
+    call: int = 0
+
+    def __str__(self) -> str:
+        return f"{Path(self.file).name}:{self.line} in {self.function}"
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a node came from: the user's line (file, line, the function holding it), the limn function
+    called on that line (`api`, e.g. "Tensor.softmax"; "" when unknown), whether the node computes a
+    gradient of the value made there (`backward`), and, when stacks are recorded, the user's frames from
+    the outermost down to this line."""
+
+    file: str
+    line: int
+    function: str
+    api: str = ""
+    backward: bool = False
+    stack: tuple[Frame, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def place(self) -> str:
+        """file:line, the way tracebacks and editors read it."""
+        return f"{self.file}:{self.line}"
+
+    def __str__(self) -> str:
+        text = f"{Path(self.file).name}:{self.line} in {self.function}"
+        if self.api:
+            text += f" ({self.api})"
+        return text + (", backward" if self.backward else "")
+
+
+# ---- what counts as the user's code ----
+
+
+def _library_roots() -> tuple[str, ...]:
+    """Directories whose frames are not the user's: every package dir of the limn namespace, the standard
+    library and the installed packages."""
+    import limn
+
+    roots = [str(Path(p).resolve()) for p in limn.__path__]
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            roots.append(str(Path(path).resolve()))
+    return tuple(os.path.join(r, "") for r in roots)
+
+
+_USER_PSEUDO_FILES = ("<stdin>", "<doctest", "<ipython-input")  # code the user typed
+
+
+class _Recorder:
+    """The table of Sites and how to find one. `depth` counts the open recording() blocks (the env var
+    holds one for the whole process); `stacks` counts those asking for call stacks."""
+
+    def __init__(self) -> None:
+        self.sites: weakref.WeakKeyDictionary[Node, Site] = weakref.WeakKeyDictionary()
+        self.depth = 0
+        self.stacks = 0
+        self.roots: tuple[str, ...] | None = None
+        self.files: dict[str, bool] = {}  # filename -> whether it is limn's or a library's
+        self.calls: dict[int, tuple[object, int]] = {}  # id(frame) -> (frame, its call number), while stacks
+        self.gradient_of: list[Site] = []  # the forward Sites whose gradient rules are running
+
+    def is_library(self, filename: str) -> bool:
+        known = self.files.get(filename)
+        if known is None:
+            if self.roots is None:
+                self.roots = _library_roots()
+            resolved = filename if filename.startswith("<") else str(Path(filename).resolve())
+            if filename.startswith("<"):  # code made at run time: a dataclass's __init__, importlib, exec
+                known = not filename.startswith(_USER_PSEUDO_FILES)
+            else:
+                known = resolved.startswith(self.roots)
+            self.files[filename] = known
+        return known
+
+    def site_here(self) -> Site | None:
+        """The Site of a node being made now, from the call stack."""
+        if self.gradient_of:
+            return self.gradient_of[-1]
+        frame = sys._getframe(2)  # skip site_here and the hook: the frame making the node
+        api = ""
+        while frame is not None and self.is_library(frame.f_code.co_filename):
+            api = frame.f_code.co_qualname
+            frame = frame.f_back
+        if frame is None:
+            return None
+        stack = self._stack(frame) if self.stacks else ()
+        return Site(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_qualname, api, False, stack)
+
+    def _stack(self, frame: object) -> tuple[Frame, ...]:
+        frames = []
+        while frame is not None:
+            code = frame.f_code
+            if not self.is_library(code.co_filename):
+                # holding the frame keeps its id from being reused by a later call while stacks are on
+                held = self.calls.setdefault(id(frame), (frame, len(self.calls) + 1))
+                frames.append(Frame(code.co_filename, frame.f_lineno, code.co_qualname, held[1]))
+            frame = frame.f_back
+        return tuple(reversed(frames))
+
+
+_recorder = _Recorder()
+
+
+def _on_create(node: Node) -> None:
+    """ops.on_create while recording: a new node gets the Site of the line making it."""
+    site = _recorder.site_here()
+    if site is not None:
+        _recorder.sites[node] = site
+
+
+def _on_rebuild(node: Node, original: Node) -> None:
+    """ops.on_rebuild: a node a rewrite made takes the Site of the one it replaces."""
+    site = _recorder.sites.get(original)
+    if site is not None:
+        _recorder.sites[node] = site
+
+
+def _start(stacks: bool) -> None:
+    _recorder.depth += 1
+    _recorder.stacks += stacks
+    ops.on_create = _on_create
+    ops.on_rebuild = _on_rebuild  # stays: graphs recorded now are rewritten after the block ends too
+
+
+def _stop(stacks: bool) -> None:
+    _recorder.depth -= 1
+    _recorder.stacks -= stacks
+    if not _recorder.stacks:
+        _recorder.calls.clear()
+    if not _recorder.depth:
+        ops.on_create = None
+
+
+@contextlib.contextmanager
+def recording(stacks: bool = False) -> Iterator[None]:
+    """Record a Site for every node made inside the block. `stacks=True` also records each Site's user call
+    stack, with which call of each function it was (the diagram collapses repeated blocks with it); the
+    frames are held until the outermost such block ends."""
+    _start(stacks)
+    try:
+        yield
+    finally:
+        _stop(stacks)
+
+
+def is_recording() -> bool:
+    return _recorder.depth > 0
+
+
+def site(node: Node) -> Site | None:
+    """Where `node` was made, or None when it was made while recording was off (or by limn alone)."""
+    return _recorder.sites.get(node)
+
+
+@contextlib.contextmanager
+def gradient_of(node: Node) -> Iterator[None]:
+    """Nodes made inside (a gradient rule's) get node's Site, marked backward. Autograd opens it only while
+    recording is on, so the normal backward pays nothing."""
+    found = _recorder.sites.get(node)
+    if found is None:
+        yield
+        return
+    _recorder.gradient_of.append(Site(found.file, found.line, found.function, found.api, True, found.stack))
+    try:
+        yield
+    finally:
+        _recorder.gradient_of.pop()
+
+
+def from_environment() -> bool:
+    """Whether LIMN_EXPLAIN asks for explanations (any value but "", "0")."""
+    return os.environ.get("LIMN_EXPLAIN", "0") not in ("", "0")
+
+
+if from_environment():
+    _start(stacks=False)  # for the whole process: limn.compiler.jit prints an explanation beside each new plan's IR

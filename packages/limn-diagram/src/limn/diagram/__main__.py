@@ -1,0 +1,71 @@
+"""The command line: `python -m limn.diagram SCRIPT.py:FUNCTION -o out.svg` runs a function of the user's that
+returns tensors (a loss, a training step) with provenance stacks recorded, and draws what it returns.
+The format comes from the output's extension: .svg, .dot or .tex.
+"""
+
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from limn.atomic_write import write_atomically
+from limn.diagram.graph import FORMATS
+from limn.diagram.views import build
+from limn.graph import provenance
+
+
+def _load_function(target: str):
+    """SCRIPT.py:FUNCTION -> the function, from the script loaded as a module (its directory importable)."""
+    script, sep, name = target.rpartition(":")
+    if not sep or not script or not name:
+        raise SystemExit(f"limn.diagram: expected SCRIPT.py:FUNCTION, got {target!r}")
+    path = Path(script)
+    if not path.is_file():
+        raise SystemExit(f"limn.diagram: no script {script!r} (from {target!r}); give a path to a .py file")
+    sys.path.insert(0, str(path.resolve().parent))  # the script's own imports, as `python SCRIPT.py` finds them
+    names = runpy.run_path(str(path), run_name=path.stem)  # run as a module named after the file, not __main__
+    fn = names.get(name)
+    if not callable(fn):
+        found = sorted(n for n, v in names.items() if callable(v) and not n.startswith("_"))
+        raise SystemExit(f"limn.diagram: {script} has no function {name!r}; its functions: {', '.join(found)}")
+    return fn
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """python -m limn.diagram SCRIPT.py:FUNCTION [--schedule] [--fold-elementwise] [--expand] [--device D]
+    [--theme light|dark] -o out.svg|.dot|.tex: runs FUNCTION() (no arguments) with provenance stacks recorded
+    and draws the tensors it returns; the format comes from the output's extension."""
+    parser = argparse.ArgumentParser(prog="python -m limn.diagram", description=main.__doc__.split(":")[0])
+    parser.add_argument("target", help="SCRIPT.py:FUNCTION, a function taking no arguments returning tensors")
+    parser.add_argument("-o", "--output", required=True, help=f"the file to write: {', '.join(FORMATS)}")
+    parser.add_argument("--schedule", action="store_true", help="draw kernels as clusters, buffers between them")
+    parser.add_argument("--fold-elementwise", action="store_true", help="draw elementwise ops as edges")
+    parser.add_argument("--expand", action="store_true", help="draw every layer of a repeated block")
+    parser.add_argument("--device", default=None, help="the device to run FUNCTION on (numpy, c, ...)")
+    parser.add_argument("--theme", default="light", choices=["light", "dark"], help="SVG colours")
+    args = parser.parse_args(argv)
+    suffix = Path(args.output).suffix.lower()
+    if suffix not in FORMATS:
+        parser.error(f"output {args.output!r}: the format comes from the extension, one of {', '.join(FORMATS)}")
+    if args.device is not None:
+        import limn
+
+        limn.set_device(args.device)
+    fn = _load_function(args.target)
+    with provenance.recording(stacks=True):
+        result = fn()
+        graph = build(result, schedule=args.schedule, fold_elementwise=args.fold_elementwise, expand=args.expand)
+    graph.title = args.target
+    if suffix == ".svg":
+        path = write_atomically(args.output, graph.to_svg(args.theme).encode("utf-8"))
+    else:
+        path = graph.save(args.output)
+    print(f"{path}: {graph!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,605 @@
+"""Step capture: record the device runs of one call of a step function, replay them on new batches.
+
+The first call runs the function as usual while every realize() it makes is recorded: which device
+ran, the plan (on compiled devices) or the graph (on the numpy device), and where each leaf buffer
+came from: an argument of the call, the result of an earlier run in the same call, a buffer that lives
+across calls (parameters and optimizer state, which the step's assigns update), or a constant the step
+made from host data. Later calls bind the new arguments' buffers to those leaves and run the recorded
+plans directly, so no Python graph is built. Assigns the step made but did not realize are realized at
+its end and recorded with it; assigns made outside it (a weight loaded, a caller's `t.assign(...)`) are
+realized before it is recorded and, for the buffers it reads, before each replay, as the eager step would.
+
+Replayed as the eager loop runs: arguments positional or by keyword (bound by name), one tensor passed
+twice, a view of another argument (each is realized to its own buffer), an argument or a view of one
+returned, an output fed back as the next input, realizes inside the step (one recorded run each),
+random draws (the device generator's counter is state the step advances: each replay draws fresh numbers,
+the ones the uncaptured loop would), a captured function called inside another step (it runs eagerly
+there, recorded as the outer step's), a step that raises while recorded (nothing is recorded, the assigns
+it made are realized, the next call records), a replay that raises (its run writes nothing).
+
+Refused with a CaptureError naming the cause: another shape (batch size), dtype, device or argument
+structure; another Python value argument (compared by repr) or object (compared by identity: a method
+captured on its class refuses a second instance); tensors inside a container argument; other sharing of
+buffers between arguments; a value read back into Python inside the step (a branch on it could go the
+other way); host data whose bytes differ between the first two calls; an argument that is a buffer the
+step assigns or the recording keeps; a tensor the recording read that no longer exists outside it (a
+global rebound to a new tensor); a returned value that is not a tensor, or a tensor the step did not make.
+
+What cannot be seen from the recording is Python state the step reads: a float in a closure (a
+learning rate kept in Python) is replayed as recorded, a branch on a Python counter follows the recorded
+path, a print runs on the recording call only, a global rebound while the old tensor lives on is read as
+the old one. Pass such values in as tensor arguments (or keep them on the device, as optimizer
+hyperparameters are), and check a new step with `capture(fn, verify=N)`: its first N replays also run the
+function eagerly from the same state and raise on the first difference, naming what the eager call did
+otherwise (limn.capture.verify): another number of runs, another plan (the kernel line that changed, a
+closure's float as a CONST), or the first recorded kernel that wrote another value (`k1 SUM loop[8, 4]`,
+its slot, the largest difference, its source lines and the binding that differs).
+Pipeline: nn/optim step -> **capture** -> plan executor (jit.py) -> device.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from limn.capture import verify as capture_verify
+from limn.composed.random import rng
+from limn.dtypes import DType
+from limn.frontend.tensor import Tensor, realize
+from limn.graph import provenance
+from limn.graph.ops import Node, Op, rebuilt, substitute, toposort
+from limn.runtime import engine, snapshot
+from limn.runtime.device import Buffer, current_device, get_device
+from limn.runtime.snapshot import Fork
+
+
+class CaptureError(RuntimeError):
+    """The step cannot be captured or replayed as asked; the message says what changed and what to do."""
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    """Where a recorded run's leaf buffer comes from on replay.
+
+    kind: "arg" (argument `index`), "run" (result `index` of run `run`), "kept" (`buffer` itself, which
+    lives across calls), "before" (the bytes `buffer` holds before this run assigns it: forked anew on
+    each replay, as realize() does), or "const" (`buffer`, host data the step made, the same each call).
+    """
+
+    kind: str
+    index: int = 0
+    run: int = 0
+    buffer: Buffer | None = None
+
+
+@dataclass(frozen=True)
+class _Placeholder:
+    """A leaf of a recorded numpy-device graph: which leaf of the run it is. The recording holds no
+    BUFFER node of a live buffer, so it never keeps a tensor's bytes alive or looks like a reader."""
+
+    index: int
+
+
+@dataclass
+class _Run:
+    device: str
+    plan: Any  # a jit Plan on compiled devices, None on devices that interpret graphs
+    template: list[Node] | None  # the graph with _Placeholder leaves, for devices without plans
+    leaves: list[_Leaf]
+    owners: dict[int, list[Any]]  # id(assigned buffer) -> weakrefs to the tensors whose assign it is
+    in_place: list[Buffer]  # the buffers the run assigns in place (optimizer state)
+
+
+@dataclass
+class _Recording:
+    """What one call did: its runs, where its outputs are and the host data it made."""
+
+    runs: list[_Run]
+    outputs: list[_Leaf]  # where each returned tensor is: a run's result, or an argument returned as it is
+    rebuild: Callable[[list[Tensor]], Any]
+    constants: list[tuple[str, str]] = field(default_factory=list)  # (what, fingerprint) of each
+
+    @functools.cached_property
+    def kept(self) -> list[Buffer]:
+        """The buffers the recording reads across calls: parameters, optimizer state, other tensors."""
+        return self._buffers(("kept", "before"))
+
+    @functools.cached_property
+    def kept_ids(self) -> set[int]:
+        return {id(b) for b in self.kept}
+
+    @functools.cached_property
+    def written(self) -> list[Buffer]:
+        """The buffers the recorded step assigns."""
+        in_place = {id(b): b for run in self.runs for b in run.in_place}
+        return self._buffers(("before",)) + list(in_place.values())
+
+    def _buffers(self, kinds: tuple[str, ...]) -> list[Buffer]:
+        seen: dict[int, Buffer] = {}
+        for run in self.runs:
+            for leaf in run.leaves:
+                if leaf.kind in kinds:
+                    seen.setdefault(id(leaf.buffer), leaf.buffer)
+        return list(seen.values())
+
+
+def _what(dtype: DType, shape: tuple[int, ...]) -> str:
+    return f"{dtype.name}{list(shape)}"
+
+
+class _Recorder:
+    """The observer (limn.runtime.engine.Observer) installed while a call is recorded."""
+
+    def __init__(self, arg_buffers: dict[int, int]) -> None:
+        self.arg_buffers = arg_buffers  # id(Buffer) -> argument index
+        self.runs: list[_Run] = []
+        self.results: dict[int, tuple[int, int]] = {}  # id(Buffer) -> (run, result index)
+        self.fresh: set[int] = set()  # buffers made from host data during the call
+        self.constants: list[tuple[str, str]] = []
+        self.assigns: list[Tensor] = []  # tensors the call assigned, realized or not
+        self.targets: set[int] = set()  # id(Buffer) of each buffer an assign made in the call writes
+        self.before: dict[int, Buffer] = {}  # id(old bytes) -> the buffer they were, in the current run
+        self.problem: str | None = None
+        # every buffer whose id is a key above, held until the recording ends: a buffer freed mid-call
+        # would let a new one take its id and be classified as the old one (a fresh tensor as a result)
+        self.alive: list[Buffer] = []
+
+    def refuse(self, problem: str) -> None:
+        self.problem = self.problem or problem
+
+    def created(self, buffer: Buffer) -> None:
+        self.fresh.add(id(buffer))
+        self.alive.append(buffer)
+
+    def assigned(self, t: Tensor) -> None:
+        self.assigns.append(t)
+        self.targets.add(id(t.node.srcs[0].arg))
+
+    def read_back(self, t: Tensor) -> None:
+        self.refuse(
+            f"the step reads a {_what(t.dtype, t.shape)} value back into Python (.numpy()/.item()) "
+            "while it is being captured; a replay could not follow a branch on it. Return the value "
+            "from the step and read it outside"
+        )
+
+    def realized(self, device: str, sinks: list[Node], buffers: list[Buffer], forks: list[Fork]) -> None:
+        self.before = {id(f.before): f.target for f in forks if f.before is not None}
+        for f in forks:
+            if id(f.target) not in self.targets:
+                self.refuse(
+                    f"the step realized an assign to a {_what(f.target.dtype, f.target.shape)} tensor made "
+                    "outside it and still pending (capture realizes this thread's pending assigns first: was it "
+                    "made in another thread?); a replay would make it again on every call. Realize the tensor "
+                    "(t.realize()) before calling the step"
+                )
+            if id(f.target) in self.arg_buffers:
+                self.refuse(
+                    f"the step assigns argument {self.arg_buffers[id(f.target)]} "
+                    f"({_what(f.target.dtype, f.target.shape)}); a replay would write whatever tensor is "
+                    "passed there next. Keep parameters and state out of the arguments: the step reads them itself"
+                )
+        dev = get_device(device)
+        if hasattr(dev, "plan"):  # a compiled device: keep its plan and the leaves in its order
+            plan, leaf_buffers = dev.plan(sinks)
+            template = None
+        else:
+            plan, leaf_buffers = None, _leaf_buffers(sinks)
+            template = _template(sinks, leaf_buffers)
+        leaves = [self._classify(b) for b in leaf_buffers]
+        run = len(self.runs)
+        owners = {id(f.target): f.owners for f in forks}  # realize() fills these in after this call
+        in_place = [f.target for f in forks if f.before is None]
+        self.runs.append(_Run(device, plan, template, leaves, owners, in_place))
+        for i, b in enumerate(buffers):
+            self.results.setdefault(id(b), (run, i))
+        self.alive += buffers + [f.before for f in forks]
+
+    def _classify(self, b: Buffer) -> _Leaf:
+        if id(b) in self.before:
+            return _Leaf("before", buffer=self.before[id(b)])
+        if id(b) in self.arg_buffers:
+            return _Leaf("arg", index=self.arg_buffers[id(b)])
+        if id(b) in self.results:
+            run, index = self.results[id(b)]
+            return _Leaf("run", index=index, run=run)
+        if id(b) in self.fresh:
+            self.constants.append((_what(b.dtype, b.shape), hashlib.sha256(b.numpy().tobytes()).hexdigest()))
+            return _Leaf("const", buffer=b)
+        return _Leaf("kept", buffer=b)
+
+
+def _leaf_buffers(sinks: list[Node]) -> list[Buffer]:
+    seen: dict[int, Buffer] = {}
+    for n in toposort(sinks):
+        if n.op is Op.BUFFER:
+            seen.setdefault(id(n.arg), n.arg)
+    return list(seen.values())
+
+
+def _template(sinks: list[Node], leaf_buffers: list[Buffer]) -> list[Node]:
+    """The graph with each leaf buffer swapped for a _Placeholder naming its position (an ASSIGN's target
+    too: the recording must hold no BUFFER node of a live buffer)."""
+    position = {id(b): i for i, b in enumerate(leaf_buffers)}
+    return _swap_leaves(sinks, lambda n: _Placeholder(position[id(n.arg)]))
+
+
+def _bind(template: list[Node], leaves: list[Buffer]) -> list[Node]:
+    """A recorded graph with its placeholders bound to this call's leaf buffers."""
+    return _swap_leaves(template, lambda n: leaves[n.arg.index])
+
+
+def _swap_leaves(sinks: list[Node], arg: Callable[[Node], Any]) -> list[Node]:
+    """The graph with every BUFFER node swapped for one holding arg(node) instead."""
+
+    def swap(n: Node, srcs: tuple[Node, ...]) -> Node:
+        if n.op is Op.BUFFER:
+            return Node(Op.BUFFER, (), n.dtype, n.shape, arg(n))
+        return rebuilt(n, srcs)
+
+    return substitute(sinks, swap)
+
+
+def _signature(args: tuple, keywords: tuple[str, ...] = ()) -> tuple:
+    """What must stay the same between calls: each argument's kind, shape and dtype (a tensor), value (a
+    number, string, or container of them: by repr) or identity (any other object, whose attributes the
+    step may read: another one is another step). The last len(keywords) arguments were passed by name."""
+    names = ("",) * (len(args) - len(keywords)) + keywords
+    sig = []
+    for a, name in zip(args, names):
+        if isinstance(a, Tensor):
+            sig.append(("tensor", a.shape, a.dtype.name, a.device, name))
+        elif _holds_tensor(a):
+            where = f"argument {name!r}" if name else f"argument {len(sig)}"
+            raise CaptureError(
+                f"{where} is a {type(a).__name__} holding tensors; a recording binds only tensors passed as "
+                "arguments themselves (one in a container would be read as the first call's on every replay). "
+                "Pass each tensor as its own argument"
+            )
+        elif _plain(a):
+            sig.append(("value", type(a).__name__, repr(a), name))
+        else:
+            sig.append(("object", type(a).__name__, id(a), name))
+    return tuple(sig)
+
+
+def _holds_tensor(a: Any) -> bool:
+    if isinstance(a, dict):
+        return any(_holds_tensor(v) for v in a.values())
+    if isinstance(a, (list, tuple, set, frozenset)):
+        return any(isinstance(v, Tensor) or _holds_tensor(v) for v in a)
+    return False
+
+
+def _plain(a: Any) -> bool:
+    """A value compared by repr: a number (numpy's too), string, bytes, None, slice, or a container of them."""
+    if isinstance(a, (bool, int, float, complex, str, bytes, type(None), slice, range, np.generic)):
+        return True
+    if isinstance(a, dict):
+        return all(_plain(k) and _plain(v) for k, v in a.items())
+    if isinstance(a, (list, tuple)):
+        return all(_plain(v) for v in a)
+    return False
+
+
+def _sharing(args: tuple) -> tuple:
+    """For each argument, the index of the first argument holding the same buffer (None for a value). A
+    recording made with one tensor passed twice reads it through one leaf; a replay must pass one twice too."""
+    first: dict[int, int] = {}
+    return tuple(first.setdefault(id(a.node.arg), i) if isinstance(a, Tensor) else None for i, a in enumerate(args))
+
+
+def _flatten(out: Any) -> tuple[list[Tensor], Callable[[list[Tensor]], Any]]:
+    """The tensors in a step's return value (a tensor, or a tuple/list/dict of them) and a rebuilder."""
+    if isinstance(out, Tensor):
+        return [out], lambda ts: ts[0]
+    if isinstance(out, (tuple, list)):
+        if not all(isinstance(o, Tensor) for o in out):
+            raise CaptureError("a captured step may return a tensor, or a tuple, list or dict of tensors")
+        kind = type(out)
+        return list(out), lambda ts: kind(ts)
+    if isinstance(out, dict):
+        if not all(isinstance(o, Tensor) for o in out.values()):
+            raise CaptureError("a captured step may return a tensor, or a tuple, list or dict of tensors")
+        keys = list(out)
+        return list(out.values()), lambda ts: dict(zip(keys, ts))
+    if out is None:
+        return [], lambda ts: None
+    raise CaptureError(f"a captured step returned {type(out).__name__}; return tensors (or None)")
+
+
+def _record(call: Callable[[], Any], args: tuple) -> tuple[_Recording, Any]:
+    """Runs call() (the step on `args`) eagerly while recording what it runs; raises CaptureError for what
+    cannot replay. A step that raises records nothing: the assigns it made are realized, outside the
+    recording (as an eager loop realizes them when it next reads them), and the exception propagates."""
+    realize(*[a for a in args if isinstance(a, Tensor)])  # arguments must be buffers to be bound to
+    arg_buffers = {id(a.node.arg): i for i, a in enumerate(args) if isinstance(a, Tensor)}
+    recorder = _Recorder(arg_buffers)
+    for device in {a.device for a in args if isinstance(a, Tensor)} | {current_device()}:
+        rng.default_generator(device)  # made outside the recording: its state is kept across calls
+    rng.settle()  # a draw made before the step advanced a counter lazily: write it now, not in the recording
+    engine.realize_pending_assigns()  # so with any assign made before the step (a weight loaded, ...)
+    engine.observers.active.append(recorder)
+    try:
+        with rng.drawing_on_device():  # draws are graphs the recording holds, so replays draw anew
+            out = call()
+        outs, rebuild = _flatten(out)
+        pending = [t for t in recorder.assigns if t.node.op is Op.ASSIGN]
+        realize(*outs, *pending)  # assigns the step left pending are part of what it did
+    except BaseException:
+        engine.observers.active.remove(recorder)
+        # the assigns made before the raise are realized now, so the next call (which records) does not
+        # find them pending; one that cannot run stays pending, as eagerly, and the step's own error is raised
+        with contextlib.suppress(Exception):
+            realize(*[t for t in recorder.assigns if t.node.op is Op.ASSIGN])
+        raise
+    engine.observers.active.remove(recorder)
+    if recorder.problem is not None:
+        raise CaptureError(recorder.problem)
+    positions = []
+    for o in outs:
+        buf = o.node.arg
+        if id(buf) in recorder.results:
+            run, index = recorder.results[id(buf)]
+            positions.append(_Leaf("run", index=index, run=run))
+        elif id(buf) in arg_buffers:  # an argument returned as it is (a view of one is a run's result)
+            positions.append(_Leaf("arg", index=arg_buffers[id(buf)]))
+        else:
+            raise CaptureError(
+                f"the step returned a {_what(o.dtype, o.shape)} tensor it did not compute; "
+                "return only values computed inside the step"
+            )
+    return _Recording(recorder.runs, positions, rebuild, recorder.constants), out
+
+
+class Captured:
+    """A step function that records its first call and replays the recording on later calls.
+
+    >>> from limn import Tensor, optim
+    >>> from limn.capture import capture
+    >>> w = Tensor([1.0, 2.0], requires_grad=True)
+    >>> opt = optim.SGD([w], lr=0.5)
+    >>> def step(x):
+    ...     loss = (w * x).sum()
+    ...     loss.backward()
+    ...     opt.step(loss)
+    ...     return loss
+    >>> train = capture(step, verify=1)
+    >>> [train(Tensor([1.0, 1.0])).item() for _ in range(3)]  # record, verified replay, replay
+    [3.0, 2.0, 1.0]
+    >>> train.replays, w.tolist()
+    (2, [-0.5, 0.5])
+    """
+
+    def __init__(self, fn: Callable[..., Any], verify: int = 0) -> None:
+        if not isinstance(verify, int) or verify < 0:
+            raise ValueError(f"capture(verify={verify!r}): verify is how many replays to check, an int >= 0")
+        self.fn = fn
+        self.verify = verify
+        self.signature: tuple | None = None
+        self.sharing: tuple | None = None
+        self.recording: _Recording | None = None
+        self.confirmed = False  # host data the step makes is checked once more on the second call
+        self.replays = 0
+        self.objects: list[Any] = []  # object arguments, held so no other object takes their id
+
+    @property
+    def runs(self) -> list[_Run]:
+        return [] if self.recording is None else self.recording.runs
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        """A captured method: bound to its instance, which is an argument like any other (compared by
+        identity, so a method captured on its class refuses a second instance)."""
+        return self if instance is None else functools.partial(self, instance)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if any(isinstance(o, _Recorder) for o in engine.observers.active):
+            return self.fn(*args, **kwargs)  # inside another step's recording: its runs are that step's
+        keywords = tuple(sorted(kwargs))
+        flat = args + tuple(kwargs[k] for k in keywords)  # keyword arguments bind by name, in name order
+        call = functools.partial(self.fn, *args, **kwargs)
+        if self.recording is None:
+            signature = _signature(flat, keywords)
+            # verify names a kernel's source lines when it finds one differing: record where nodes are made
+            with provenance.recording() if self.verify else contextlib.nullcontext():
+                self.recording, out = _record(call, flat)
+            self.signature, self.sharing = signature, _sharing(flat)
+            self.objects = [a for a in flat if not isinstance(a, Tensor) and not _plain(a)]  # ids stay theirs
+            self.confirmed = not self.recording.constants
+            return out
+        self._check_arguments(flat, keywords)
+        rng.settle()  # a draw outside the step advanced a counter lazily: the replay reads the new bytes
+        engine.realize_pending_assigns(self.recording.kept_ids)  # and what the caller assigned, not realized
+        if not self.confirmed:
+            return self._confirm(call, flat)
+        self._check_kept(flat)
+        if self.replays < self.verify:
+            out = self._verified_replay(call, flat)
+            if self.replays == self.verify and not provenance.is_recording():
+                for run in self.runs:  # verified: the plans need not hold the first call's graph for its lines
+                    if run.plan is not None:
+                        run.plan.schedule.computes.clear()
+            return out
+        return self._replay(flat)
+
+    # ---- what a replay must refuse ----
+
+    def _check_arguments(self, args: tuple, keywords: tuple[str, ...]) -> None:
+        sig = _signature(args, keywords)
+        if sig != self.signature:
+            raise CaptureError(
+                f"captured step called with arguments {_describe(sig)}, recorded with {_describe(self.signature)}: "
+                "a replay runs the recorded shapes, dtypes and values only, and reads the recorded objects (one "
+                "object is not another, however alike: pass arrays as tensors, capture a method per instance); "
+                "capture a new step for these"
+            )
+        realize(*[a for a in args if isinstance(a, Tensor)])
+        sharing = _sharing(args)
+        if sharing != self.sharing:
+            raise CaptureError(
+                f"captured step called with arguments sharing buffers as {sharing}, recorded as {self.sharing} "
+                "(each entry: the first argument holding the same buffer): a recording binds each buffer it "
+                "read once, so pass one tensor twice exactly where the recording did, or capture a new step"
+            )
+
+    def _check_kept(self, args: tuple) -> None:
+        kept = self.recording.kept
+        kept_ids = self.recording.kept_ids
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor) and id(a.node.arg) in kept_ids:
+                raise CaptureError(
+                    f"argument {i} ({_what(a.dtype, a.shape)}) is a buffer the recording keeps across calls "
+                    "(a parameter or optimizer state): the replay would read and write it as two buffers. "
+                    "Pass data as arguments, not the step's own tensors"
+                )
+        for b in kept:
+            if not b.nodes:
+                raise CaptureError(
+                    f"the step read a {_what(b.dtype, b.shape)} tensor that nothing outside the recording holds "
+                    "any more (a global or attribute rebound to a new tensor?); a replay would read the old one. "
+                    "Pass it as an argument, or capture the step again"
+                )
+
+    def _confirm(self, call: Callable[[], Any], args: tuple) -> Any:
+        """The second call of a step that makes host data: run and record it again; the data must match."""
+        second, out = _record(call, args)
+        for (what, a), (_, b) in zip(self.recording.constants, second.constants):
+            if a != b:
+                raise CaptureError(
+                    f"the step makes a {what} tensor from host data whose bytes changed between its first two "
+                    "calls; a replay would reuse the first call's. Pass it in as an argument of the step instead"
+                )
+        if len(second.constants) != len(self.recording.constants):
+            raise CaptureError("the step made a different number of tensors from host data on its second call")
+        self.recording, self.confirmed = second, True
+        return out
+
+    # ---- replaying ----
+
+    def _replay(self, args: tuple) -> Any:
+        results, _ = _run_runs(self.recording, args)
+        self.replays += 1
+        outs = []
+        for leaf in self.recording.outputs:
+            buf = _leaf_buffer(leaf, args, results, {})
+            outs.append(Tensor._from_node(buf.node(), buf.device))
+        return self.recording.rebuild(outs)
+
+    def _verified_replay(self, call: Callable[[], Any], args: tuple) -> Any:
+        """A replay checked against the eager call from the same state: the written buffers are saved,
+        the function runs, they are put back, the replay runs, and the two must agree exactly. On a
+        difference both are run again from the saved state, kernel by kernel (limn.capture.verify), to
+        name the first recorded kernel whose value differs."""
+        written = self.recording.written
+        saved = [b.numpy() for b in written]
+        eager_recording, eager = _record(call, args)
+        eager_outs = [t.numpy() for t in _flatten(eager)[0]]
+        eager_state = [b.numpy() for b in written]
+        _restore(written, saved)
+        number = self.replays + 2  # the recording was call 1
+        out = self._replay(args)
+        pairs = [(f"output {i}", t.numpy(), e) for i, (t, e) in enumerate(zip(_flatten(out)[0], eager_outs))]
+        pairs += [
+            (f"the {_what(b.dtype, b.shape)} buffer the step assigns ({i})", b.numpy(), e)
+            for i, (b, e) in enumerate(zip(written, eager_state))
+        ]
+        for what, got, expected in pairs:
+            if not np.array_equal(got, expected, equal_nan=got.dtype.kind == "f"):
+                trace = functools.partial(_traced, args=args, written=written, saved=saved)
+                first = capture_verify.first_difference(self.recording, eager_recording, trace)
+                raise CaptureError(
+                    f"verify: call {number} replayed differs from the eager call in {what}: max difference "
+                    f"{capture_verify.max_difference(got, expected)}. {first}"
+                )
+        return out
+
+
+def _traced(recording: _Recording, args: tuple, written: list[Buffer], saved: list[np.ndarray]) -> list:
+    """What each run of `recording` writes, kernel by kernel (capture_verify.Trace), from the saved state."""
+    _restore(written, saved)
+    return _run_runs(recording, args, traced=True)[1]
+
+
+def _restore(buffers: list[Buffer], saved: list[np.ndarray]) -> None:
+    for b, data in zip(buffers, saved):
+        get_device(b.device).copyin(b.handle, data)
+
+
+def _run_runs(recording: _Recording, args: tuple, traced: bool = False) -> tuple[list[list[Buffer]], list]:
+    """Runs a recording's runs on this call's arguments: each run's result buffers and, when traced, what
+    each run wrote step by step (limn.capture.verify.Trace: per kernel on a compiled device, slot ->
+    bytes; one step on the numpy device, result index -> bytes)."""
+    results: list[list[Buffer]] = []
+    traces: list[list[dict[int, np.ndarray]]] = []
+    for run in recording.runs:
+        forks = {id(leaf.buffer): snapshot.fork(leaf.buffer) for leaf in run.leaves if leaf.kind == "before"}
+        leaves = [_leaf_buffer(leaf, args, results, forks) for leaf in run.leaves]
+        forks |= {id(b): snapshot.fork(b) for b in run.in_place}  # no new memory: they only lose readers
+        dev = get_device(run.device)
+        try:
+            if traced and run.plan is not None:
+                out, steps = dev.run_plan_traced(run.plan, leaves)
+                traces.append(steps)
+            elif run.plan is not None:
+                out = dev.run_plan(run.plan, leaves)
+            else:
+                out = dev.run(_bind(run.template, leaves))
+                if traced:
+                    traces.append([{i: b.numpy() for i, b in enumerate(out)}])
+            results.append(out)
+        except BaseException:
+            snapshot.undo(list(forks.values()))
+            raise
+        _settle(run, list(forks.values()))
+    return results, traces
+
+
+def _leaf_buffer(leaf: _Leaf, args: tuple, results: list[list[Buffer]], forks: dict[int, Fork]) -> Buffer:
+    if leaf.kind == "before":
+        return forks[id(leaf.buffer)].before
+    if leaf.kind == "arg":
+        return args[leaf.index].node.arg
+    if leaf.kind == "run":
+        return results[leaf.run][leaf.index]
+    return leaf.buffer
+
+
+def _settle(run: _Run, forks: list[Fork]) -> None:
+    """What realize() does after an assigning run: the tensors whose assigns these are read the new bytes,
+    every other reader of the old bytes keeps them."""
+    for f in forks:
+        for ref in run.owners.get(id(f.target), ()):
+            t = ref()
+            if t is not None:
+                t.node = f.target.node()
+    snapshot.settle(forks, engine.remember)
+
+
+def _describe(sig: tuple) -> str:
+    parts = []
+    for item in sig:
+        if item[0] == "tensor":
+            part = f"{item[2]}{list(item[1])} on {item[3]}"
+        elif item[0] == "object":
+            part = f"{item[1]} object at 0x{item[2]:x}"
+        else:
+            part = f"{item[1]} {item[2]}"
+        parts.append(f"{item[-1]}={part}" if item[-1] else part)
+    return "(" + ", ".join(parts) + ")"
+
+
+def capture(fn: Callable[..., Any], verify: int = 0) -> Captured:
+    """Wraps a step function for record-once, replay-after execution (see the module docstring). With
+    verify=N the first N replays also run fn eagerly from the same state and raise CaptureError on the
+    first difference, naming the call, the run and the first recorded kernel whose value differs (as ir()
+    names it, with its slot, the largest difference, its source lines and the likely causes; on the numpy
+    device, which runs graphs and not kernels, the run and its first differing result). Use it when a
+    step is new, then drop it: each verified call costs two steps, four when they differ, and the first
+    call records where each node is made (limn.graph.provenance) for the source lines, so its plans hold its
+    graph until the last verified call."""
+    return Captured(fn, verify)

@@ -1,0 +1,99 @@
+"""Rule: limn's module level reads as torch's. A name torch users call at module level is a function here
+too (limn.einsum, limn.dropout, limn.scatter, limn.device), never a module of the same name; a sub-package is
+reachable as an attribute without importing it first; the public paths the spec names keep working; and
+nothing in limn writes sys.modules to fake a module path."""
+
+import pkgutil
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import limn
+from limn import Tensor
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_no_limn_module_is_named_after_a_torch_function():
+    clashes = []
+    for info in pkgutil.iter_modules(limn.__path__):
+        theirs = getattr(torch, info.name, None)
+        if theirs is not None and not isinstance(theirs, types.ModuleType):
+            clashes.append(f"limn.{info.name} is a module, torch.{info.name} is a {type(theirs).__name__}")
+    assert not clashes, "rename these modules so the name can be torch's function: " + "; ".join(clashes)
+
+
+def test_einsum_at_module_level_is_torchs():
+    a, b = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    got = limn.einsum("ij,kj->ik", Tensor(a), Tensor(b)).numpy()
+    want = torch.einsum("ij,kj->ik", torch.tensor(a), torch.tensor(b)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"limn.einsum('ij,kj->ik', a, b) with a={a!r} b={b!r}")
+
+
+def test_dropout_at_module_level_is_torchs_when_it_keeps_everything():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for args in [(0.0, True), (0.5, False)]:
+        got = limn.dropout(Tensor(x), *args).numpy()
+        want = torch.dropout(torch.tensor(x), *args).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=f"limn.dropout(x, {args}) against torch.dropout")
+
+
+def test_dropout_at_module_level_zeroes_and_rescales_as_torch():
+    x = np.ones((64, 64), np.float32)
+    got = limn.dropout(Tensor(x), 0.25, True).numpy()
+    assert set(np.unique(got)) <= {0.0, np.float32(1 / 0.75)}, "kept values are scaled by 1 / (1 - p), as torch"
+    assert 0.15 < (got == 0).mean() < 0.35, f"about p of the values are zeroed, got {(got == 0).mean():.3f}"
+
+
+def test_scatter_at_module_level_is_torchs():
+    x = np.zeros((2, 4), np.float32)
+    index = np.array([[0, 3], [1, 2]])
+    src = np.array([[1, 2], [3, 4]], np.float32)
+    got = limn.scatter(Tensor(x), 1, Tensor(index), Tensor(src)).numpy()
+    want = torch.scatter(torch.tensor(x), 1, torch.tensor(index), torch.tensor(src)).numpy()
+    np.testing.assert_array_equal(got, want, err_msg=f"limn.scatter(x, 1, {index.tolist()}, {src.tolist()})")
+
+
+@pytest.mark.parametrize("name", ["cat", "stack", "zeros", "exp", "where", "matmul", "softmax", "view"])
+def test_torchs_module_level_names_are_functions(name):
+    assert callable(getattr(limn, name)) and not isinstance(getattr(limn, name), types.ModuleType), name
+
+
+def test_device_names_a_device_as_torch_device_does():
+    assert limn.device("numpy").name == "numpy"
+    assert limn.device().name == limn.current_device()
+    with pytest.raises(limn.DeviceError):
+        limn.device("no-such-device")
+
+
+def test_a_sub_package_is_an_attribute_without_importing_it():
+    code = "import limn; print(limn.optim.AdamW.__name__, limn.nn.Linear.__name__, 'optim' in dir(limn))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0 and out.stdout.split() == ["AdamW", "Linear", "True"], out.stderr or out.stdout
+
+
+def test_the_public_paths_the_spec_names_keep_working():
+    from limn.codegen import ir
+    from limn.schedule import describe, schedule
+
+    x = Tensor.randn((4, 5)) @ Tensor.randn((5, 3))
+    assert "k0  SUM  loop[4, 3, 5]" in str(ir(x))
+    assert len(schedule([x.node]).kernels) == 1 and describe
+    assert callable(limn.capture.capture) and callable(limn.serialize.save) and callable(limn.explain)
+    out = subprocess.run([sys.executable, "-m", "limn.diagram", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "SCRIPT.py:FUNCTION" in out.stdout, out.stderr
+
+
+def test_no_limn_module_writes_sys_modules():
+    writes = []
+    for path in ROOT.glob("packages/*/src/limn/**/*.py"):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"sys\.modules\[[^]]*\]\s*=(?!=)", line):
+                writes.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not writes, "a folder and an import say where a module lives, not sys.modules: " + "; ".join(writes)
