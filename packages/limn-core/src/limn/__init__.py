@@ -28,7 +28,7 @@ from limn.runtime.engine import realize
 double, float, half = float64, float32, float16
 long, int, short, bool = int64, int32, int16, bool_
 
-__version__ = "0.1.1"
+__version__ = "0.2.0"
 
 __all__ = [
     "ArgumentError",
