@@ -132,8 +132,9 @@ def ops(session: nox.Session) -> None:
 @nox.session
 def train(session: nox.Session) -> None:
     """The long training comparisons (pytest -m train): examples/train_stories.py's GPT trained in limn and in
-    torch from the same weights for 100 steps, on numpy and c, and a GPT on fused attention against composed."""
-    packages = ["limn-core", "limn-compiler", "limn-c", "limn-nn"]
+    torch from the same weights for 100 steps, on numpy and c, and a GPT on fused attention against composed.
+    limn-diagram draws train_stories' loss.svg."""
+    packages = ["limn-core", "limn-compiler", "limn-c", "limn-nn", "limn-diagram"]
     session.install(
         "-c", locked_constraints(session), *(str(PACKAGES / name) for name in packages), *test_requirements()
     )
@@ -144,7 +145,7 @@ def train(session: nox.Session) -> None:
 def dist(session: nox.Session) -> None:
     """Data-parallel training under mpiexec (pytest -m dist): each test launches its ranks with the mpiexec
     of the mpich wheel, on numpy and c."""
-    packages = ["limn-core", "limn-compiler", "limn-c", "limn-nn", "limn-dist[mpich]"]
+    packages = ["limn-core", "limn-compiler", "limn-c", "limn-nn", "limn-diagram", "limn-dist[mpich]"]
     session.install(
         "-c", locked_constraints(session), *(str(PACKAGES / name) for name in packages), *test_requirements()
     )
