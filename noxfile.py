@@ -121,8 +121,9 @@ def isa(session: nox.Session) -> None:
 @nox.session
 def ops(session: nox.Session) -> None:
     """The c device's half of the op tables: every family of Tensor ops against torch, forward and backward,
-    on c (pytest -m ops; the numpy half runs in the default suite)."""
-    packages = ["limn-core", "limn-compiler", "limn-c", "limn-nn"]
+    on c (pytest -m ops; the numpy half runs in the default suite). tests/nn imports train_stories, which
+    draws its loss.svg with limn-diagram."""
+    packages = ["limn-core", "limn-compiler", "limn-c", "limn-nn", "limn-diagram"]
     session.install(
         "-c", locked_constraints(session), *(str(PACKAGES / name) for name in packages), *test_requirements()
     )
