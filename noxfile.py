@@ -150,7 +150,8 @@ def dist(session: nox.Session) -> None:
     session.install(
         "-c", locked_constraints(session), *(str(PACKAGES / name) for name in packages), *test_requirements()
     )
-    session.run("pytest", "tests/dist", "-m", "dist", *session.posargs)
+    # one test at a time (-n 0): each starts its own ranks, which want the cores to themselves
+    session.run("pytest", "tests/dist", "-m", "dist", "-n", "0", *session.posargs)
 
 
 @nox.session
@@ -170,7 +171,12 @@ def browser(session: nox.Session) -> None:
         session.run("apt-get", "install", "-y", "--no-install-recommends", *missing, external=True, env=apt_env)
     packages = ["limn-core", "limn-compiler", "limn-diagram"]
     session.install(
-        "-c", locked_constraints(session), *(package_path(name) for name in packages), "pytest", "hypothesis"
+        "-c",
+        locked_constraints(session),
+        *(package_path(name) for name in packages),
+        "pytest",
+        "pytest-xdist",
+        "hypothesis",
     )
     diagrams = ["tests/diagram/test_diagram_browser.py", "tests/diagram/test_diagram_graph.py"]
     session.run("pytest", *diagrams, "-m", "browser", *session.posargs)
@@ -212,6 +218,8 @@ def wheels(session: nox.Session) -> None:
 @nox.session
 def plugin(session: nox.Session) -> None:
     """A device from outside the repository's packages, found through its `limn.devices` entry point."""
-    session.install("-c", locked_constraints(session), str(PACKAGES / "limn-core"), str(PLUGIN), "pytest")
+    session.install(
+        "-c", locked_constraints(session), str(PACKAGES / "limn-core"), str(PLUGIN), "pytest", "pytest-xdist"
+    )
     session.run("python", "-c", "import limn; print('limn.devices():', limn.devices())")
     session.run("pytest", str(PLUGIN / "tests"), *session.posargs)

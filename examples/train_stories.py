@@ -573,14 +573,20 @@ def stream(model: GPT, args: argparse.Namespace) -> bytes:
     return text
 
 
-if __name__ == "__main__":
+def cli(argv: list[str] | None = None) -> int:
+    """The command line: main(), with a user's mistake told in one line on stderr and exit status 2."""
     try:
-        main()
+        main(argv)
     except (UserError, DataError, limn.DeviceError) as e:
         print(f"train_stories: error: {e}", file=sys.stderr)
-        sys.exit(2)
+        return 2
     except ValueError as e:
         if "does not match the tensors" not in str(e):
             raise
         print(f"train_stories: error: the checkpoint does not fit this model: {e}", file=sys.stderr)
-        sys.exit(2)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())

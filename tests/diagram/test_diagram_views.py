@@ -15,6 +15,7 @@ from limn import Tensor
 from limn.compiler.codegen import lower_schedule
 from limn.compiler.explain import explain_schedule
 from limn.compiler.schedule import schedule
+from limn.diagram import __main__ as diagram_main
 from limn.diagram import build
 from limn.graph import provenance
 from limn.graph.ops import ELEMENTWISE, MOVEMENT, Op, toposort
@@ -131,6 +132,19 @@ def step():
 """
 
 
+def run_command_line(args: list[str], capsys) -> tuple[int, str]:
+    """`python -m limn.diagram ARGS` in this process: its exit status and what it says on stderr (a SystemExit
+    with a message prints that message, as the interpreter does)."""
+    capsys.readouterr()
+    try:
+        status = diagram_main.main(args)
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            return 1, e.code
+        status = e.code
+    return status, capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "suffix, flags",
     [
@@ -140,13 +154,13 @@ def step():
         (".tex", ["--schedule", "--expand"]),
     ],
 )
-def test_the_command_line_writes_the_format_its_extension_names(tmp_path: Path, suffix: str, flags: list[str]):
+def test_the_command_line_writes_the_format_its_extension_names(tmp_path: Path, suffix: str, flags: list[str], capsys):
     script = tmp_path / "user_model.py"
     script.write_text(SCRIPT)
     out = tmp_path / f"out{suffix}"
-    cmd = [sys.executable, "-m", "limn.diagram", f"{script}:step", *flags, "-o", str(out)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, f"{' '.join(cmd)}\n{done.stderr}"
+    args = [f"{script}:step", *flags, "-o", str(out)]
+    status, err = run_command_line(args, capsys)
+    assert status == 0, f"python -m limn.diagram {' '.join(args)}\n{err}"
     text = out.read_text()
     if suffix == ".svg":
         ET.fromstring(text)
@@ -158,7 +172,19 @@ def test_the_command_line_writes_the_format_its_extension_names(tmp_path: Path, 
         assert "\\begin{tikzpicture}" in text and "\\end{document}" in text
 
 
-def test_the_command_line_names_what_is_wrong(tmp_path: Path):
+def test_python_dash_m_runs_the_command_line(tmp_path: Path):
+    # the module's own entry point, in a fresh interpreter: a drawing written, a mistake told on stderr
+    script = tmp_path / "user_model.py"
+    script.write_text(SCRIPT)
+    cmd = [sys.executable, "-m", "limn.diagram", f"{script}:step", "-o", str(tmp_path / "out.svg")]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and (tmp_path / "out.svg").exists(), f"{' '.join(cmd)}\n{done.stderr}"
+    cmd = [sys.executable, "-m", "limn.diagram", f"{script}:nope", "-o", str(tmp_path / "a.svg")]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "has no function 'nope'" in done.stderr, done.stderr
+
+
+def test_the_command_line_names_what_is_wrong(tmp_path: Path, capsys):
     script = tmp_path / "user_model.py"
     script.write_text(textwrap.dedent(SCRIPT))
     cases = [
@@ -168,5 +194,5 @@ def test_the_command_line_names_what_is_wrong(tmp_path: Path):
         ([str(script), "-o", str(tmp_path / "a.svg")], "expected SCRIPT.py:FUNCTION"),
     ]
     for args, message in cases:
-        done = subprocess.run([sys.executable, "-m", "limn.diagram", *args], capture_output=True, text=True)
-        assert done.returncode != 0 and message in done.stderr, f"{args}: {done.stderr}"
+        status, err = run_command_line(args, capsys)
+        assert status != 0 and message in err, f"python -m limn.diagram {' '.join(args)}: {err}"

@@ -190,31 +190,53 @@ def run_script(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
-@pytest.mark.parametrize(
-    "args, says",
-    [
-        (["--data", "no/such/folder"], "no such file or folder"),
-        (["--device", "abacus"], "no device named 'abacus'"),
-        (["--data", "EMPTY"], "the file is empty"),
-        (["--data", "SHORT"], "fewer than one window"),
-        (["--eval-every", "0"], "--eval-every 0: it must be at least 1"),
-        (["--top-k", "300"], "top-k is 0 (every byte) to 256"),
-        (["--width", "30", "--heads", "4"], "not a multiple of --heads"),
-    ],
-    ids=["missing data", "unknown device", "empty file", "shorter than a window", "zero interval", "top-k", "heads"],
-)
-def test_a_user_mistake_is_one_line_and_exit_status_2(tmp_path, args, says):
-    (tmp_path / "EMPTY").write_bytes(b"")
-    (tmp_path / "SHORT").write_bytes(b"Once upon a time." * 2)
+def run_cli(*args: str, cwd: Path, capsys, monkeypatch) -> tuple[int, str]:
+    """train_stories' command line in this process (what `python train_stories.py` runs): its status, stderr."""
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    status = train_stories.cli(list(args))
+    return status, capsys.readouterr().err
+
+
+MISTAKES = {
+    "missing data": (["--data", "no/such/folder"], "no such file or folder"),
+    "unknown device": (["--device", "abacus"], "no device named 'abacus'"),
+    "empty file": (["--data", "EMPTY"], "the file is empty"),
+    "shorter than a window": (["--data", "SHORT"], "fewer than one window"),
+    "zero interval": (["--eval-every", "0"], "--eval-every 0: it must be at least 1"),
+    "top-k": (["--top-k", "300"], "top-k is 0 (every byte) to 256"),
+    "heads": (["--width", "30", "--heads", "4"], "not a multiple of --heads"),
+}
+
+
+def write_bad_corpora(folder: Path) -> None:
+    (folder / "EMPTY").write_bytes(b"")
+    (folder / "SHORT").write_bytes(b"Once upon a time." * 2)
+
+
+@pytest.mark.parametrize("mistake", list(MISTAKES))
+def test_a_user_mistake_is_one_line_and_exit_status_2(tmp_path, capsys, monkeypatch, mistake):
+    args, says = MISTAKES[mistake]
+    write_bad_corpora(tmp_path)
+    status, err = run_cli(
+        *TINY, "--steps", "2", "--device", "numpy", *args, cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch
+    )
+    lines = err.strip().splitlines()
+    assert status == 2 and len(lines) == 1 and says in lines[0], f"train_stories {' '.join(args)}: {err}"
+
+
+def test_the_script_itself_exits_2_with_one_line(tmp_path):
+    # the same rule through `python train_stories.py`, the file's own entry point
+    args, says = MISTAKES["missing data"]
     done = run_script(*TINY, "--steps", "2", "--device", "numpy", *args, cwd=tmp_path)
-    assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and says in lines[0] and "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2 and len(lines) == 1 and says in lines[0], done.stderr
 
 
-def test_a_checkpoint_of_another_shape_lists_the_mismatches_and_loads_nothing(tmp_path, on_c):
+def test_a_checkpoint_of_another_shape_lists_the_mismatches_and_loads_nothing(tmp_path, on_c, capsys, monkeypatch):
     run = train_stories.Run(settings(1), open_corpus(None))
     run.save(tmp_path / "ckpt.safetensors")  # width 32; the command asks for 64
-    done = run_script("--resume", str(tmp_path / "ckpt.safetensors"), "--width", "64", "--device", "c", cwd=tmp_path)
-    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert "transformer.h.0.attn.c_attn.weight" in done.stderr and "(96, 32)" in done.stderr, done.stderr
+    args = ["--resume", str(tmp_path / "ckpt.safetensors"), "--width", "64", "--device", "c"]
+    status, err = run_cli(*args, cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
+    assert status == 2, err
+    assert "transformer.h.0.attn.c_attn.weight" in err and "(96, 32)" in err, err
