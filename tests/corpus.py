@@ -267,14 +267,14 @@ def matmul_of_views(rng, dt):
 def gather_rows(rng, dt):
     table = data(rng, (10, 4), dt)
     idx = Tensor(rng.integers(0, 10, size=(2, 3)).astype(np.int32))
-    return [table.embedding(idx), table.gather(Tensor(rng.integers(0, 10, size=(5, 4)).astype(np.int32)), 0)]
+    return [table.embedding(idx), table.gather(0, Tensor(rng.integers(0, 10, size=(5, 4)).astype(np.int32)))]
 
 
 @case("float32", "float64", "int32")
 def gather_along_inner_axis(rng, dt):
     x = data(rng, (4, 6), dt)
     idx = Tensor(rng.integers(0, 6, size=(4, 2)).astype(np.int16))
-    return [x.gather(idx, 1), x.pad(((0, 0), (1, 1))).gather(idx, 1)]
+    return [x.gather(1, idx), x.pad(((0, 0), (1, 1))).gather(1, idx)]
 
 
 @case("float32", "float64", "int32")
@@ -282,7 +282,7 @@ def scatter_add_collisions(rng, dt):
     base = data(rng, (5, 3), dt)
     idx = Tensor(np.array([[0, 1, 1], [4, 4, 4], [0, 0, 2]], dtype=np.int32))
     upd = data(rng, (3, 3), dt)
-    return [base.scatter_add(idx, upd, 0), (base * 2).scatter_add(idx, upd + 1, 0).sum(1)]
+    return [base.scatter_add(0, idx, upd), (base * 2).scatter_add(0, idx, upd + 1).sum(1)]
 
 
 @case("float32", "int64", "uint8")
@@ -292,7 +292,7 @@ def gather_and_scatter_with_int64_indices(rng, dt):
     cols = Tensor(rng.integers(0, 4, size=(10, 6)).astype(np.int64))
     hits = Tensor(np.array([[0, 1, 1, 3], [9, 9, 9, 0]], dtype=np.int64))
     upd = data(rng, (2, 4), dt)
-    return [table.embedding(rows), table.gather(cols, 1), table.scatter_add(hits, upd, 0)]
+    return [table.embedding(rows), table.gather(1, cols), table.scatter_add(0, hits, upd)]
 
 
 @case("float32")

@@ -130,7 +130,7 @@ def test_out_of_range_gather_indices_raise_before_any_kernel_runs():
     with pytest.raises(IndexError, match="index 7 is out of range for an axis of size 5"):
         table.embedding(Tensor(np.array([1, 7], dtype=np.int32))).numpy()
     with pytest.raises(IndexError, match="index -1 is out of range"):
-        Tensor.zeros((5, 4)).scatter_add(Tensor(np.array([[-1, 0, 0, 0]], np.int32)), Tensor.ones((1, 4)), 0).numpy()
+        Tensor.zeros((5, 4)).scatter_add(0, Tensor(np.array([[-1, 0, 0, 0]], np.int32)), Tensor.ones((1, 4))).numpy()
     assert dev.stats.kernels_run == before, "a kernel ran with out-of-range indices"
 
 

@@ -41,8 +41,8 @@ def _scatter_mean() -> list[Tensor]:
     a = rng.standard_normal((4, 5, 6)).astype(np.float32)
     i = Tensor(rng.integers(0, 6, (4, 5, 4)).astype(np.int32))
     s = rng.standard_normal((4, 5, 4)).astype(np.float32)
-    count = Tensor.zeros((4, 5, 6), dtype="int32").scatter_add(i, Tensor.ones((4, 5, 4), dtype="int32"), 2)
-    summed = Tensor.zeros((4, 5, 6)).scatter_add(i, Tensor(s), 2)
+    count = Tensor.zeros((4, 5, 6), dtype="int32").scatter_add(2, i, Tensor.ones((4, 5, 4), dtype="int32"))
+    summed = Tensor.zeros((4, 5, 6)).scatter_add(2, i, Tensor(s))
     return [(count > 0).where(summed / count.maximum(1).cast("float32"), Tensor(a))]
 
 

@@ -105,7 +105,7 @@ def test_a_computed_matmul_operand_is_stored_as_stretched():
 def test_gather_operands_are_stored_because_the_gather_reads_them_from_memory():
     x = Tensor.randn((4, 6))
     idx = Tensor(np.array([[0, 1, 2, 3, 0, 1]], np.int32))
-    sched = schedule_of((x * 2).gather(idx + 1, 0))
+    sched = schedule_of((x * 2).gather(0, idx + 1))
     for op in (Op.MUL, Op.ADD):  # the source, then the indices
         assert reason_of_kernel(sched, op).rule is Rule.OPERAND, explain(sched)
     assert reason_of_kernel(sched, Op.GATHER).rule is Rule.OP, explain(sched)

@@ -136,8 +136,8 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     "log_softmax": ("{0}.log_softmax({axis})", "{0}.log_softmax({axis})"),
     # matmul and the indexed ops
     "matmul": ("{0} @ {1}", "{0} @ {1}"),
-    "gather": ("{0}.gather({1}, {axis})", "{0}.gather({axis}, {1})"),
-    "scatter_add": ("{0}.scatter_add({1}, {2}, {axis})", "{0}.scatter_add({axis}, {1}, {2})"),
+    "gather": ("{0}.gather({axis}, {1})", "{0}.gather({axis}, {1})"),
+    "scatter_add": ("{0}.scatter_add({axis}, {1}, {2})", "{0}.scatter_add({axis}, {1}, {2})"),
     # the ops that pick elements
     "sort": ("{0}.sort({axis}, descending={descending})[0]", "{0}.sort({axis}, descending={descending})[0]"),
     "topk": ("{0}.topk({k}, {axis}, largest={largest})[0]", "{0}.topk({k}, {axis}, largest={largest})[0]"),

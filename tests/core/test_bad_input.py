@@ -113,7 +113,7 @@ MISTAKES: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
         r"backward\(\) on a tensor that does not require grad",
     ),
     "gather_with_float_indices": (
-        lambda: ones(3, 2).gather(Tensor([[0.0, 1.0]]), 0),
+        lambda: ones(3, 2).gather(0, Tensor([[0.0, 1.0]])),
         TypeError,
         r"gather: indices must be an int tensor .* got float32",
     ),
@@ -191,15 +191,15 @@ def test_an_unknown_device_raises_at_the_creation_call() -> None:
 
 OUT_OF_RANGE = {
     "gather_past_the_end": (
-        lambda: ones(3, 2).gather(Tensor([[5, 0]]), 0),
+        lambda: ones(3, 2).gather(0, Tensor([[5, 0]])),
         r"gather: index 5 .* axis 0 of size 3",
     ),
     "gather_negative": (
-        lambda: ones(3, 2).gather(Tensor([[-1, 0]]), 0),
+        lambda: ones(3, 2).gather(0, Tensor([[-1, 0]])),
         r"gather: index -1 .* axis 0 of size 3",
     ),
     "scatter_past_the_end": (
-        lambda: ones(3, 2).scatter_add(Tensor([[3, 0]]), ones(1, 2)),
+        lambda: ones(3, 2).scatter_add(0, Tensor([[3, 0]]), ones(1, 2)),
         r"scatter: index 3 .* axis 0 of size 3",
     ),
     "embedding_past_the_vocabulary": (

@@ -204,12 +204,12 @@ HITS = np.array([[0, 4, 4], [4, 4, 0]], np.int64)
 UPD = np.array([[1.5, -2.0, 3.0], [0.25, 1.0, -1.0]], np.float32)
 LOOKUPS = Table(
     [
-        case("t.gather(i, 0)", "torch.gather(t, 0, i)", t=TABLE_F, i=ROWS, id="float32 gather, int64 index"),
-        case("t.gather(i, 0)", "torch.gather(t, 0, i)", t=UINT8_2D, i=ROWS % 3, grad=False, id="uint8 gather"),
-        case("t.gather(i, 1)", "torch.gather(t, 1, i)", t=INT64_2D, i=ROWS[:, :2] % 3, grad=False, id="int64 gather"),
-        case("t.scatter_add(i, u, 0)", "t.scatter_add(0, i, u)", t=TABLE_F, i=HITS, u=UPD, id="float32 scatter_add"),
+        case("t.gather(0, i)", "torch.gather(t, 0, i)", t=TABLE_F, i=ROWS, id="float32 gather, int64 index"),
+        case("t.gather(0, i)", "torch.gather(t, 0, i)", t=UINT8_2D, i=ROWS % 3, grad=False, id="uint8 gather"),
+        case("t.gather(1, i)", "torch.gather(t, 1, i)", t=INT64_2D, i=ROWS[:, :2] % 3, grad=False, id="int64 gather"),
+        case("t.scatter_add(0, i, u)", "t.scatter_add(0, i, u)", t=TABLE_F, i=HITS, u=UPD, id="float32 scatter_add"),
         case(
-            "t.scatter_add(i, u, 0)",
+            "t.scatter_add(0, i, u)",
             "t.scatter_add(0, i, u)",
             t=np.full((5, 3), 250, np.uint8),
             i=HITS,
@@ -288,4 +288,4 @@ def test_a_constant_wraps_into_int64_and_uint8() -> None:
 
 def test_an_index_of_a_float_dtype_is_refused_naming_the_int_dtypes() -> None:
     with pytest.raises(TypeError, match=r"indices must be an int tensor \(int64"):
-        Tensor(TABLE_F).gather(Tensor(np.zeros((1, 3), np.float32)), 0)
+        Tensor(TABLE_F).gather(0, Tensor(np.zeros((1, 3), np.float32)))

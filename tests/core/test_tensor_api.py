@@ -435,7 +435,7 @@ def test_var_and_std_match_torch_with_each_correction() -> None:
 def test_gather_matches_torch_with_gradients() -> None:
     idx = np.array([[0, 2, 1], [2, 2, 0]], np.int32)  # (2, 3) picks along axis 1 of a (3, 4) source
     x, t = both(X34)
-    out, tout = x.gather(Tensor(idx), axis=1), t.gather(1, torch.tensor(idx).long())
+    out, tout = x.gather(1, Tensor(idx)), t.gather(1, torch.tensor(idx).long())
     close(out, tout, "gather")
     (out * out).sum().backward()
     (tout * tout).sum().backward()
@@ -447,7 +447,7 @@ def test_scatter_add_matches_torch_with_gradients() -> None:
     base, tbase = both(X34)
     src, tsrc = both(RNG.standard_normal((2, 4)).astype(np.float32))
     out, tout = (
-        base.scatter_add(Tensor(idx), src, axis=0),
+        base.scatter_add(0, Tensor(idx), src),
         tbase.scatter_add(0, torch.tensor(idx).long(), tsrc),
     )
     close(out, tout, "scatter_add")

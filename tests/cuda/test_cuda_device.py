@@ -211,7 +211,7 @@ def test_matmul_matches_numpy(cuda):
 def test_scatter_with_every_index_on_one_row(cuda):
     base, updates = rand(4, 6), rand(50, 6, seed=1)
     idx = np.full((50, 6), 2, dtype=np.int32)
-    got = Tensor(base).scatter_add(Tensor(idx), Tensor(updates), 0).numpy()
+    got = Tensor(base).scatter_add(0, Tensor(idx), Tensor(updates)).numpy()
     want = base.copy()
     want[2] += updates.sum(0)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -79,7 +79,7 @@ def test_a_run_that_fails_leaves_the_assigned_buffer_untouched(device):
     w = Tensor(W).realize()
     y = w * 2
     bad = Tensor(np.array([[0], [5]], np.int32))  # index 5 is out of range for 2 rows
-    w.assign(w + Tensor([[1.0], [2.0]]).gather(bad, axis=0).reshape(2))
+    w.assign(w + Tensor([[1.0], [2.0]]).gather(0, bad).reshape(2))
     with pytest.raises(IndexError):
         w.realize()
     w.node = w.node.srcs[0]  # drop the failed assign; the tensor still names its buffer

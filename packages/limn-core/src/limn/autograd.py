@@ -21,7 +21,7 @@ from limn.graph import ops, provenance
 from limn.graph.ops import Movement, Node, Op, postorder
 
 if TYPE_CHECKING:
-    from limn.frontend.primitives import TensorLike
+    from limn.frontend.arguments import TensorLike
     from limn.frontend.tensor import Tensor
 
 
@@ -147,7 +147,7 @@ def _gather_grad(ctx: Context, g: Tensor) -> tuple:
     from limn.frontend.tensor import Tensor
 
     zeros = Tensor.zeros(src.shape, dtype=g.dtype)
-    return (zeros.scatter_add(idx, g, axis=ctx.arg), None)
+    return (zeros.scatter_add(ctx.arg, idx, g), None)
 
 
 def _custom_grad(ctx: Context, g: Tensor) -> tuple:
@@ -187,7 +187,7 @@ GRADIENTS: dict[Op | Movement | Carried, Callable[[Context, Any], tuple]] = {
     Op.SUM: lambda ctx, g: (g.expand(ctx.parents[0].shape),),
     Op.MAX: _reduce_max_grad,
     Op.GATHER: _gather_grad,
-    Op.SCATTER: lambda ctx, g: (g, None, g.gather(ctx.parents[1], axis=ctx.arg)),
+    Op.SCATTER: lambda ctx, g: (g, None, g.gather(ctx.arg, ctx.parents[1])),
     Op.CONTIGUOUS: lambda ctx, g: (g,),
     Op.CUSTOM: _custom_grad,
     # movement: VIEW nodes carry a View, but the gradient needs to know which movement made it

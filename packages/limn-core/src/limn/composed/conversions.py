@@ -13,7 +13,8 @@ from typing import Any
 
 from limn import dtypes
 from limn.dtypes import DType
-from limn.frontend.primitives import Tensor, normalize_axis
+from limn.frontend.arguments import normalize_axis
+from limn.frontend.primitives import Tensor
 from limn.graph.ops import Shape
 from limn.graph.view import prod
 from limn.runtime.device import get_device

@@ -18,87 +18,19 @@ from limn import autograd, dtypes
 from limn.autograd import Context
 from limn.dtypes import DType
 from limn.errors import ArgumentError
+from limn.frontend.arguments import (
+    Scalar,
+    TensorLike,
+    broadcast_shape,
+    const_value,
+    dim_first,
+    host_array,
+    normalize_axis,
+)
 from limn.graph.ops import Movement, Node, Op, Shape
 from limn.graph.view import View, prod
 from limn.runtime.device import Buffer, DeviceError, current_device, get_device
 from limn.runtime.engine import buffer_node, observers, pending, realize
-
-Scalar = bool | int | float
-TensorLike = Any  # Tensor, numpy array, nested lists or a python scalar
-
-
-# ---- the checks and conversions the primitives share ----
-
-
-def normalize_axis(axis: int, ndim: int, what: str) -> int:
-    """axis as an index into the dims, counted from the end when negative. A 0-d tensor takes 0 and -1, as in
-    torch, which gives it one dim of size 1 for dim arguments."""
-    size = max(ndim, 1)
-    if not -size <= axis < size:
-        raise IndexError(
-            f"{what}: axis {axis} is out of range for a tensor with {ndim} dims; use an axis from {-size} to {size - 1}"
-        )
-    return axis % size if ndim else 0
-
-
-def broadcast_shape(a: Shape, b: Shape, what: str) -> Shape:
-    """The shape a and b broadcast to, numpy's rule: dims align from the right and a size-1 dim stretches."""
-    n = max(len(a), len(b))
-    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-    out = []
-    for x, y in zip(pa, pb):
-        if x != y and x != 1 and y != 1:
-            raise ArgumentError(
-                f"{what}: shapes {a} and {b} do not broadcast: sizes {x} and {y} differ and neither is 1"
-            )
-        out.append(max(x, y) if x != 0 and y != 0 else 0)
-    return tuple(out)
-
-
-def const_value(value: Scalar, dtype: DType) -> Scalar:
-    """The python value a CONST of `dtype` holds: rounded to the dtype, ints wrapped to its width."""
-    if dtype == dtypes.bool_:
-        return bool(value)
-    if dtype.is_int:
-        return wrap_int(int(value), dtype)
-    return float(np.array(value, np.float64).astype(dtype.np))
-
-
-def wrap_int(value: int, dtype: DType) -> int:
-    """A python int reduced modulo 2**bits into the range of the int dtype (300 in int8 is 44, -1 in uint8 255)."""
-    span = 1 << dtype.bits
-    low = 0 if dtype.is_unsigned else -(span >> 1)
-    return (value - low) % span + low
-
-
-def host_array(data: TensorLike, dtype: DType | None) -> np.ndarray:
-    """A fresh, native-endian, row-major numpy array of a supported dtype holding `data`."""
-    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
-        arr = np.asarray(data)
-        if arr.dtype.byteorder == ">":
-            arr = arr.astype(arr.dtype.newbyteorder("="))
-        src = dtypes.from_numpy(arr.dtype) if dtype is None else dtype
-    else:
-        try:
-            arr = np.array(data)
-        except ValueError as e:
-            raise ArgumentError(f"Tensor(): cannot make a rectangular array from this data: {e}") from None
-        if arr.dtype == object:
-            raise TypeError("Tensor(): the data holds objects that are not numbers (ragged lists?)")
-        if dtype is not None:
-            src = dtype
-        elif arr.dtype.kind == "f":
-            src = dtypes.float32  # python floats become float32, as in torch
-        elif arr.dtype.kind in "iu":
-            if arr.size and (arr.min() < -(2**31) or arr.max() >= 2**31):
-                raise OverflowError(
-                    "Tensor(): an integer in the data does not fit int32, the dtype python ints take; "
-                    "pass dtype=limn.int64 to keep it"
-                )
-            src = dtypes.int32
-        else:
-            src = dtypes.from_numpy(arr.dtype)
-    return np.array(arr, dtype=src.np, order="C", copy=True)
 
 
 def index_tensor(idx: TensorLike, what: str) -> Tensor:
@@ -483,39 +415,53 @@ class Tensor:
         normalized = {normalize_axis(a, self.ndim, what) for a in axes}
         return tuple(sorted(normalized)) if self.ndim else ()
 
-    def gather(self, idx: Tensor, axis: int = 0) -> Tensor:
-        """out[..., j, ...] = self[..., idx[..., j, ...], ...] along `axis` (torch.gather). idx has self's
-        rank and is no larger in the other dims; out has idx's shape. An index out of range is an
-        IndexError when the value is computed, not at this call."""
-        axis = normalize_axis(axis, self.ndim, "gather")
-        idx = index_tensor(idx, "gather")
-        if idx.ndim != self.ndim or any(i > s for d, (i, s) in enumerate(zip(idx.shape, self.shape)) if d != axis):
+    def gather(self, dim: int, index: TensorLike, *, sparse_grad: bool = False) -> Tensor:
+        """out[..., j, ...] = self[..., index[..., j, ...], ...] along `dim`, as torch.gather. index has self's
+        rank and is no larger in the other dims; out has index's shape. An index out of range is an IndexError
+        when the value is computed, not at this call. sparse_grad is torch's; the gradient is the same."""
+        dim = dim_first(dim, index, "gather(dim, index)")
+        dim = normalize_axis(dim, self.ndim, "gather")
+        index = index_tensor(index, "gather")
+        if index.ndim != self.ndim or any(i > s for d, (i, s) in enumerate(zip(index.shape, self.shape)) if d != dim):
             raise ArgumentError(
-                f"gather: index of shape {idx.shape} does not fit a source of shape {self.shape} "
-                f"along axis {axis} (same rank, and no larger than the source off that axis)"
+                f"gather: index of shape {index.shape} does not fit a source of shape {self.shape} "
+                f"along dim {dim} (same rank, and no larger than the source off that dim)"
             )
-        src = self.shrink(tuple((0, i) if d != axis else (0, s) for d, (i, s) in enumerate(zip(idx.shape, self.shape))))
-        node = Node(Op.GATHER, (src.node, idx.node), self.dtype, idx.shape, axis)
-        return src._result(node, Op.GATHER, (src, idx), axis)
+        box = tuple((0, i) if d != dim else (0, s) for d, (i, s) in enumerate(zip(index.shape, self.shape)))
+        src = self.shrink(box)
+        node = Node(Op.GATHER, (src.node, index.node), self.dtype, index.shape, dim)
+        return src._result(node, Op.GATHER, (src, index), dim)
 
-    def scatter_add(self, idx: Tensor, src: TensorLike, axis: int = 0) -> Tensor:
-        """A copy of self with src[..., j, ...] added at self[..., idx[..., j, ...], ...] along `axis`
-        (torch.scatter_add); colliding indices all add. idx and src have one shape, of self's rank."""
-        axis = normalize_axis(axis, self.ndim, "scatter_add")
-        idx = index_tensor(idx, "scatter_add")
-        src = src if isinstance(src, Tensor) else Tensor(src, dtype=self.dtype)
-        src = src.cast(self.dtype)
-        if (
-            idx.shape != src.shape
-            or idx.ndim != self.ndim
-            or any(i > s for d, (i, s) in enumerate(zip(idx.shape, self.shape)) if d != axis)
-        ):
+    def scatter_add(self, dim: int, index: TensorLike, src: TensorLike) -> Tensor:
+        """A copy of self with src[..., j, ...] added at self[..., index[..., j, ...], ...] along `dim`, as
+        torch.scatter_add; colliding indices all add. index has self's rank, no larger off `dim`; src (a tensor
+        of self's dtype, or data taken in it) may be larger than index, which reads its first part."""
+        dim = dim_first(dim, index, "scatter_add(dim, index, src)")
+        dim = normalize_axis(dim, self.ndim, "scatter_add")
+        index = index_tensor(index, "scatter_add")
+        src = self._source(src, index.shape, "scatter_add")
+        if index.ndim != self.ndim or any(i > s for d, (i, s) in enumerate(zip(index.shape, self.shape)) if d != dim):
             raise ArgumentError(
-                f"scatter_add: index {idx.shape} and source {src.shape} must have one shape, of the "
-                f"rank of the target {self.shape} and no larger than it off axis {axis}"
+                f"scatter_add: index of shape {index.shape} does not fit a target of shape {self.shape} "
+                f"along dim {dim} (same rank, and no larger than the target off that dim)"
             )
-        node = Node(Op.SCATTER, (self.node, idx.node, src.node), self.dtype, self.shape, axis)
-        return self._result(node, Op.SCATTER, (self, idx, src), axis)
+        node = Node(Op.SCATTER, (self.node, index.node, src.node), self.dtype, self.shape, dim)
+        return self._result(node, Op.SCATTER, (self, index, src), dim)
+
+    def _source(self, src: TensorLike, shape: Shape, what: str) -> Tensor:
+        """src for a write into self: in self's dtype, cut to the index's shape (torch reads only that much of
+        it). A src tensor of another dtype raises, as torch's: a cast would hide a float written into ints."""
+        if isinstance(src, Tensor) and src.dtype != self.dtype:
+            raise ArgumentError(
+                f"{what}: src is {src.dtype.name} and the tensor written into is {self.dtype.name}; they must "
+                f"match (cast src first: src.cast('{self.dtype.name}'))"
+            )
+        src = src if isinstance(src, Tensor) else Tensor(src, dtype=self.dtype, device=self.device)
+        if src.ndim != len(shape) or any(s < i for s, i in zip(src.shape, shape)):
+            raise ArgumentError(
+                f"{what}: src of shape {src.shape} is smaller than the index {shape}; it needs one value each"
+            )
+        return src.shrink(tuple((0, i) for i in shape))
 
     def contiguous(self) -> Tensor:
         """Materializes this value in row-major order (a barrier the scheduler will not fuse through)."""

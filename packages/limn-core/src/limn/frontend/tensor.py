@@ -28,7 +28,8 @@ from limn.composed.math import bitwise, elementwise, infinity, logexp, power, ro
 from limn.composed.movement import padding, rearrange, shaping, triangles
 from limn.composed.random import sampling
 from limn.composed.reduce import einsum, reductions, scans, sorting
-from limn.frontend.primitives import Scalar, Tensor, TensorLike
+from limn.frontend.arguments import Scalar, TensorLike
+from limn.frontend.primitives import Tensor
 from limn.runtime.engine import observers, realize
 
 __all__ = ["Scalar", "Tensor", "TensorLike", "manual_seed", "observers", "realize"]
@@ -231,8 +232,6 @@ Tensor.diag = triangles.diag
 Tensor.diag_embed = triangles.diag_embed
 Tensor.__getitem__ = indexing.getitem
 Tensor.__setitem__ = indexing.setitem
-Tensor.gather = scatter.gather  # torch's gather(dim, index) and limn's gather(idx, axis)
-Tensor.scatter_add = scatter.scatter_add
 Tensor.scatter = scatter.scatter
 Tensor.scatter_reduce = scatter.scatter_reduce
 Tensor.index_select = scatter.index_select
@@ -258,7 +257,7 @@ Tensor.index_fill_ = indexing.in_place(scatter.index_fill)
 Tensor.index_add_ = indexing.in_place(scatter.index_add)
 Tensor.index_copy_ = indexing.in_place(scatter.index_copy)
 Tensor.scatter_ = indexing.in_place(scatter.scatter)
-Tensor.scatter_add_ = indexing.in_place(scatter.scatter_add)
+Tensor.scatter_add_ = indexing.in_place(Tensor.scatter_add)
 Tensor.scatter_reduce_ = indexing.in_place(scatter.scatter_reduce)
 Tensor.fill_ = indexing.in_place(indexing.fill)
 Tensor.copy_ = indexing.in_place(indexing.copy)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from limn.frontend.primitives import normalize_axis
+from limn.frontend.arguments import normalize_axis
 from limn.frontend.tensor import Tensor
 from limn.nn.module import MODULE_STATE, Module
 

@@ -16,7 +16,8 @@ from limn.composed.reduce.reductions import log_softmax as _log_softmax
 from limn.composed.reduce.reductions import softmax as _softmax
 from limn.dtypes import DType
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor, normalize_axis
+from limn.frontend.arguments import normalize_axis
+from limn.frontend.primitives import Tensor
 
 # torch's SELU constants (Klambauer et al. 2017), to the digits torch spells them
 SELU_ALPHA = 1.6732632423543772848170429916717

@@ -13,7 +13,8 @@ import math
 from limn import dtypes
 from limn.errors import ArgumentError
 from limn.frontend import custom_call
-from limn.frontend.primitives import Tensor, broadcast_shape
+from limn.frontend.arguments import broadcast_shape
+from limn.frontend.primitives import Tensor
 
 
 def scaled_dot_product_attention(

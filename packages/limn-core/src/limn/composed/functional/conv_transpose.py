@@ -90,7 +90,7 @@ def _flip(w: Tensor, axis: int) -> Tensor:
     shape = [1] * w.ndim
     shape[axis] = n
     idx = Tensor(np.arange(n - 1, -1, -1, dtype=np.int32).reshape(shape), device=w.device)
-    return w.gather(idx.expand(w.shape), axis)
+    return w.gather(axis, idx.expand(w.shape))
 
 
 def conv_transpose1d(

@@ -14,7 +14,8 @@ import math
 from limn.composed.functional.activations import log_softmax, logsigmoid
 from limn.composed.math.stable import log1p, log1p_value, with_gradient_of
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor, TensorLike, index_tensor
+from limn.frontend.arguments import TensorLike
+from limn.frontend.primitives import Tensor, index_tensor
 
 REDUCTIONS = ("none", "mean", "sum")
 
@@ -81,11 +82,11 @@ def _picked(
     """-w[t] logp[t] per target (0 where ignored), w[t] (0 where ignored) and whether each counts, (N, d...)."""
     valid = Tensor.full(target.shape, True, device=target.device) if ignore_index is None else target.ne(ignore_index)
     safe = valid.where(target, 0).cast(target.dtype)  # an ignored target reads class 0, then counts nothing
-    nll = -logp.gather(safe.unsqueeze(1), axis=1).squeeze(1)  # (N, C, d...) -> (N, d...)
+    nll = -logp.gather(1, safe.unsqueeze(1)).squeeze(1)  # (N, C, d...) -> (N, d...)
     if weight is None:
         w = valid.cast(logp.dtype)
     else:
-        w = valid.where(weight.gather(safe.reshape(-1), axis=0).reshape(safe.shape), 0.0)  # w[t], (N, d...)
+        w = valid.where(weight.gather(0, safe.reshape(-1)).reshape(safe.shape), 0.0)  # w[t], (N, d...)
     return valid.where(w * nll, 0.0), w, valid
 
 

@@ -85,7 +85,7 @@ def _tap(x: Tensor, axis: int, win: Windows, j: int) -> tuple[Tensor, Tensor | N
         idx = Tensor(_along(np.clip(pos, 0, win.size - 1).astype(np.int32), axis, x.ndim), device=x.device)
         full = list(x.shape)
         full[axis] = out
-        value = x.gather(idx.expand(tuple(full)), axis)
+        value = x.gather(axis, idx.expand(tuple(full)))
     return value, None if has.all() else Tensor(_along(has, axis, x.ndim), device=x.device)
 
 
@@ -128,7 +128,7 @@ def _sum_along(x: Tensor, axis: int, win: Windows) -> Tensor:
     idx = Tensor(_along(np.clip(pos, 0, win.size - 1).reshape(-1).astype(np.int32), axis, x.ndim), device=x.device)
     full = list(x.shape)
     full[axis] = out * taps
-    cells = x.gather(idx.expand(tuple(full)), axis)  # (.., out taps, ..)
+    cells = x.gather(axis, idx.expand(tuple(full)))  # (.., out taps, ..)
     cells = cells.reshape(x.shape[:axis] + (out, taps) + x.shape[axis + 1 :])  # (.., out, taps, ..)
     if not has.all():
         mask = Tensor(has.reshape((1,) * axis + (out, taps) + (1,) * (x.ndim - axis - 1)), device=x.device)
@@ -205,7 +205,7 @@ def _max_pool(x: Tensor, wins: list[Windows], return_indices: bool, unbatched: b
         best, index = _max_along(best, 2 + d, wins[d], index)
     n, c = x.shape[:2]
     cells, chosen = int(np.prod(spatial)), int(np.prod(index.shape[2:]))
-    out = x.reshape(n, c, cells).gather(index.reshape(n, c, chosen), 2).reshape(index.shape)  # (N, C, *out)
+    out = x.reshape(n, c, cells).gather(2, index.reshape(n, c, chosen)).reshape(index.shape)  # (N, C, *out)
     if unbatched:
         out, index = out.squeeze(0), index.squeeze(0)
     return (out, index) if return_indices else out

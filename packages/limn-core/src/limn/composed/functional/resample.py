@@ -84,7 +84,7 @@ def interpolate(
         elif mode == "bicubic":
             x = _cubic_along(x, axis, i, o, scales[d], bool(align_corners))
         else:
-            x = x.gather(_index(x, axis, _nearest(i, o, scales[d], mode == "nearest-exact")), axis)
+            x = x.gather(axis, _index(x, axis, _nearest(i, o, scales[d], mode == "nearest-exact")))
     return x
 
 
@@ -153,7 +153,7 @@ def _linear_along(x: Tensor, axis: int, i: int, o: int, factor: float | None, al
     shape[axis] = o
     w0 = Tensor((1 - l1).reshape(shape), dtype=x.dtype, device=x.device)
     w1 = Tensor(l1.reshape(shape), dtype=x.dtype, device=x.device)
-    return x.gather(_index(x, axis, i0), axis) * w0 + x.gather(_index(x, axis, i1), axis) * w1
+    return x.gather(axis, _index(x, axis, i0)) * w0 + x.gather(axis, _index(x, axis, i1)) * w1
 
 
 def _cubic_coefficients(t: np.ndarray) -> np.ndarray:
@@ -200,7 +200,7 @@ def _blend(x: Tensor, axis: int, cells: np.ndarray, weights: np.ndarray) -> Tens
         if not weights[:, j].any():
             continue
         w = Tensor(_along(weights[:, j], axis, x.ndim), dtype=x.dtype, device=x.device)
-        term = x.gather(_index(x, axis, cells[:, j]), axis) * w
+        term = x.gather(axis, _index(x, axis, cells[:, j])) * w
         out = term if out is None else out + term
     return out
 
@@ -218,7 +218,7 @@ def _fixed_point_along(
             continue
         cells = np.minimum(starts + j, i - 1)  # the taps past the end have weight 0
         w = Tensor(_along(weights[:, j], axis, x.ndim).astype(np.int32), device=x.device)
-        total = total + wide.gather(_index(wide, axis, cells), axis) * w
+        total = total + wide.gather(axis, _index(wide, axis, cells)) * w
     return (total >> precision).clamp(0, 255).cast(dtypes.uint8)
 
 

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 
 from limn.composed.functional.convolution import IntOrSeq, as_tuple
-from limn.composed.indexed.scatter import scatter, scatter_add
+from limn.composed.indexed.scatter import scatter
 from limn.composed.math.derivative import carry
 from limn.errors import ArgumentError
 from limn.frontend.primitives import Tensor
@@ -52,7 +52,7 @@ def max_unpool(
     flat = scatter(plane, 2, index, values.detach())  # (N, C, prod(out))
     # torch's gradient, every write's value gets the output's gradient at its index (grad.gather(indices)),
     # is the gradient of the sum of the writes, whatever their values (inf and NaN too): carried from it
-    writes = scatter_add(Tensor.zeros(plane.shape, dtype=input.dtype, device=input.device), 2, index, values)
+    writes = Tensor.zeros(plane.shape, dtype=input.dtype, device=input.device).scatter_add(2, index, values)
     flat = carry(flat, (writes,), lambda writes, out: (1.0,))
     return flat.reshape((b, c) + out)  # (N, C, *out)
 

@@ -19,7 +19,8 @@ import numpy as np
 from limn import autograd, dtypes
 from limn.composed.movement.rearrange import take_at
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor, broadcast_shape
+from limn.frontend.arguments import broadcast_shape
+from limn.frontend.primitives import Tensor
 from limn.graph.view import prod
 from limn.runtime.engine import realize
 
@@ -231,7 +232,7 @@ def _advanced(x: Tensor, items: list) -> Tensor:
     else:
         n = prod(b_shape)
         idx = linear.reshape((n,) + (1,) * len(rest)).expand((n,) + flat.shape[1:])
-        out = flat.gather(idx, 0) if n and flat.size else take_at(flat, 0, np.zeros(n, np.int64))
+        out = flat.gather(0, idx) if n and flat.size else take_at(flat, 0, np.zeros(n, np.int64))
     out = out.reshape(b_shape + flat.shape[1:])  # (B..., rest...)
     if adjacent and at[0] > 0:
         nb = len(b_shape)
@@ -366,7 +367,7 @@ def _every_write_gets_the_gradient(x: Tensor, positions: np.ndarray, values: Ten
     the sum of the writes (limn.composed.indexed.scatter's scatter does the same; where S is not finite, the last
     write's)."""
     idx = Tensor(positions.astype(np.int32), device=x.device)
-    total = Tensor.zeros((x.size,), dtype=x.dtype, device=x.device).scatter_add(idx, values, 0)
+    total = Tensor.zeros((x.size,), dtype=x.dtype, device=x.device).scatter_add(0, idx, values)
     zero = total.detach() - total  # +0 where finite
     return zero.isfinite().where(written.detach() - zero, written)
 
@@ -412,7 +413,7 @@ def index_put(x: Tensor, indices: tuple, values: Any, accumulate: bool = False) 
     positions = _index(grid, items).numpy()  # the flat cell of x each value lands in
     flat = _fitted(_as_value(x, values), positions.shape).reshape(-1)
     idx = Tensor(positions.reshape(-1).astype(np.int32), device=x.device)
-    return x.reshape(-1).scatter_add(idx, flat, 0).reshape(x.shape) if idx.size else x
+    return x.reshape(-1).scatter_add(0, idx, flat).reshape(x.shape) if idx.size else x
 
 
 def fill(x: Tensor, value: Any) -> Tensor:

@@ -25,7 +25,7 @@ def embedding(x: Tensor, idx: Tensor) -> Tensor:
         raise ArgumentError(f"embedding: the table must be (vocab, dim), got {x.shape}")
     idx = index_tensor(idx, "embedding")
     flat = idx.reshape(idx.size, 1).expand(idx.size, x.shape[1])  # (N,) -> (N, D)
-    return x.gather(flat, axis=0).reshape(idx.shape + (x.shape[1],))
+    return x.gather(0, flat).reshape(idx.shape + (x.shape[1],))
 
 
 def one_hot(x: Tensor, num_classes: int = -1) -> Tensor:
@@ -47,7 +47,7 @@ def one_hot(x: Tensor, num_classes: int = -1) -> Tensor:
     idx = idx.unsqueeze(-1)  # S -> (*S, 1)
     ones = Tensor.ones(idx.shape, dtype=dtypes.int32, device=x.device)
     zeros = Tensor.zeros(idx.shape[:-1] + (num_classes,), dtype=dtypes.int32, device=x.device)
-    return zeros.scatter_add(idx, ones, axis=-1)  # (*S, num_classes)
+    return zeros.scatter_add(-1, idx, ones)  # (*S, num_classes)
 
 
 def _inferred_classes(idx: Tensor) -> int:

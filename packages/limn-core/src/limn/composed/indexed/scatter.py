@@ -11,7 +11,6 @@ Pipeline: **tensor (composed ops)** -> graph (GATHER, SCATTER, WHERE, SUM, MAX) 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,71 +18,21 @@ import numpy as np
 from limn import dtypes
 from limn.composed.movement.rearrange import take_at
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Scalar, Tensor, broadcast_shape, index_tensor, normalize_axis
-
-_gather_primitive = Tensor.gather  # limn's spelling: gather(idx, axis)
-_scatter_add_primitive = Tensor.scatter_add  # limn's spelling: scatter_add(idx, src, axis)
+from limn.frontend.arguments import Scalar, broadcast_shape, normalize_axis
+from limn.frontend.primitives import Tensor, index_tensor
 
 REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
 
-def _orders(args: tuple, kwargs: dict, names: Sequence[str], what: str, keywords: Sequence[str] = ()) -> dict[str, Any]:
-    """The arguments of torch's spelling (dim first: gather(dim, index)) or limn's (dim last, as `axis`:
-    gather(idx, axis)), by name. A first positional int means torch's. A keyword that is neither one of
-    `names`, one of `keywords`, nor limn's axis/idx raises TypeError, as python does for a typo."""
-    unknown = sorted(set(kwargs) - {*names, *keywords, "axis", "idx"})
-    if unknown:
-        raise TypeError(f"{what}: got an unexpected keyword argument {unknown[0]!r}")
-    kwargs = dict(kwargs)
-    if "axis" in kwargs:
-        kwargs.setdefault("dim", kwargs.pop("axis"))
-    if "idx" in kwargs:
-        kwargs.setdefault("index", kwargs.pop("idx"))
-    torch_order = bool(args) and isinstance(args[0], (int, np.integer)) and not isinstance(args[0], bool)
-    order = list(names) if torch_order else [*names[1:], names[0]]
-    if len(args) > len(order):
-        raise TypeError(f"{what}: takes at most {len(order)} positional arguments, got {len(args)}")
-    for name, arg in zip(order, args):
-        if name in kwargs:
-            raise TypeError(f"{what}: got {name} twice")
-        kwargs[name] = arg
-    return kwargs
-
-
-def gather(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    """out[..., j, ...] = x[..., index[..., j, ...], ...] along dim, as torch.gather(x, dim, index) (limn's
-    gather(idx, axis) spelling works too). index has x's rank and is no larger off dim."""
-    a = _orders(args, kwargs, ("dim", "index"), "gather", ("sparse_grad",))
-    a.pop("sparse_grad", None)
-    return _gather_primitive(x, a["index"], a.get("dim", 0))
-
-
-def scatter_add(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    """A copy of x with src added at index along dim, as torch.scatter_add(x, dim, index, src) (limn's
-    scatter_add(idx, src, axis) spelling works too). src may be larger than index: its first part is used."""
-    a = _orders(args, kwargs, ("dim", "index", "src"), "scatter_add")
-    idx = index_tensor(a["index"], "scatter_add")
-    src = _source(x, a["src"], idx.shape, "scatter_add")
-    return _scatter_add_primitive(x, idx, src, a.get("dim", 0))
-
-
-def _source(x: Tensor, src: Any, shape: tuple[int, ...], what: str) -> Tensor:
-    """src in x's dtype, cut to the index's shape (torch reads only that much of it). A src tensor of another
-    dtype raises, as torch's (a cast would hide a float written into an int tensor); data is taken as x's."""
-    if isinstance(src, Tensor) and src.dtype != x.dtype:
-        raise ArgumentError(
-            f"{what}: src is {src.dtype.name} and the tensor written into is {x.dtype.name}; they must match "
-            f"(cast src first: src.cast('{x.dtype.name}'))"
-        )
-    src = src if isinstance(src, Tensor) else Tensor(src, dtype=x.dtype, device=x.device)
-    if src.ndim != len(shape) or any(s < i for s, i in zip(src.shape, shape)):
-        raise ArgumentError(
-            f"{what}: src of shape {src.shape} is smaller than the index {shape}; it needs one value each"
-        )
-    return src.shrink(tuple((0, i) for i in shape))
-
-
-def scatter(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+def scatter(
+    x: Tensor,
+    dim: int,
+    index: Any,
+    src: Tensor | Scalar | None = None,
+    *,
+    value: Scalar | None = None,
+    reduce: str | None = None,
+) -> Tensor:
     """A copy of x with src (a tensor or a number, torch's `value`) written at index along dim, as torch's
     x.scatter(dim, index, src, reduce=None): where an index repeats, the last write wins (torch's CPU order;
     its docs call it undefined). reduce="add" or "multiply" combines with x instead (scatter_reduce).
@@ -91,29 +40,26 @@ def scatter(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     >>> Tensor.zeros(3).scatter(0, Tensor([2, 0, 2]), Tensor([1.0, 2.0, 3.0])).tolist()
     [2.0, 0.0, 3.0]
     """
-    a = _orders(args, kwargs, ("dim", "index", "src"), "scatter", ("value", "reduce"))
-    if "value" in a:
-        a.setdefault("src", a.pop("value"))
-    dim = normalize_axis(a.get("dim", 0), x.ndim, "scatter")
-    idx = index_tensor(a["index"], "scatter")
+    if (src is None) == (value is None):
+        raise TypeError("scatter(dim, index, src) or scatter(dim, index, value=v): give the values once")
+    src = value if src is None else src
+    dim = normalize_axis(dim, x.ndim, "scatter")
+    idx = index_tensor(index, "scatter")
     _check_index(x, idx, dim, "scatter")
-    reduce = a.get("reduce")
     if reduce is not None:
         named = {"add": "sum", "multiply": "prod"}
         if reduce not in named:
             raise ArgumentError(f"scatter: reduce must be 'add' or 'multiply', not {reduce!r}")
-        src = a["src"]
         if not isinstance(src, Tensor):
             src = Tensor.full(idx.shape, src, dtype=x.dtype, device=x.device)
         return scatter_reduce(x, dim, idx, src, named[reduce], include_self=True)
-    src = a["src"]
     hit = _hits(x, idx, dim) > 0
     if not isinstance(src, Tensor):  # a number: written wherever an index points
         return hit.where(Tensor.full((), src, dtype=x.dtype, device=x.device), x)
-    src = _source(x, src, idx.shape, "scatter")
+    src = x._source(src, idx.shape, "scatter")
     grid = _Grid(x, idx, dim)
     last = grid.last_index()  # (..., T): which j wrote each position last, plus 1
-    taken = grid.moved(src).gather(last.gt(0).where(last - 1, 0), -1)  # (..., T): that j's value
+    taken = grid.moved(src).gather(-1, last.gt(0).where(last - 1, 0))  # (..., T): that j's value
     return grid.put(hit, _every_writer_gets_the_gradient(x, idx, src, dim, grid, taken))
 
 
@@ -126,7 +72,7 @@ def _every_writer_gets_the_gradient(
     NaN), taken keeps its own gradient, the last write's."""
     if not x.dtype.is_float:
         return taken
-    total = _scatter_add_primitive(Tensor.zeros(x.shape, dtype=x.dtype, device=x.device), idx, src, dim)
+    total = Tensor.zeros(x.shape, dtype=x.dtype, device=x.device).scatter_add(dim, idx, src)
     total = total.shrink(grid.box).movedim(dim, -1)  # (..., T), as taken
     zero = total.detach() - total  # +0 where finite; its gradient is -1 to every write
     return zero.isfinite().where(taken.detach() - zero, taken)
@@ -148,12 +94,12 @@ def scatter_reduce(
     dim = normalize_axis(dim, x.ndim, "scatter_reduce")
     idx = index_tensor(index, "scatter_reduce")
     _check_index(x, idx, dim, "scatter_reduce")
-    src = _source(x, src, idx.shape, "scatter_reduce")
+    src = x._source(src, idx.shape, "scatter_reduce")
     count = _hits(x, idx, dim)  # (x.shape) int32: how many indices point at each position
     hit = count > 0
     if reduce in ("sum", "mean"):
         base = x if include_self else hit.where(_zero(x), x)
-        total = _scatter_add_primitive(base, idx, src, dim)
+        total = base.scatter_add(dim, idx, src)
         if reduce == "sum":
             return total
         # the count (plus x itself), 1 where nothing points; hit.where, not count.maximum(1), whose two int
@@ -187,7 +133,7 @@ class _Grid:
         ones = Tensor.ones(rows.shape, dtype=dtypes.int32, device=x.device)
         zeros = Tensor.zeros(rows.shape[:-2] + (x.shape[dim], rows.shape[-1]), dtype=dtypes.int32, device=x.device)
         # one-hot along T by a SCATTER (no compare): exact, and an index out of range raises when computed
-        self.mask = _scatter_add_primitive(zeros, rows, ones, -2).cast(dtypes.bool_)  # (..., T, J)
+        self.mask = zeros.scatter_add(-2, rows, ones).cast(dtypes.bool_)  # (..., T, J)
 
     def moved(self, src: Tensor) -> Tensor:
         return src.movedim(self.dim, -1)  # (..., J)
@@ -228,7 +174,7 @@ def _hits(x: Tensor, idx: Tensor, dim: int) -> Tensor:
     index out of range as an IndexError when computed."""
     ones = Tensor.ones(idx.shape, dtype=dtypes.int32, device=x.device)
     zeros = Tensor.zeros(x.shape, dtype=dtypes.int32, device=x.device)
-    return _scatter_add_primitive(zeros, idx, ones, dim)
+    return zeros.scatter_add(dim, idx, ones)
 
 
 def _check_index(x: Tensor, idx: Tensor, dim: int, what: str) -> None:
@@ -291,7 +237,7 @@ def index_select(x: Tensor, dim: int, index: Any) -> Tensor:
     shape = x.shape[:dim] + (idx.shape[0],) + x.shape[dim + 1 :]
     if 0 in shape:
         return take_at(x, dim, np.zeros(idx.shape[0], np.int64))  # an empty result of the shape
-    return _gather_primitive(x, _along(idx, shape, dim), dim)
+    return x.gather(dim, _along(idx, shape, dim))
 
 
 def index_add(x: Tensor, dim: int, index: Any, source: Tensor, *, alpha: Scalar = 1) -> Tensor:
@@ -301,7 +247,7 @@ def index_add(x: Tensor, dim: int, index: Any, source: Tensor, *, alpha: Scalar 
     source = (source if isinstance(source, Tensor) else Tensor(source)).cast(x.dtype)
     if alpha != 1:
         source = source * alpha
-    return _scatter_add_primitive(x, _along(idx, source.shape, dim), source, dim)
+    return x.scatter_add(dim, _along(idx, source.shape, dim), source)
 
 
 def index_copy(x: Tensor, dim: int, index: Any, source: Tensor) -> Tensor:
@@ -318,7 +264,7 @@ def index_fill(x: Tensor, dim: int, index: Any, value: Scalar | Tensor) -> Tenso
     idx = _line(index, x, dim, "index_fill")
     n = x.shape[dim] if x.ndim else 1
     ones = Tensor.ones(idx.shape, dtype=dtypes.int32, device=x.device)
-    hit = _scatter_add_primitive(Tensor.zeros((n,), dtype=dtypes.int32, device=x.device), idx, ones, 0) > 0
+    hit = Tensor.zeros((n,), dtype=dtypes.int32, device=x.device).scatter_add(0, idx, ones) > 0
     line = [1] * x.ndim
     if x.ndim:
         line[dim] = n
@@ -338,7 +284,7 @@ def take_along_dim(x: Tensor, indices: Any, dim: int | None = None) -> Tensor:
     GATHER. With dim None both are flattened."""
     idx = index_tensor(indices, "take_along_dim")
     if dim is None:
-        return _gather_primitive(x.reshape(-1), idx.reshape(-1), 0)
+        return x.reshape(-1).gather(0, idx.reshape(-1))
     dim = normalize_axis(dim, x.ndim, "take_along_dim")
     if idx.ndim != x.ndim:
         raise ArgumentError(f"take_along_dim: indices of shape {idx.shape} need x's {x.ndim} dims (x is {x.shape})")
@@ -349,7 +295,7 @@ def take_along_dim(x: Tensor, indices: Any, dim: int | None = None) -> Tensor:
     idx = idx.broadcast_to(tuple(idx.shape[d] if d == dim else s for d, s in enumerate(common)))
     if idx.size == 0:
         return take_at(x, dim, np.zeros(idx.shape[dim], np.int64)).broadcast_to(idx.shape)
-    return _gather_primitive(x, idx, dim)
+    return x.gather(dim, idx)
 
 
 def take(x: Tensor, index: Any) -> Tensor:

@@ -13,7 +13,8 @@ Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> de
 from __future__ import annotations
 
 from limn import dtypes
-from limn.frontend.primitives import Tensor, TensorLike
+from limn.frontend.arguments import TensorLike
+from limn.frontend.primitives import Tensor
 
 _BIG = 2.0**52  # (v + 2**52) - 2**52 rounds a non-negative float64 v < 2**52 to an integer
 

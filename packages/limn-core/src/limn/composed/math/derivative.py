@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from limn import autograd, dtypes
-from limn.frontend.primitives import Tensor, TensorLike
+from limn.frontend.arguments import TensorLike
+from limn.frontend.primitives import Tensor
 
 
 def carry(value: Tensor, inputs: tuple[Tensor, ...], partials: Callable[..., tuple[Tensor | None, ...]]) -> Tensor:

@@ -16,7 +16,8 @@ import numpy as np
 from limn import dtypes
 from limn.composed.math import derivative, rounding
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Scalar, Tensor, TensorLike
+from limn.frontend.arguments import Scalar, TensorLike
+from limn.frontend.primitives import Tensor
 from limn.graph.ops import Op
 
 # ---- arithmetic ----

@@ -14,7 +14,8 @@ import math
 
 from limn.composed.math import derivative
 from limn.composed.math.rounding import signbit
-from limn.frontend.primitives import Tensor, TensorLike
+from limn.frontend.arguments import TensorLike
+from limn.frontend.primitives import Tensor
 
 _LN2, _LN10 = math.log(2), math.log(10)
 

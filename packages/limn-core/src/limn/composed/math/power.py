@@ -18,7 +18,8 @@ import numpy as np
 from limn import dtypes
 from limn.composed.math import bitwise, derivative
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Scalar, Tensor, TensorLike
+from limn.frontend.arguments import Scalar, TensorLike
+from limn.frontend.primitives import Tensor
 
 
 def pow(x: Tensor, exponent: TensorLike) -> Tensor:

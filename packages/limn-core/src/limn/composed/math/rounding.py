@@ -12,7 +12,8 @@ from __future__ import annotations
 from limn import dtypes
 from limn.composed.math import derivative, exact
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor, TensorLike
+from limn.frontend.arguments import TensorLike
+from limn.frontend.primitives import Tensor
 
 
 def signbit(x: Tensor) -> Tensor:

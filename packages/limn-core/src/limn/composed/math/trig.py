@@ -17,7 +17,8 @@ import numpy as np
 from limn import autograd, dtypes
 from limn.composed.math import derivative, logexp
 from limn.composed.math.rounding import signbit
-from limn.frontend.primitives import Tensor, TensorLike
+from limn.frontend.arguments import TensorLike
+from limn.frontend.primitives import Tensor
 
 HALF_PI = math.pi / 2
 TINY = 2.0**-27  # below it sin x, tan x, asin x, atan x (and the hyperbolic ones) round to x itself in float64
@@ -92,7 +93,7 @@ def _quadrant(ax: Tensor) -> tuple[Tensor, Tensor]:
     n = ax.shape[0]
     e0 = (ax.log() * (1 / math.log(2))).cast(dtypes.int32)  # the exponent, or one off near a power of 2
     e0 = e0.lt(-1).where(-1, e0.gt(1023).where(1023, e0))
-    mantissa = ax * Tensor(SCALES, device=ax.device).gather(e0 + 2, axis=0)  # |x| 2**(52 - e0)
+    mantissa = ax * Tensor(SCALES, device=ax.device).gather(0, e0 + 2)  # |x| 2**(52 - e0)
     up, down = mantissa.ge(2.0**53), mantissa.lt(2.0**52)
     mantissa = up.where(mantissa * 0.5, down.where(mantissa * 2.0, mantissa))  # now an integer in [2**52, 2**53)
     e = e0 + up.cast(dtypes.int32) - down.cast(dtypes.int32)
@@ -104,7 +105,7 @@ def _quadrant(ax: Tensor) -> tuple[Tensor, Tensor]:
     total = None
     for piece, shift in ((high, 29), (middle, 5), (low, 0)):
         rows = (e - 52 + shift - G_LOWEST).reshape(n, 1).expand(n, CHUNKS)  # (N,) -> (N, CHUNKS)
-        products = piece.reshape(n, 1) * table.gather(rows, axis=0)  # m * D_j 2**(-22 - 24 j), exact
+        products = piece.reshape(n, 1) * table.gather(0, rows)  # m * D_j 2**(-22 - 24 j), exact
         total = products if total is None else total + products  # exact: each column stays within 53 bits
     whole = _column(total, 0)
     whole = whole - 4.0 * _floor_positive(whole * 0.25) + _column(total, 1)  # mod 4, plus the next chunk: exact

@@ -16,7 +16,8 @@ import numpy as np
 from limn import dtypes
 from limn.composed.movement.rearrange import take_at
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Scalar, Tensor
+from limn.frontend.arguments import Scalar
+from limn.frontend.primitives import Tensor
 
 _pad_movement = Tensor.pad  # the primitive: non-negative (before, after) per dim, filled with a value
 

@@ -15,7 +15,8 @@ import numpy as np
 
 from limn.composed.movement.shaping import cat, sizes_of
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor, normalize_axis
+from limn.frontend.arguments import normalize_axis
+from limn.frontend.primitives import Tensor
 from limn.graph.view import prod
 
 
@@ -34,7 +35,7 @@ def take_at(x: Tensor, dim: int, positions: np.ndarray) -> Tensor:
     line = [1] * x.ndim
     line[dim] = len(positions)
     idx = Tensor(positions.astype(np.int32), device=x.device).reshape(line).expand(shape)  # (L,) -> shape
-    return x.gather(idx, dim)
+    return x.gather(dim, idx)
 
 
 def _dims_argument(dims: tuple, kwargs: dict, what: str) -> tuple:

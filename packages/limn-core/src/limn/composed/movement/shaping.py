@@ -13,7 +13,8 @@ import math
 from collections.abc import Iterator, Sequence
 
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor, normalize_axis
+from limn.frontend.arguments import normalize_axis
+from limn.frontend.primitives import Tensor
 from limn.graph.view import prod
 
 _same_rank_expand = Tensor.expand  # the primitive: stretches size-1 dims of a tensor of the target's rank

@@ -12,7 +12,8 @@ import numpy as np
 
 from limn import dtypes
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor, normalize_axis
+from limn.frontend.arguments import normalize_axis
+from limn.frontend.primitives import Tensor
 
 
 def _zero(x: Tensor) -> bool | int:

@@ -16,7 +16,8 @@ from typing import NamedTuple
 from limn import dtypes
 from limn.dtypes import DType
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor, normalize_axis
+from limn.frontend.arguments import normalize_axis
+from limn.frontend.primitives import Tensor
 from limn.graph.ops import Op
 from limn.graph.view import prod as size_of
 

@@ -15,7 +15,8 @@ import numpy as np
 
 from limn import dtypes
 from limn.composed.reduce.reductions import DTypeLike, ValuesIndices, _dim
-from limn.frontend.primitives import Scalar, Tensor, normalize_axis
+from limn.frontend.arguments import Scalar, normalize_axis
+from limn.frontend.primitives import Tensor
 
 Parts = tuple[Tensor, ...]  # the values a scan carries together, each (..., n)
 
@@ -129,7 +130,7 @@ def _running_best(x: Tensor, dim: int | None, axis: int | None, largest: bool, w
         return better.where(v1, v0), better.where(i1, i0)
 
     _, indices = _scan((keys, positions), (fill, -1), combine)
-    values = y.gather(indices, axis=-1)
+    values = y.gather(-1, indices)
     return ValuesIndices(_from_last(values, x, axis), _from_last(indices, x, axis))
 
 

@@ -17,7 +17,8 @@ import numpy as np
 from limn import dtypes
 from limn.composed.reduce.reductions import ValuesIndices
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor, TensorLike, normalize_axis
+from limn.frontend.arguments import TensorLike, normalize_axis
+from limn.frontend.primitives import Tensor
 
 # Two compositions, both from one key per cell, (value, tiebreak): a total order, so the sort is exact and
 # stable by construction. Up to RANK_SORT_MAX cells, rank[i] = #{j : cell j sorts before cell i}: n**2 compares
@@ -68,7 +69,7 @@ def _permutation(x: Tensor, descending: bool) -> Tensor:
     rank = before.cast(dtypes.int32).sum(-1)  # (..., n): how many cells come first
     zeros = Tensor.zeros(x.shape, dtype=dtypes.int32, device=x.device)
     position = Tensor.arange(n, device=x.device).broadcast_to(x.shape)
-    return zeros.scatter_add(rank, position, axis=-1)  # perm[rank[i]] = i
+    return zeros.scatter_add(-1, rank, position)  # perm[rank[i]] = i
 
 
 def _bitonic_permutation(x: Tensor, descending: bool) -> Tensor:
@@ -125,7 +126,7 @@ def sort(
         return ValuesIndices(x, Tensor.full((), 0, dtype=dtypes.int32, device=x.device))
     last = x.transpose(axis, -1)  # the sorted dim last
     perm = _permutation(last, descending)
-    values = last.gather(perm, axis=-1)
+    values = last.gather(-1, perm)
     return ValuesIndices(values.transpose(axis, -1), perm.transpose(axis, -1))
 
 
@@ -240,7 +241,7 @@ def median(
         nans = x.isnan().cast(dtypes.int32).sum(axis, keepdim=True)
         at = nans.gt(0).where(n - nans, at)  # NaNs sort last in position order: the first sits at n - count
     at = at.cast(dtypes.int32)
-    picked = ValuesIndices(ordered.values.gather(at, axis), ordered.indices.gather(at, axis))
+    picked = ValuesIndices(ordered.values.gather(axis, at), ordered.indices.gather(axis, at))
     if keepdim:
         return picked
     return ValuesIndices(picked.values.squeeze(axis), picked.indices.squeeze(axis))

@@ -1,0 +1,96 @@
+"""What the primitives check and convert in a user's arguments: axes, broadcast shapes, python scalars in a
+dtype, host data as a fresh array. Plain functions of shapes and values, with no Tensor in sight, so the
+primitives (limn.frontend.primitives) read as the ops they build.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from limn import dtypes
+from limn.dtypes import DType
+from limn.errors import ArgumentError
+from limn.graph.ops import Shape
+
+Scalar = bool | int | float
+TensorLike = Any  # Tensor, numpy array, nested lists or a python scalar
+
+
+def normalize_axis(axis: int, ndim: int, what: str) -> int:
+    """axis as an index into the dims, counted from the end when negative. A 0-d tensor takes 0 and -1, as in
+    torch, which gives it one dim of size 1 for dim arguments."""
+    size = max(ndim, 1)
+    if not -size <= axis < size:
+        raise IndexError(
+            f"{what}: axis {axis} is out of range for a tensor with {ndim} dims; use an axis from {-size} to {size - 1}"
+        )
+    return axis % size if ndim else 0
+
+
+def broadcast_shape(a: Shape, b: Shape, what: str) -> Shape:
+    """The shape a and b broadcast to, numpy's rule: dims align from the right and a size-1 dim stretches."""
+    n = max(len(a), len(b))
+    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for x, y in zip(pa, pb):
+        if x != y and x != 1 and y != 1:
+            raise ArgumentError(
+                f"{what}: shapes {a} and {b} do not broadcast: sizes {x} and {y} differ and neither is 1"
+            )
+        out.append(max(x, y) if x != 0 and y != 0 else 0)
+    return tuple(out)
+
+
+def const_value(value: Scalar, dtype: DType) -> Scalar:
+    """The python value a CONST of `dtype` holds: rounded to the dtype, ints wrapped to its width."""
+    if dtype == dtypes.bool_:
+        return bool(value)
+    if dtype.is_int:
+        return wrap_int(int(value), dtype)
+    return float(np.array(value, np.float64).astype(dtype.np))
+
+
+def wrap_int(value: int, dtype: DType) -> int:
+    """A python int reduced modulo 2**bits into the range of the int dtype (300 in int8 is 44, -1 in uint8 255)."""
+    span = 1 << dtype.bits
+    low = 0 if dtype.is_unsigned else -(span >> 1)
+    return (value - low) % span + low
+
+
+def host_array(data: TensorLike, dtype: DType | None) -> np.ndarray:
+    """A fresh, native-endian, row-major numpy array of a supported dtype holding `data`."""
+    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
+        arr = np.asarray(data)
+        if arr.dtype.byteorder == ">":
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+        src = dtypes.from_numpy(arr.dtype) if dtype is None else dtype
+    else:
+        try:
+            arr = np.array(data)
+        except ValueError as e:
+            raise ArgumentError(f"Tensor(): cannot make a rectangular array from this data: {e}") from None
+        if arr.dtype == object:
+            raise TypeError("Tensor(): the data holds objects that are not numbers (ragged lists?)")
+        if dtype is not None:
+            src = dtype
+        elif arr.dtype.kind == "f":
+            src = dtypes.float32  # python floats become float32, as in torch
+        elif arr.dtype.kind in "iu":
+            if arr.size and (arr.min() < -(2**31) or arr.max() >= 2**31):
+                raise OverflowError(
+                    "Tensor(): an integer in the data does not fit int32, the dtype python ints take; "
+                    "pass dtype=limn.int64 to keep it"
+                )
+            src = dtypes.int32
+        else:
+            src = dtypes.from_numpy(arr.dtype)
+    return np.array(arr, dtype=src.np, order="C", copy=True)
+
+
+def dim_first(dim: Any, index: Any, spelling: str) -> int:
+    """dim, checked to be an int: the order is torch's, dim before index (a tensor there is a mistake)."""
+    if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool):
+        return int(dim)
+    raise TypeError(f"{spelling}: dim must be an int, got {type(dim).__name__}; the order is torch's, dim first")
