@@ -2,7 +2,7 @@
 
 Each takes a tensor and gives a tensor cast to another dtype (CAST, the one primitive under all of them) or
 a plain python answer about the tensor (its shape, rank, element count, width). A tensor's device moves only
-through .to(device), which limn.frontend.primitives' Tensor.to does. Attached by limn.frontend.tensor under torch's
+through .to(device), a copy computed at the call. Attached by limn.frontend.tensor under torch's
 names. Pipeline: **tensor (composed ops)** -> graph (CAST) -> schedule -> IR -> renderer -> device.
 """
 
@@ -13,15 +13,8 @@ from typing import Any
 
 from limn import dtypes
 from limn.dtypes import DType
-from limn.frontend.arguments import normalize_axis
 from limn.frontend.primitives import Tensor
-from limn.graph.ops import Shape
-from limn.graph.view import prod
 from limn.runtime.device import get_device
-
-# the primitive move, a copy of the value on another device (limn.frontend.primitives), taken before
-# limn.frontend.tensor puts `to` below in its place: that one reads torch's every spelling and hands a device here
-_copy_to_device = Tensor.to
 
 
 def caster(name: str, dtype: DType) -> Callable[[Tensor], Tensor]:
@@ -83,7 +76,7 @@ def to(
             raise TypeError(f"to(): {arg!r} is neither a dtype (limn.int64, 'float32') nor a device name ('numpy')")
     out = x if dtype is None else x.cast(dtypes.as_dtype(dtype))
     if device is not None and get_device(device).name != out.device:
-        return _copy_to_device(out, device)  # a new leaf there, as the move has always been
+        return Tensor(out.numpy(), device=get_device(device).name)  # computed now: a new leaf there
     return out.contiguous() if copy and out is x else out  # on its device already: lazy, gradients kept
 
 
@@ -129,47 +122,9 @@ def type_as(x: Tensor, other: Tensor) -> Tensor:
 # ---- torch's small spellings: answers about a tensor, computed from its shape and dtype alone ----
 
 
-class Size(int):
-    """x.size: the element count, an int, as numpy's x.size (and limn's, before torch's spelling); called, it is
-    torch's x.size(): the shape, or with a dim that dim's size. Trap: x.size == 6 and x.size() == (2, 3) both
-    hold, so code that passes x.size along passes the count.
-
-    >>> x = Tensor.zeros((2, 3))
-    >>> x.size, x.size(), x.size(-1)
-    (6, (2, 3), 3)
-    """
-
-    shape: Shape
-
-    def __new__(cls, shape: Shape) -> Size:
-        count = super().__new__(cls, prod(shape))
-        count.shape = shape
-        return count
-
-    def __reduce__(self) -> tuple:
-        return int, (int(self),)  # pickled or copied, it is the plain count
-
-    def __call__(self, dim: int | None = None) -> Shape | int:
-        if dim is None:
-            return self.shape
-        if not self.shape:
-            raise IndexError(f"size({dim}): a 0-d tensor has no dims (torch raises too); its shape is ()")
-        return self.shape[normalize_axis(dim, len(self.shape), "size")]
-
-
-def size(x: Tensor) -> Size:
-    """The element count, callable as torch's size() (see Size)."""
-    return Size(x.shape)
-
-
 def dim(x: Tensor) -> int:
     """The number of dims (x.ndim), as torch's dim() and ndimension()."""
     return x.ndim
-
-
-def numel(x: Tensor) -> int:
-    """The number of elements (1 for a 0-d tensor), as torch's numel() and nelement()."""
-    return prod(x.shape)
 
 
 def element_size(x: Tensor) -> int:

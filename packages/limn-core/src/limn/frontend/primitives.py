@@ -27,10 +27,11 @@ from limn.frontend.arguments import (
     host_array,
     normalize_axis,
 )
+from limn.frontend.host import HostMixin
 from limn.graph.ops import Movement, Node, Op, Shape
 from limn.graph.view import View, prod
-from limn.runtime.device import Buffer, DeviceError, current_device, get_device
-from limn.runtime.engine import buffer_node, observers, pending, realize
+from limn.runtime.device import DeviceError, current_device, get_device
+from limn.runtime.engine import buffer_node, observers, pending
 
 
 def index_tensor(idx: TensorLike, what: str) -> Tensor:
@@ -65,7 +66,7 @@ def _check_requires_grad(requires_grad: bool, dtype: DType, what: str) -> None:
         )
 
 
-class Tensor:
+class Tensor(HostMixin):
     """A lazy n-dimensional array. Build expressions; call .numpy()/.item()/.realize() to compute.
 
     Tensor(data) copies `data` (a numpy array, nested lists or a python scalar) into a buffer on `device`
@@ -160,94 +161,6 @@ class Tensor:
             t = t.contiguous().realize().detach()
             t.requires_grad = True
         return t
-
-    # ---- properties ----
-
-    @property
-    def shape(self) -> Shape:
-        """The size of each dim, a tuple of ints (() for a 0-d tensor)."""
-        return self.node.shape
-
-    @property
-    def dtype(self) -> DType:
-        """The element type (limn.float32, limn.int8, limn.bool_, ...)."""
-        return self.node.dtype
-
-    @property
-    def device(self) -> str:
-        """The name of the device this tensor's value lives on, or will be computed on."""
-        return self._device
-
-    @property
-    def ndim(self) -> int:
-        """The number of dims."""
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        """The number of elements (1 for a 0-d tensor), an int; limn.frontend.tensor makes it one that, called, is
-        torch's size() (limn.composed.conversions.Size)."""
-        return prod(self.shape)
-
-    def numel(self) -> int:
-        """The number of elements, as torch's numel()."""
-        return self.size
-
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of a 0-d tensor")
-        return self.shape[0]
-
-    def __repr__(self) -> str:
-        state = "realized" if self.node.op is Op.BUFFER else f"lazy {self.node.op.name}"
-        grad = ", requires_grad=True" if self.requires_grad else ""
-        return f"<Tensor {self.dtype.name}{list(self.shape)} on {self.device}, {state}{grad}>"
-
-    # ---- realization: where bytes appear ----
-
-    def realize(self) -> Tensor:
-        """Computes this tensor now (a no-op if it already holds a buffer). Returns self. To compute several,
-        call limn.realize(a, b, ...): one run shares their common work and their assigns read pre-step values."""
-        realize(self)
-        return self
-
-    def numpy(self) -> np.ndarray:
-        """A numpy copy of the value (computing it first if needed); writing to it leaves the tensor alone."""
-        self.realize()
-        for observer in observers.active:
-            observer.read_back(self)
-        buf: Buffer = self.node.arg
-        return buf.numpy().reshape(self.shape)
-
-    def item(self) -> Scalar:
-        """The value of a single-element tensor as a python number (computing it first if needed)."""
-        if self.size != 1:
-            raise ArgumentError(f"item() needs a single-element tensor; this one has shape {self.shape}")
-        return self.numpy().reshape(()).item()
-
-    def tolist(self) -> Any:
-        """The value as nested python lists (a python number for a 0-d tensor)."""
-        return self.numpy().tolist()
-
-    def __bool__(self) -> bool:
-        if self.size != 1:
-            raise ArgumentError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any()/.all()")
-        return bool(self.item())
-
-    def __float__(self) -> float:
-        return float(self.item())
-
-    def __int__(self) -> int:
-        return int(self.item())
-
-    def to(self, device: str) -> Tensor:
-        """A copy of this tensor's value on `device`, computed now; self itself when it is a buffer there
-        already. The copy is a new leaf: no gradient flows back through it."""
-        dev = get_device(device)
-        if dev.name == self.device and self.node.op is Op.BUFFER:
-            return self
-        out = Tensor(self.numpy(), device=dev.name)
-        return out
 
     def detach(self) -> Tensor:
         """The same value, cut off from gradient history. It is no alias: a later assign to self does not
@@ -365,10 +278,14 @@ class Tensor:
         node = Node(op, (a.node, b.node), dtype or a.dtype, a.shape)
         return a._result(node, op, (a, b))
 
-    def add(self, other: TensorLike, reverse: bool = False) -> Tensor:
-        """self + other, promoted (limn.dtypes) and broadcast. A python scalar takes self's dtype, so an
-        int8 tensor + 200 stays int8 and wraps; bools add as logical or."""
-        return self._binary(Op.ADD, other, reverse)
+    def add(self, other: TensorLike, reverse: bool = False, *, alpha: Scalar = 1) -> Tensor:
+        """self + alpha * other (torch.add), promoted (limn.dtypes) and broadcast. A python scalar takes self's
+        dtype, so an int8 tensor + 200 stays int8 and wraps; bools add as logical or.
+
+        >>> Tensor([1.0, 2.0]).add(Tensor([10.0, 20.0]), alpha=0.5).tolist()
+        [6.0, 12.0]
+        """
+        return self._binary(Op.ADD, times_alpha(self, other, alpha, "add"), reverse)
 
     def mul(self, other: TensorLike, reverse: bool = False) -> Tensor:
         """self * other, promoted and broadcast as add; ints wrap, bools multiply as logical and."""
@@ -521,19 +438,28 @@ class Tensor:
             return self
         return self._movement(Movement.PERMUTE, norm)
 
-    def expand(self, *shape: int | Sequence[int]) -> Tensor:
-        """Stretches size-1 dims to `shape` without copying (-1 keeps a dim). The ranks must match; use
-        broadcast_to to add leading dims."""
-        new = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else tuple(shape)
-        if len(new) != self.ndim:
-            raise ArgumentError(f"expand {self.shape} -> {new}: the ranks differ; reshape first")
-        new = tuple(s if n == -1 else n for s, n in zip(self.shape, new))
-        for s, n in zip(self.shape, new):
-            if s != n and s != 1:
-                raise ArgumentError(f"expand {self.shape} -> {new}: only size-1 dims can grow")
-        if new == self.shape:
-            return self
-        return self._movement(Movement.EXPAND, new)
+    def expand(self, *sizes: int | Sequence[int]) -> Tensor:
+        """Stretches size-1 dims to `sizes` without copying, as torch.expand: -1 keeps a dim, and new dims may
+        be added on the left (not as -1). Every stretched element reads the same cell.
+
+        >>> Tensor([[1], [2]]).expand(3, -1, 4).shape
+        (3, 2, 4)
+        """
+        new = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else tuple(sizes)
+        if any(not isinstance(n, (int, np.integer)) or isinstance(n, bool) for n in new):
+            raise TypeError(f"expand: sizes must be ints, got {new}")
+        lead = len(new) - self.ndim
+        if lead < 0:
+            raise ArgumentError(f"expand {self.shape} -> {new}: the target has fewer dims than the tensor")
+        if any(n == -1 for n in new[:lead]):
+            raise ArgumentError(f"expand {self.shape} -> {new}: a new leading dim cannot be -1; give its size")
+        if any(n < -1 for n in new):
+            raise ArgumentError(f"expand {self.shape} -> {new}: sizes must be non-negative (or -1 to keep a dim)")
+        x = self.reshape((1,) * lead + self.shape) if lead else self  # (...) -> (1, ..., 1, ...)
+        new = tuple(s if n == -1 else int(n) for s, n in zip(x.shape, new))
+        if any(s != n and s != 1 for s, n in zip(x.shape, new)):
+            raise ArgumentError(f"expand {self.shape} -> {new}: only size-1 dims can grow")
+        return x if new == x.shape else x._movement(Movement.EXPAND, new)
 
     def pad(self, widths: Sequence[tuple[int, int]], value: Scalar = 0) -> Tensor:
         """Adds (before, after) cells around each dim, one pair per dim from the first (torch's F.pad lists
@@ -568,3 +494,13 @@ class Tensor:
         create_graph=True makes them differentiable again (for second derivatives). As in torch, .grad
         accumulates across calls: set it to None between steps (optimizers' zero_grad does)."""
         autograd.backward(self, gradient, create_graph)
+
+
+def times_alpha(x: Tensor, other: TensorLike, alpha: Scalar, what: str) -> TensorLike:
+    """other * alpha for torch's add/sub(..., alpha=): a float alpha with int operands raises, as in torch."""
+    if alpha == 1 and not isinstance(alpha, float):
+        return other
+    other_is_int = not isinstance(other, Tensor) or not other.dtype.is_float
+    if isinstance(alpha, float) and not x.dtype.is_float and other_is_int and not isinstance(other, float):
+        raise TypeError(f"{what}: alpha={alpha!r} is a float and the operands are ints (torch raises too); use an int")
+    return other * alpha

@@ -9,6 +9,8 @@ Tensor.softmax?" is answered below: limn.composed.reduce.reductions. Bytes appea
 
 from __future__ import annotations
 
+from functools import partialmethod
+
 from limn import dtypes
 from limn.composed import conversions, creation
 from limn.composed.creation import manual_seed
@@ -161,11 +163,9 @@ Tensor.short = conversions.caster("short", dtypes.int16)
 Tensor.char = conversions.caster("char", dtypes.int8)
 Tensor.byte = conversions.caster("byte", dtypes.uint8)
 Tensor.bool = conversions.caster("bool", dtypes.bool_)
-Tensor.size = property(conversions.size)  # an int that, called, is torch's size(): x.size == 6, x.size() == (2, 3)
 Tensor.dim = conversions.dim
 Tensor.ndimension = conversions.dim
-Tensor.numel = conversions.numel
-Tensor.nelement = conversions.numel
+Tensor.nelement = Tensor.numel
 Tensor.element_size = conversions.element_size
 Tensor.is_floating_point = conversions.is_floating_point
 Tensor.is_signed = conversions.is_signed
@@ -202,7 +202,6 @@ Tensor.bucketize = sorting.bucketize
 # ---- MOVEMENT, INDEXING, CREATION (limn.composed.movement.shaping, limn.composed.movement.rearrange,
 # limn.composed.movement.padding, limn.composed.movement.triangles, limn.composed.indexed.indexing,
 # limn.composed.indexed.scatter): torch's spellings, dim= beside axis= ----
-Tensor.expand = shaping.expand  # torch's: -1 keeps a dim, new leading dims
 Tensor.expand_as = shaping.expand_as
 Tensor.view = shaping.view
 Tensor.view_as = shaping.view_as
@@ -353,7 +352,6 @@ Tensor.signbit = rounding.signbit
 Tensor.fmod = rounding.fmod
 Tensor.remainder = rounding.remainder
 Tensor.floor_divide = rounding.floor_divide
-Tensor.add = elementwise.add  # with alpha=, as torch; __add__ below takes it
 Tensor.subtract = elementwise.sub
 Tensor.multiply = Tensor.mul
 Tensor.true_divide = elementwise.div
@@ -373,49 +371,21 @@ Tensor.bitwise_left_shift = bitwise.left_shift
 Tensor.bitwise_right_shift = bitwise.right_shift
 
 
-def _rfloordiv(x: Tensor, other: TensorLike) -> Tensor:
-    return rounding.floor_divide(x, other, reverse=True)
-
-
-def _rmod(x: Tensor, other: TensorLike) -> Tensor:
-    return rounding.remainder(x, other, reverse=True)
-
-
-def _rand(x: Tensor, other: TensorLike) -> Tensor:
-    return bitwise.bitwise_and(x, other, reverse=True)
-
-
-def _ror(x: Tensor, other: TensorLike) -> Tensor:
-    return bitwise.bitwise_or(x, other, reverse=True)
-
-
-def _rxor(x: Tensor, other: TensorLike) -> Tensor:
-    return bitwise.bitwise_xor(x, other, reverse=True)
-
-
-def _rlshift(x: Tensor, other: TensorLike) -> Tensor:
-    return bitwise.left_shift(x, other, reverse=True)
-
-
-def _rrshift(x: Tensor, other: TensorLike) -> Tensor:
-    return bitwise.right_shift(x, other, reverse=True)
-
-
 Tensor.__floordiv__ = rounding.floor_divide
-Tensor.__rfloordiv__ = _rfloordiv
+Tensor.__rfloordiv__ = partialmethod(rounding.floor_divide, reverse=True)
 Tensor.__mod__ = rounding.remainder
-Tensor.__rmod__ = _rmod
+Tensor.__rmod__ = partialmethod(rounding.remainder, reverse=True)
 Tensor.__and__ = bitwise.bitwise_and
-Tensor.__rand__ = _rand
+Tensor.__rand__ = partialmethod(bitwise.bitwise_and, reverse=True)
 Tensor.__or__ = bitwise.bitwise_or
-Tensor.__ror__ = _ror
+Tensor.__ror__ = partialmethod(bitwise.bitwise_or, reverse=True)
 Tensor.__xor__ = bitwise.bitwise_xor
-Tensor.__rxor__ = _rxor
+Tensor.__rxor__ = partialmethod(bitwise.bitwise_xor, reverse=True)
 Tensor.__invert__ = bitwise.bitwise_not
 Tensor.__lshift__ = bitwise.left_shift
-Tensor.__rlshift__ = _rlshift
+Tensor.__rlshift__ = partialmethod(bitwise.left_shift, reverse=True)
 Tensor.__rshift__ = bitwise.right_shift
-Tensor.__rrshift__ = _rrshift
+Tensor.__rrshift__ = partialmethod(bitwise.right_shift, reverse=True)
 
 
 # ---- math fixes: isposinf, isneginf (limn.composed.math.infinity) ----
@@ -426,34 +396,18 @@ Tensor.isneginf = infinity.isneginf
 # ---- python operators: a @ b, 2 - x, x ** 3, x == y (elementwise, a bool tensor, as torch) ----
 
 
-def _radd(x: Tensor, other: TensorLike) -> Tensor:
-    return x.add(other, reverse=True)
-
-
-def _rmul(x: Tensor, other: TensorLike) -> Tensor:
-    return x.mul(other, reverse=True)
-
-
-def _rsub(x: Tensor, other: TensorLike) -> Tensor:
-    return x.sub(other, reverse=True)
-
-
-def _rtruediv(x: Tensor, other: TensorLike) -> Tensor:
-    return x.div(other, reverse=True)
-
-
 def _rmatmul(x: Tensor, other: TensorLike) -> Tensor:
     return Tensor(other).matmul(x)
 
 
 Tensor.__add__ = Tensor.add
-Tensor.__radd__ = _radd
+Tensor.__radd__ = partialmethod(Tensor.add, reverse=True)
 Tensor.__sub__ = elementwise.sub
-Tensor.__rsub__ = _rsub
+Tensor.__rsub__ = partialmethod(Tensor.sub, reverse=True)
 Tensor.__mul__ = Tensor.mul
-Tensor.__rmul__ = _rmul
+Tensor.__rmul__ = partialmethod(Tensor.mul, reverse=True)
 Tensor.__truediv__ = elementwise.div
-Tensor.__rtruediv__ = _rtruediv
+Tensor.__rtruediv__ = partialmethod(Tensor.div, reverse=True)
 Tensor.__pow__ = power.pow
 Tensor.__rpow__ = power.rpow
 Tensor.__matmul__ = reductions.matmul

@@ -17,35 +17,14 @@ from limn import dtypes
 from limn.composed.math import derivative, rounding
 from limn.errors import ArgumentError
 from limn.frontend.arguments import Scalar, TensorLike
-from limn.frontend.primitives import Tensor
-from limn.graph.ops import Op
+from limn.frontend.primitives import Tensor, times_alpha
 
 # ---- arithmetic ----
 
 
-def _times_alpha(x: Tensor, other: TensorLike, alpha: Scalar, what: str) -> TensorLike:
-    """other * alpha for torch's add/sub(..., alpha=): a float alpha with int operands raises, as in torch."""
-    if alpha == 1 and not isinstance(alpha, float):
-        return other
-    other_is_int = not isinstance(other, Tensor) or not other.dtype.is_float
-    if isinstance(alpha, float) and not x.dtype.is_float and other_is_int and not isinstance(other, float):
-        raise TypeError(f"{what}: alpha={alpha!r} is a float and the operands are ints (torch raises too); use an int")
-    return other * alpha
-
-
-def add(x: Tensor, other: TensorLike, reverse: bool = False, alpha: Scalar = 1) -> Tensor:
-    """x + alpha * other, as torch.add, promoted and broadcast (the ADD primitive when alpha is 1). A python
-    scalar takes x's dtype, so an int8 tensor + 200 stays int8 and wraps; bools add as logical or.
-
-    >>> Tensor([1.0, 2.0]).add(Tensor([10.0, 20.0]), alpha=0.5).tolist()
-    [6.0, 12.0]
-    """
-    return x._binary(Op.ADD, _times_alpha(x, other, alpha, "add"), reverse)
-
-
 def sub(x: Tensor, other: TensorLike, reverse: bool = False, alpha: Scalar = 1) -> Tensor:
     """x - alpha * other (other - x with reverse=True), promoted and broadcast as in +, as torch.sub. Ints wrap."""
-    a, b = x._operands(_times_alpha(x, other, alpha, "sub"), "sub", reverse)
+    a, b = x._operands(times_alpha(x, other, alpha, "sub"), "sub", reverse)
     return a + b.neg()  # a - b = a + (-b)
 
 

@@ -17,8 +17,6 @@ from limn.frontend.arguments import normalize_axis
 from limn.frontend.primitives import Tensor
 from limn.graph.view import prod
 
-_same_rank_expand = Tensor.expand  # the primitive: stretches size-1 dims of a tensor of the target's rank
-
 
 def pick_dim(dim: int | None, axis: int | None, default: int | None, what: str) -> int | None:
     """The dim an op was given, spelled `dim=` (torch) or `axis=` (limn); giving both is a TypeError."""
@@ -43,31 +41,12 @@ def broadcast_to(x: Tensor, *shape: int | Sequence[int]) -> Tensor:
     -1 keeps a dim, as in torch.expand."""
     if len(shape) == 1 and shape[0] == x.shape:  # every binary op asks; the common answer first
         return x
-    return expand(x, *shape)
-
-
-def expand(x: Tensor, *sizes: int | Sequence[int]) -> Tensor:
-    """x stretched to `sizes` without copying, as torch.expand: size-1 dims grow, -1 keeps a dim, and new
-    dims may be added on the left (not as -1). A view: every stretched element reads the same cell.
-
-    >>> Tensor([[1], [2]]).expand(3, -1, 4).shape
-    (3, 2, 4)
-    """
-    new = sizes_of(sizes, "expand")
-    lead = len(new) - x.ndim
-    if lead < 0:
-        raise ArgumentError(f"expand {x.shape} -> {new}: the target has fewer dims than the tensor")
-    if any(s == -1 for s in new[:lead]):
-        raise ArgumentError(f"expand {x.shape} -> {new}: a new leading dim cannot be -1; give its size")
-    if any(s < -1 for s in new):
-        raise ArgumentError(f"expand {x.shape} -> {new}: sizes must be non-negative (or -1 to keep a dim)")
-    x = x.reshape((1,) * lead + x.shape) if lead else x  # (...) -> (1, ..., 1, ...)
-    return _same_rank_expand(x, new)
+    return x.expand(*shape)
 
 
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
     """x expanded to other's shape."""
-    return expand(x, other.shape)
+    return x.expand(other.shape)
 
 
 def view(x: Tensor, *shape: int | Sequence[int]) -> Tensor:
