@@ -67,7 +67,7 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     "permute": ("{0}.permute({order})", "{0}.permute({order})"),
     "transpose": ("{0}.transpose({a}, {b})", "{0}.transpose({a}, {b})"),
     "expand": ("{0}.expand({shape})", "{0}.expand({shape})"),
-    "pad": ("{0}.pad({widths}, {value})", "torch.nn.functional.pad({0}, {flat}, value={value})"),
+    "pad": ("{0}.pad({widths}, value={value})", "torch.nn.functional.pad({0}, {flat}, value={value})"),
     "shrink": ("{0}.shrink({box})", "{0}[{slices}]"),
     "index_with": ("{0}[{index}]", "{0}[{index}]"),
     "flatten": ("{0}.flatten({start}, {end})", "{0}.flatten({start}, {end})"),

@@ -77,3 +77,23 @@ def test_no_limn_module_writes_sys_modules():
             if re.search(r"sys\.modules\[[^]]*\]\s*=(?!=)", line):
                 writes.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not writes, "a folder and an import say where a module lives, not sys.modules: " + "; ".join(writes)
+
+
+def test_no_primitive_method_is_rebound():
+    # a method the primitives' class body defines is the one a user calls: the torch-style composed ops that
+    # share a name (gather, scatter_add, expand, add, size, to, pad) were folded into it or renamed, so a reader
+    # who opens primitives.py reads what runs, and gradient rules reach the primitives
+    import ast
+
+    from limn.frontend import host, primitives
+
+    rebound = []
+    for module, name in ((primitives, "Tensor"), (host, "HostMixin")):
+        tree = ast.parse(Path(module.__file__).read_text())
+        body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name).body
+        for method in (n.name for n in body if isinstance(n, ast.FunctionDef)):
+            found = getattr(Tensor, method)
+            function = getattr(found, "fget", found)
+            if getattr(function, "__qualname__", None) != f"{name}.{method}":
+                rebound.append(f"Tensor.{method} is {getattr(function, '__qualname__', function)}")
+    assert not rebound, f"{module.__name__}'s methods replaced after the class: " + "; ".join(rebound)

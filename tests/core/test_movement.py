@@ -187,12 +187,6 @@ PADS = Table(
             id="pad_circular_2d",
         ),
         case("x.pad((1, 1))", "torch.nn.functional.pad(x, (1, 1))", x=E, id="pad_zero_size"),
-        case(
-            "x.pad(((0, 0), (1, 1)), 2.0)",
-            "torch.nn.functional.pad(x, (1, 1), value=2.0)",
-            x=X,
-            id="pad_limn_positional_value",
-        ),
         case("x.pad((None, (2, 0)))", "torch.nn.functional.pad(x, (2, 0))", x=X, id="pad_none_pair_keeps_a_dim"),
         case("x.pad(padding=(1, 2))", "torch.nn.functional.pad(x, pad=(1, 2))", x=X, id="pad_tinygrads_keyword"),
         case(
@@ -380,6 +374,7 @@ def test_view_with_a_dtype_raises_type_error() -> None:
 
 MISTAKES = {
     "expand_a_non_unit_dim": (lambda: Tensor(X).expand(2, 5, 4), ValueError, "only size-1 dims can grow"),
+    "pad_number_as_mode": (lambda: Tensor(X).pad(((0, 0), (1, 1)), 2.0), TypeError, "mode is a string"),
     "expand_new_dim_minus_one": (lambda: Tensor(X).expand(-1, 3, 4), ValueError, "new leading dim cannot be -1"),
     "repeat_fewer_sizes_than_dims": (lambda: Tensor(X).repeat(2), ValueError, "1 sizes .* of 2 dims"),
     "unfold_window_too_large": (lambda: Tensor(X).unfold(1, 5, 1), ValueError, "window size 5 does not fit"),

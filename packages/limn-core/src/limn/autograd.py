@@ -134,7 +134,7 @@ def _pad_grad(ctx: Context, g: Tensor) -> tuple:
 
 def _shrink_grad(ctx: Context, g: Tensor) -> tuple:
     widths = tuple((start, s - end) for (start, end), s in zip(ctx.arg, ctx.parents[0].shape))
-    return (g.pad(widths),)
+    return (g.pad_constant(widths),)
 
 
 def _cast_grad(ctx: Context, g: Tensor) -> tuple:

@@ -461,9 +461,9 @@ class Tensor(HostMixin):
             raise ArgumentError(f"expand {self.shape} -> {new}: only size-1 dims can grow")
         return x if new == x.shape else x._movement(Movement.EXPAND, new)
 
-    def pad(self, widths: Sequence[tuple[int, int]], value: Scalar = 0) -> Tensor:
-        """Adds (before, after) cells around each dim, one pair per dim from the first (torch's F.pad lists
-        them from the last), filled with `value`."""
+    def pad_constant(self, widths: Sequence[tuple[int, int]], value: Scalar = 0) -> Tensor:
+        """The PAD movement: (before, after) cells around each dim, one non-negative pair per dim from the
+        first, filled with `value`. Tensor.pad is torch's F.pad (widths from the last dim, modes, crops)."""
         widths = tuple((int(b), int(a)) for b, a in widths)
         if len(widths) != self.ndim or any(b < 0 or a < 0 for b, a in widths):
             raise ArgumentError(f"pad {widths}: needs one non-negative (before, after) pair per dim of {self.shape}")
@@ -471,7 +471,7 @@ class Tensor(HostMixin):
             return self
         out = self._movement(Movement.PAD, widths)
         if value != 0:
-            inside = Tensor.full(self.shape, True, dtype=dtypes.bool_, device=self.device).pad(widths)
+            inside = Tensor.full(self.shape, True, dtype=dtypes.bool_, device=self.device).pad_constant(widths)
             out = inside.where(out, value)
         return out
 

@@ -77,7 +77,7 @@ def _spread(x: Tensor, axis: int, stride: int) -> Tensor:
     x = x.unsqueeze(axis + 1)  # (.., i, 1, ..)
     widths = [(0, 0)] * x.ndim
     widths[axis + 1] = (0, stride - 1)
-    x = x.pad(widths)  # (.., i, s, ..): each cell, then its zeros
+    x = x.pad_constant(widths)  # (.., i, s, ..): each cell, then its zeros
     x = x.reshape(x.shape[:axis] + (size * stride,) + x.shape[axis + 2 :])  # (.., i s, ..): a copy
     box = [(0, s) for s in x.shape]
     box[axis] = (0, (size - 1) * stride + 1)

@@ -116,7 +116,7 @@ def conv(
         cols = cols.reshape(b, g, taps, cells)  # (B, G, Cg k, P)
         y = weight.reshape(g, og, taps) @ cols  # (G, Og, Cg k) @ (B, G, Cg k, P) -> (B, G, Og, P)
     else:
-        x = x.pad(((0, 0), (0, 0), *pads))
+        x = x.pad_constant(((0, 0), (0, 0), *pads))
         win = _windows(x, kernel, stride, dilation, outs)  # (B, C, k1, o1, ..., kn, on)
         win = win.reshape((b, g, cg) + win.shape[2:])  # (B, G, Cg, k1, o1, ..., kn, on)
         k_axes = tuple(3 + 2 * d for d in range(n))
@@ -160,7 +160,7 @@ def _tap_rows(
             view, width = tap_cells(view, 3 + ax, first, stride[ax], outs[ax])  # (.., o - padding, ..)
             widths.append(width)
         # padded last: a reshape of a padded view would be a copy, and each strided dim reshapes
-        row = view.pad(tuple(widths))  # (B, C, T, *o), zero off row t
+        row = view.pad_constant(tuple(widths))  # (B, C, T, *o), zero off row t
         cols = row if cols is None else cols + row
     if len(taps) == 1:  # a 1 x 1 kernel: the matmul reads x through the view, no copy
         return cols.reshape(b, c, 1, math.prod(outs))
@@ -189,7 +189,7 @@ def tap_cells(x: Tensor, axis: int, first: int, step: int, count: int) -> tuple[
         if column > start:  # it cannot start inside x too: pad x's end (the reshape below then copies)
             widths = [(0, 0)] * x.ndim
             widths[axis] = (0, column - start)
-            x, column = x.pad(tuple(widths)), start
+            x, column = x.pad_constant(tuple(widths)), start
         box[axis] = (start - column, start - column + cells * step)
         x = _split(x.shrink(tuple(box)), axis, (cells, step))  # (.., cells, step, ..)
         box = [(0, d) for d in x.shape]
@@ -217,7 +217,7 @@ def _windows(
     # the non-overlapping dims need o s cells to cut rows from; the extra ones are never read
     extra = [0 if ov else max(0, o * s - i) for ov, o, s, i in zip(overlap, outs, stride, x.shape[2:])]
     if any(extra):
-        x = x.pad(((0, 0), (0, 0), *((0, e) for e in extra)))
+        x = x.pad_constant(((0, 0), (0, 0), *((0, e) for e in extra)))
     if any(overlap):
         lead, spatial = x.shape[:2], x.shape[2:]
         reps = [math.ceil(k * r / i) if ov else 1 for k, r, i, ov in zip(kernel, rows, spatial, overlap)]

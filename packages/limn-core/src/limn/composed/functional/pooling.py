@@ -80,7 +80,7 @@ def _tap(x: Tensor, axis: int, win: Windows, j: int) -> tuple[Tensor, Tensor | N
         view, (lo, hi) = tap_cells(x, axis, int(pos[0]) if out else 0, step, out)
         widths = [(0, 0)] * x.ndim
         widths[axis] = (lo, hi)
-        value = view.pad(widths)
+        value = view.pad_constant(widths)
     else:  # adaptive windows: a gather of each window's cell (clamped; `has` masks the clamped ones)
         idx = Tensor(_along(np.clip(pos, 0, win.size - 1).astype(np.int32), axis, x.ndim), device=x.device)
         full = list(x.shape)

@@ -205,7 +205,7 @@ def _every(x: Tensor, dim: int, step: int, count: int) -> Tensor:
     (count, step) and keep column 0."""
     widths = [(0, 0)] * x.ndim
     widths[dim] = (0, count * step - x.shape[dim])
-    grid = x.pad(widths).reshape(x.shape[:dim] + (count, step) + x.shape[dim + 1 :])  # (.., count, step, ..)
+    grid = x.pad_constant(widths).reshape(x.shape[:dim] + (count, step) + x.shape[dim + 1 :])  # (.., count, step, ..)
     box = [(0, s) for s in grid.shape]
     box[dim + 1] = (0, 1)
     return grid.shrink(box).reshape(x.shape[:dim] + (count,) + x.shape[dim + 1 :])
@@ -336,8 +336,8 @@ def _write_box(x: Tensor, items: list, value: Tensor) -> Tensor:
         dim += 1
     extents = tuple(e - s for s, e in box)
     widths = [(s, n - e) for (s, e), n in zip(box, x.shape)]
-    padded = value.reshape(extents).pad(widths)  # the box's shape: ints as size-1 dims, no Nones
-    inside = Tensor.full(extents, True, device=x.device).pad(widths)
+    padded = value.reshape(extents).pad_constant(widths)  # the box's shape: ints as size-1 dims, no Nones
+    inside = Tensor.full(extents, True, device=x.device).pad_constant(widths)
     return inside.where(padded, x)
 
 

@@ -152,7 +152,7 @@ class _Grid:
         region = combined.movedim(-1, self.dim)  # the index's shape, with T on dim
         widths = [(0, n - e) for (_, e), n in zip(self.box, self.x.shape)]
         if any(w != (0, 0) for w in widths):
-            region = region.pad(widths)
+            region = region.pad_constant(widths)
         return hit.where(region, self.x)
 
 
@@ -161,7 +161,7 @@ def _product(values: Tensor, also: Tensor | None) -> Tensor:
     while values.shape[-1] > 1:
         n = values.shape[-1]
         if n % 2:
-            values = values.pad([(0, 0)] * (values.ndim - 1) + [(0, 1)], value=1)  # a factor 1 evens it
+            values = values.pad_constant([(0, 0)] * (values.ndim - 1) + [(0, 1)], value=1)  # a factor 1 evens it
             n += 1
         low, high = values.split(n // 2, -1)
         values = low * high

@@ -19,8 +19,6 @@ from limn.errors import ArgumentError
 from limn.frontend.arguments import Scalar
 from limn.frontend.primitives import Tensor
 
-_pad_movement = Tensor.pad  # the primitive: non-negative (before, after) per dim, filled with a value
-
 MODES = {"constant": None, "reflect": "reflect", "replicate": "edge", "circular": "wrap"}  # -> numpy.pad's mode
 
 
@@ -31,7 +29,7 @@ class UnknownModeError(ArgumentError, NotImplementedError):
 def pad(
     x: Tensor,
     widths: Sequence[int] | Sequence[tuple[int, int]] | None = None,
-    mode: str | Scalar = "constant",
+    mode: str = "constant",
     value: Scalar | None = None,
     *,
     pad: Sequence[int] | None = None,
@@ -44,8 +42,8 @@ def pad(
     does not reach are not padded. A negative width crops (reflect and replicate, as torch's, pad x first
     and crop the result, so (-1, 2) mirrors x's own edge; circular crops first). mode is "constant" (filled
     with value, 0 by default, cast to x's dtype), "reflect" (mirrored, the edge not repeated), "replicate"
-    (the edge repeated) or "circular" (wrapped around). pad(widths, number) is limn's older spelling of
-    value=number. The widths may also be passed as pad= (torch's keyword) or padding= (tinygrad's).
+    (the edge repeated) or "circular" (wrapped around). The widths may also be passed as pad= (torch's
+    keyword) or padding= (tinygrad's).
 
     >>> Tensor([1, 2, 3]).pad((2, 1), mode="reflect").tolist()
     [3, 2, 1, 2, 3, 2]
@@ -55,15 +53,15 @@ def pad(
     given = [w for w in (widths, pad, padding) if w is not None]
     if len(given) != 1:
         raise ArgumentError(f"pad: give the widths once (positionally, pad= or padding=), got {len(given)} of them")
-    if not isinstance(mode, str):  # limn's older spelling, pad(widths, value)
-        mode, value = "constant", mode
+    if not isinstance(mode, str):
+        raise TypeError(f"pad: mode is a string ({', '.join(map(repr, MODES))}), got {mode!r}; a fill is value=")
     pairs = _pairs(x, given[0])
     if mode not in MODES:
         raise UnknownModeError(f"pad: mode {mode!r} is not one of {', '.join(map(repr, MODES))}")
     if mode != "constant" and value not in (None, 0):
         raise ArgumentError(f"pad: mode {mode!r} takes no value (got value={value})")
     if all(b >= 0 and a >= 0 for b, a in pairs) and mode == "constant":
-        return _pad_movement(x, pairs, _fill(x, value))  # the common case: one PAD movement
+        return x.pad_constant(pairs, _fill(x, value))  # the common case: one PAD movement
     if mode in ("reflect", "replicate"):
         return _pad_then_crop(x, pairs, mode)
     box = []
@@ -75,7 +73,7 @@ def pad(
     x = x.shrink(box)  # the negative widths: a crop
     grow = [(max(b, 0), max(a, 0)) for b, a in pairs]
     if mode == "constant":
-        return _pad_movement(x, grow, _fill(x, value))
+        return x.pad_constant(grow, _fill(x, value))
     for d, (b, a) in enumerate(grow):
         if b or a:
             x = take_at(x, d, _source_positions(x.shape[d], b, a, mode, d))

@@ -31,7 +31,7 @@ def take_at(x: Tensor, dim: int, positions: np.ndarray) -> Tensor:
         box[dim] = (0, 0)
         widths = [(0, 0)] * x.ndim
         widths[dim] = (0, len(positions))
-        return x.shrink(box).pad(widths)
+        return x.shrink(box).pad_constant(widths)
     line = [1] * x.ndim
     line[dim] = len(positions)
     idx = Tensor(positions.astype(np.int32), device=x.device).reshape(line).expand(shape)  # (L,) -> shape

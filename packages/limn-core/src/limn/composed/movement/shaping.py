@@ -225,7 +225,7 @@ def cat(*args: Tensor | Sequence[Tensor] | int, dim: int | None = None, axis: in
     for t_ in tensors:
         widths = [(0, 0)] * first.ndim
         widths[axis] = (start, total - start - t_.shape[axis])
-        piece = t_.pad(widths)
+        piece = t_.pad_constant(widths)
         out = piece if out is None else out + piece
         start += t_.shape[axis]
     return out

@@ -64,7 +64,7 @@ def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor
     box = [(0, s) for s in lead] + [(row, row + k), (col, m)]
     sub = x.shrink(box)  # (..., k, w): the diagonal starts at its corner
     w = m - col
-    flat = sub.reshape(lead + (k * w,)).pad([(0, 0)] * len(lead) + [(0, k)])  # (..., k (w + 1))
+    flat = sub.reshape(lead + (k * w,)).pad_constant([(0, 0)] * len(lead) + [(0, k)])  # (..., k (w + 1))
     # element i of the diagonal sits at i (w + 1): row i, column 0 of the (k, w + 1) view
     rows = flat.reshape(lead + (k, w + 1))
     return rows.shrink([(0, s) for s in lead] + [(0, k), (0, 1)]).reshape(lead + (k,))
@@ -85,12 +85,12 @@ def diag_embed(x: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Te
     lead, n = x.shape[:-1], x.shape[-1]
     keep = [(0, 0)] * len(lead)
     # v (n,) -> (n, 1) padded to (n, n + 1): v[i] at i (n + 1), which is (i, i) of the first n * n cells
-    rows = x.reshape(lead + (n, 1)).pad(keep + [(0, 0), (0, n)])
+    rows = x.reshape(lead + (n, 1)).pad_constant(keep + [(0, 0), (0, n)])
     square = rows.reshape(lead + (n * (n + 1),)).shrink([(0, s) for s in lead] + [(0, n * n)])
     square = square.reshape(lead + (n, n))
     k = abs(offset)
     widths = [(0, k), (k, 0)] if offset >= 0 else [(k, 0), (0, k)]  # above the main diagonal: shift right
-    out = square.pad(keep + widths)  # (..., n + k, n + k)
+    out = square.pad_constant(keep + widths)  # (..., n + k, n + k)
     return out.movedim((-2, -1), (d1, d2))
 
 

@@ -151,7 +151,7 @@ def _multiply_down(y: Tensor) -> Tensor:
     level = 0
     while n > 1:
         if n % 2:
-            y = y.pad(((0, 0),) * len(lead) + ((0, 1),), value=1)
+            y = y.pad_constant(((0, 0),) * len(lead) + ((0, 1),), value=1)
             n += 1
         pairs = y.reshape(lead + (n // 2, 2))  # (..., n) -> (..., n/2, 2)
         y = pairs[..., 0] * pairs[..., 1]  # (..., n/2)

@@ -33,7 +33,7 @@ def _shift(p: Tensor, k: int, fill: Scalar) -> Tensor:
     """p moved k cells later along the last dim, `fill` in the k cells it leaves: out[..., i] = p[..., i - k]."""
     lead = ((0, 0),) * (p.ndim - 1)
     n = p.shape[-1]
-    return p.shrink(tuple((0, s) for s in p.shape[:-1]) + ((0, n - k),)).pad(lead + ((k, 0),), value=fill)
+    return p.shrink(tuple((0, s) for s in p.shape[:-1]) + ((0, n - k),)).pad_constant(lead + ((k, 0),), value=fill)
 
 
 def _scan(parts: Parts, fills: tuple[Scalar, ...], combine: Callable[[Parts, Parts], Parts]) -> Parts:

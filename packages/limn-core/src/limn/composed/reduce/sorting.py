@@ -80,9 +80,9 @@ def _bitonic_permutation(x: Tensor, descending: bool) -> Tensor:
     value, tie = _sort_keys(x.detach(), descending, size)
     widths = ((0, 0),) * (x.ndim - 1) + ((0, size - n),)
     top = math.inf if value.dtype.is_float else int(np.iinfo(value.dtype.np).max)
-    value = value.pad(widths, value=top)  # (..., n) -> (..., P)
-    real = Tensor.full(x.shape, True, device=x.device).pad(widths)
-    tie = real.where(tie.pad(widths), Tensor.arange(size, device=x.device) + 3 * size)
+    value = value.pad_constant(widths, value=top)  # (..., n) -> (..., P)
+    real = Tensor.full(x.shape, True, device=x.device).pad_constant(widths)
+    tie = real.where(tie.pad_constant(widths), Tensor.arange(size, device=x.device) + 3 * size)
     block = 2
     while block <= size:
         span = block // 2
