@@ -24,9 +24,8 @@ from limn import dtypes
 from limn.compiler.ir import KernelIR
 from limn.compiler.jit import CompiledDevice
 from limn.compiler.schedule import Schedule
-from limn.cuda import attention as cuda_attention
+from limn.cuda import attention, nvrtc
 from limn.cuda import driver as cuda_driver
-from limn.cuda import nvrtc as cuda_nvrtc
 from limn.cuda.matmul import GPU_TILING, Tiling
 from limn.cuda.prelude import PRELUDE
 from limn.cuda.program import CudaProgram, Launch, RendersPrograms, merge
@@ -91,11 +90,11 @@ class CudaDevice(RendersPrograms, CompiledDevice):
 
     name = "cuda"
     host = False
-    custom_kernels = cuda_attention.NAMES  # fused attention, fixed CUDA C (cuda_attention.py)
+    custom_kernels = attention.NAMES  # fused attention, fixed CUDA C (attention.py)
 
     def __init__(self, ordinal: int = 0, tiling: Tiling | None = GPU_TILING) -> None:
         self.gpu = cuda_driver.probe(ordinal)  # DeviceError saying why: no driver, no device, ...
-        self.target = cuda_nvrtc.choose_target(self.gpu.arch)  # DeviceError when NVRTC cannot load
+        self.target = nvrtc.choose_target(self.gpu.arch)  # DeviceError when NVRTC cannot load
         super().__init__()
         self.driver = cuda_driver._driver()
         d = self.driver
@@ -127,7 +126,7 @@ class CudaDevice(RendersPrograms, CompiledDevice):
         programs = self.rendered_programs(items)
         source = merge(programs, PRELUDE).source
         arch, cubin = self.target
-        image = cuda_nvrtc.cached_compile(source, "limn_plan.cu", arch, cubin, self.gpu.driver_version).image
+        image = nvrtc.cached_compile(source, "limn_plan.cu", arch, cubin, self.gpu.driver_version).image
         self._enter()
         module = _check(self.driver.cuModuleLoadData(image), "cuModuleLoadData")
         out = []
@@ -173,24 +172,24 @@ class CudaDevice(RendersPrograms, CompiledDevice):
             self._pending.append(f"{kernel.name} ({launch.name})")
 
     def run_custom(self, kernel: KernelIR, handles: list[CudaBuffer]) -> None:
-        """A CUSTOM kernel: fused attention's CUDA C (cuda_attention.py), launched through launch() with the
+        """A CUSTOM kernel: fused attention's CUDA C (attention.py), launched through launch() with the
         kernel's buffers, an empty buffer (a null pointer) in the mask's slot when there is none, and META:
         one buffer per set of shapes and params, uploaded when first seen and never rewritten, so a launch
         waits for no copy after the first of its shape."""
-        if kernel.custom not in cuda_attention.NAMES:
+        if kernel.custom not in attention.NAMES:
             super().run_custom(kernel, handles)
         module = self._attention_module()
-        launch = cuda_attention.launch(kernel, cuda_attention.GPU)
+        launch = attention.launch(kernel, attention.GPU)
         function = self._attention_functions.get(launch.name)
         if function is None:
             function = self._attention_functions[launch.name] = self._function(module.module, launch)
-        values = cuda_attention.meta(kernel)
+        values = attention.meta(kernel)
         meta = self._attention_meta.get(tuple(values.tolist()))
         if meta is None:
             meta = self._attention_meta[tuple(values.tolist())] = self.alloc(dtypes.int64, values.shape)
             self.copyin(meta, values)
         absent = CudaBuffer(0, 0, dtypes.bool_, (0,))
-        args = cuda_attention.arguments(kernel, handles, absent, meta)
+        args = attention.arguments(kernel, handles, absent, meta)
         program = CudaProgram(module.program.source, (launch,))
         self.launch(Loaded(program, (function,), module.module), kernel, args)
 
@@ -199,9 +198,9 @@ class CudaDevice(RendersPrograms, CompiledDevice):
         the disk cache); their functions are looked up as each is first run."""
         if self._attention is None:
             arch, cubin = self.target
-            program = cuda_attention.program(cuda_attention.GPU)
+            program = attention.program(attention.GPU)
             source = PRELUDE + program.source
-            image = cuda_nvrtc.cached_compile(source, "limn_sdpa.cu", arch, cubin, self.gpu.driver_version).image
+            image = nvrtc.cached_compile(source, "limn_sdpa.cu", arch, cubin, self.gpu.driver_version).image
             self._enter()
             module = _check(self.driver.cuModuleLoadData(image), "cuModuleLoadData")
             self._attention = Loaded(CudaProgram(source, program.launches), (), module)

@@ -2,7 +2,7 @@
 
 A Graph is what limn.diagram builds from tensors (ops as boxes, values as edges, kernels as clusters) and what
 anyone can build by hand. It validates itself, lays itself out with limn's own layered layout (diagram_layout),
-and writes itself as an SVG (diagram_svg, light or dark), as dot source for Graphviz, or as a standalone LaTeX
+and writes itself as an SVG (draw_svg, light or dark), as dot source for Graphviz, or as a standalone LaTeX
 document of one tikzpicture at the same coordinates as the SVG. Pure stdlib.
 Pipeline: tensors -> graph -> diagram.build -> **diagram_graph.Graph** -> Layout -> .svg / .dot / .tex.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from limn.atomic_write import write_atomically
-from limn.diagram import draw_svg as diagram_svg
+from limn.diagram import draw_svg
 from limn.diagram import layout as diagram_layout
 from limn.diagram.labels import EDGE_LABEL_SIZE, GAP
 from limn.diagram.layout import CLUSTER_LABEL_SIZE, CLUSTER_PAD, DETAIL_SIZE, LABEL_SIZE, Layout
@@ -29,7 +29,7 @@ FORMATS = {".svg": "to_svg", ".dot": "to_dot", ".gv": "to_dot", ".tex": "to_tikz
 @dataclass
 class Box:
     """One node drawn: its label (first line, "MUL" or "Block x6"), a detail line ("float32[4, 5]" or empty),
-    the group that colours it (one of diagram_svg.GROUPS) and the tooltip a browser shows on hover."""
+    the group that colours it (one of draw_svg.GROUPS) and the tooltip a browser shows on hover."""
 
     id: str
     label: str
@@ -95,8 +95,8 @@ class Graph:
             if box.id in ids:
                 raise ValueError(f"box id {box.id!r} is used by two boxes; give each box its own id")
             ids.add(box.id)
-            if box.group not in diagram_svg.GROUPS:
-                raise ValueError(f"box {box.id!r} has group {box.group!r}; the groups are {diagram_svg.GROUPS}")
+            if box.group not in draw_svg.GROUPS:
+                raise ValueError(f"box {box.id!r} has group {box.group!r}; the groups are {draw_svg.GROUPS}")
         for edge in self.edges:
             for end in ("src", "dst"):
                 if getattr(edge, end) not in ids:
@@ -144,13 +144,13 @@ class Graph:
 
     def to_svg(self, theme: str = "light") -> str:
         """The diagram as an SVG document, drawn by limn (no Graphviz), in the "light" or "dark" theme."""
-        return diagram_svg.render(self, self.layout(), theme).to_string()
+        return draw_svg.render(self, self.layout(), theme).to_string()
 
     def to_dot(self) -> str:
         """Graphviz source (`dot -Tsvg`): clusters as `subgraph cluster_<n>_<id>`, a buffer edge dashed and bold,
         tooltips kept. Graphviz lays it out itself; this does not use limn's Layout."""
         self.validate()
-        fills = diagram_svg.GROUP_COLOURS["light"]
+        fills = draw_svg.GROUP_COLOURS["light"]
         lines = [
             "digraph limn {",
             "  rankdir=TB;",
@@ -249,8 +249,8 @@ def _tikz_colour_name(group: str) -> str:
 
 def _tikz_document(graph: Graph, layout: Layout) -> str:
     pt = lambda px: fmt(px * 0.75)  # noqa: E731 - the picture's unit, written in the style options below
-    fills = diagram_svg.GROUP_COLOURS["light"]
-    cluster_fill, cluster_stroke = diagram_svg.CLUSTER_COLOURS["light"]
+    fills = draw_svg.GROUP_COLOURS["light"]
+    cluster_fill, cluster_stroke = draw_svg.CLUSTER_COLOURS["light"]
     out = [
         r"\documentclass[border=4pt]{standalone}",
         r"\usepackage{tikz}",

@@ -102,14 +102,14 @@ def _first(records: list[tuple], at: int) -> str | None:
 
 def _nccl_problem() -> str | None:
     """Why NCCL cannot be used on this rank (not installed, not loadable, too old), or None."""
-    from limn.distributed import nccl as dist_nccl
+    from limn.distributed import nccl
 
     try:
-        found = dist_nccl.version()
-    except dist_nccl.NcclUnavailable as e:
+        found = nccl.version()
+    except nccl.NcclUnavailable as e:
         return str(e)
-    if found < dist_nccl.MIN_VERSION:
-        need = ".".join(map(str, dist_nccl.MIN_VERSION[:2]))
+    if found < nccl.MIN_VERSION:
+        need = ".".join(map(str, nccl.MIN_VERSION[:2]))
         return f"NCCL {'.'.join(map(str, found))} is older than {need}; pip install 'limn-dist[nccl]' for a newer one"
     return None
 

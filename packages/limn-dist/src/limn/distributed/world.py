@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from limn.distributed import buckets as dist_buckets
-from limn.distributed import transport as dist_transport
+from limn.distributed import transport
 from limn.distributed.buckets import DEFAULT_BUCKET_BYTES, DistributedError, agree, pack, signature, unpack
 from limn.distributed.transport import host_arrays
 from limn.dtypes import uint8
@@ -201,7 +201,7 @@ def reduce_tensors(tensors: list[Tensor], op: str, bucket_bytes: int) -> dict[in
     """Each realized tensor reduced across ranks: index -> its reduced value, a host array (host buffers, or
     staged through the host) or a lazy device tensor (NCCL, limn.distributed.nccl), as limn.distributed.transport
     chose."""
-    nccl = dist_transport.device_path(tensors)
+    nccl = transport.device_path(tensors)
     if nccl is not None:
         return nccl.all_reduce(tensors, op, bucket_bytes)
     return reduce_arrays(host_arrays(tensors), [t.dtype for t in tensors], op, bucket_bytes)
@@ -247,7 +247,7 @@ def broadcast_parameters(
     agree(world.comm.allgather(signature(names, dtypes, shapes, "broadcast_parameters")), "broadcast_parameters")
     if world.size == 1:
         return ts
-    nccl = dist_transport.device_path(ts)
+    nccl = transport.device_path(ts)
     if nccl is not None:
         write_back(ts, nccl.broadcast(ts, root, bucket_bytes))
         return ts

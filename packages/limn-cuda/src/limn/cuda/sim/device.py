@@ -18,7 +18,7 @@ import numpy as np
 
 from limn.compiler.ir import KernelIR
 from limn.compiler.jit import CompiledDevice
-from limn.cuda import attention as cuda_attention
+from limn.cuda import attention
 from limn.cuda.matmul import Tiling
 from limn.cuda.prelude import PRELUDE
 from limn.cuda.program import CudaProgram, RendersPrograms, merge
@@ -37,7 +37,7 @@ class CudaSimDevice(RendersPrograms, CompiledDevice):
 
     name = "cuda-sim"
     host = True
-    custom_kernels = cuda_attention.NAMES  # fused attention, fixed CUDA C (cuda_attention.py)
+    custom_kernels = attention.NAMES  # fused attention, fixed CUDA C (attention.py)
 
     def __init__(self, block: int = BLOCK, max_blocks: int = 4, tiling: Tiling | None = TILING) -> None:
         if shutil.which("g++") is None:
@@ -48,7 +48,7 @@ class CudaSimDevice(RendersPrograms, CompiledDevice):
         self.renderer = CudaRenderer(fold_block=block, tiling=tiling)  # a long fold's block and matmul tiles, small
         self.runtime = SimRuntime(max_blocks=max_blocks)
         self.block = block
-        self.attention_tiles = cuda_attention.SIM  # small blocks and tiles: a std::thread per CUDA thread
+        self.attention_tiles = attention.SIM  # small blocks and tiles: a std::thread per CUDA thread
         self._attention: tuple[Any, CudaProgram] | None = None  # the kernels' module, built on first use
 
     def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Any]:
@@ -63,18 +63,18 @@ class CudaSimDevice(RendersPrograms, CompiledDevice):
         self.runtime.run(module, cuda_program, pointers, self.block)
 
     def run_custom(self, kernel: KernelIR, handles: list[np.ndarray]) -> None:
-        """A CUSTOM kernel: fused attention's CUDA C (cuda_attention.py), every width in one program built on
+        """A CUSTOM kernel: fused attention's CUDA C (attention.py), every width in one program built on
         first use, given the kernel's buffers, no mask's slot as a null pointer, and the shapes in META."""
-        if kernel.custom not in cuda_attention.NAMES:
+        if kernel.custom not in attention.NAMES:
             super().run_custom(kernel, handles)
         if self._attention is None:
-            program = cuda_attention.program(self.attention_tiles)
+            program = attention.program(self.attention_tiles)
             program = CudaProgram(PRELUDE + program.source, program.launches)
             self._attention = (self.runtime.compile(program), program)
         module, program = self._attention
-        launch = cuda_attention.launch(kernel, self.attention_tiles)
-        meta = cuda_attention.meta(kernel)
-        pointers = cuda_attention.arguments(kernel, [h.ctypes.data for h in handles], 0, meta.ctypes.data)
+        launch = attention.launch(kernel, self.attention_tiles)
+        meta = attention.meta(kernel)
+        pointers = attention.arguments(kernel, [h.ctypes.data for h in handles], 0, meta.ctypes.data)
         self.runtime.run(module, CudaProgram(program.source, (launch,)), pointers, self.block)
 
     def alloc(self, dtype: DType, shape: Shape) -> np.ndarray:
