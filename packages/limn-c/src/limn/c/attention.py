@@ -485,7 +485,7 @@ SUFFIX = {dtypes.float32: "f32", dtypes.float64: "f64"}
 
 def source() -> str:
     """The C of all three kernels at both widths, to follow the prelude (limn_expf, limn_pickf, LIMN_IVDEP); the
-    vector words (limn_vec_float, LIMN_VEC_FMA) are the matmul tiles' (c_matmul.VECTOR_PRELUDE)."""
+    vector words (limn_vec_float, LIMN_VEC_FMA) are the matmul tiles' (rewrites/matmul.VECTOR_PRELUDE)."""
     sizes = f"#define LIMN_SDPA_ROWS {ROWS}\n#define LIMN_SDPA_KEYS {KEYS}\n"
     parts = [VECTOR_PRELUDE, sizes, COMMON]
     for suffix, spelling in WIDTHS.items():

@@ -5,8 +5,8 @@ adds the toolchain (finding cc, checking it builds a shared library, OpenMP or n
 memory and on disk (keyed by source, compiler identity, flags and host; written atomically, an entry that
 is corrupt or not a file is a miss; a folder that cannot be written or executed from is replaced, with one
 warning, by a private temp folder), and the five byte hooks: buffers are host numpy arrays, the big ones
-reused through a pool (c_pool.py).
-Pipeline: tensor -> graph -> schedule -> IR -> C source (c_source.py) -> **cc -> ctypes**.
+reused through a pool (c/pool.py).
+Pipeline: tensor -> graph -> schedule -> IR -> C source (c/source.py) -> **cc -> ctypes**.
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ class CDevice(CompiledDevice):
 
     name = "c"
     host = True
-    custom_kernels = c_attention.NAMES  # fused attention, fixed C (c_attention.py)
+    custom_kernels = c_attention.NAMES  # fused attention, fixed C (c/attention.py)
 
     def __init__(
         self,
@@ -222,7 +222,7 @@ class CDevice(CompiledDevice):
         if debug_level() >= 1:
             print(f"[limn c] ISA table {self.toolchain.isa.describe()} ({self.toolchain.isa_reason})", file=sys.stderr)
         self.renderer = CRenderer(self.options)
-        self.pool = HostPool()  # big freed buffers, kept for the next alloc of their size (c_pool.py)
+        self.pool = HostPool()  # big freed buffers, kept for the next alloc of their size (c/pool.py)
         self.libraries: list[ctypes.CDLL] = []  # kept alive while their functions may be called
 
     # ---- rendering and compiling ----
@@ -251,7 +251,7 @@ class CDevice(CompiledDevice):
         return source
 
     def _indexed_source(self, kernel: KernelIR) -> str:
-        """The kernel's source from the on-disk source index (c_source_index.py) when an earlier process
+        """The kernel's source from the on-disk source index (c/source_index.py) when an earlier process
         rendered its nest with these options, else rendered now and kept there."""
         if not kernel.nest:  # built by hand, not lowered from a nest key
             return self.renderer.render(kernel)[1]
@@ -394,7 +394,7 @@ class CDevice(CompiledDevice):
         program(*[h.ctypes.data for h in handles])
 
     def run_custom(self, kernel: KernelIR, handles: list[np.ndarray]) -> None:
-        """A CUSTOM kernel: fused attention's C (c_attention.py), built on first use through the kernel cache
+        """A CUSTOM kernel: fused attention's C (c/attention.py), built on first use through the kernel cache
         with the prelude it calls, run by this device's team (one thread when threads=False)."""
         if kernel.custom not in c_attention.NAMES:
             super().run_custom(kernel, handles)

@@ -3,8 +3,8 @@
 The c device asks its compiler, with the flags it builds kernels with, which macros it predefines
 (`cc -march=native -dM -E`: `__AVX512F__`, `__AVX2__`, `__FMA__`, `__ARM_NEON`, ...), and picks the
 first row of TABLE whose macros are all there. A row holds the vector width and register count, and
-from them the sizes the rewrites use: the matmul tile (c_matmul), the chunk of a chunked fold
-(c_chunk) and the jam factor of a jammed fold (c_jam). None of these changes a bit of any result:
+from them the sizes the rewrites use: the matmul tile (rewrites/matmul), the chunk of a chunked fold
+(rewrites/chunk) and the jam factor of a jammed fold (rewrites/jam). None of these changes a bit of any result:
 they only decide how many independent cells are in flight at once.
 
 A matmul tile holds rows x vectors accumulators in registers, plus one vector of b per column

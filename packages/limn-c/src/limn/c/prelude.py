@@ -2,9 +2,9 @@
 
 float32 exp and log that vectorize, blends of bits for every WHERE, and LIMN_IVDEP, which marks loops whose
 iterations are independent; the float16 and bfloat16 conversions are limn.compiler.half_widths' (shared with limn-cuda).
-MATH_FUNCS and SELECTS are the entries of the C-style base (limn.compiler.cstyle) that CRenderer (c_source.py) overrides
+MATH_FUNCS and SELECTS are the entries of the C-style base (limn.compiler.cstyle) that CRenderer (c/source.py) overrides
 to call them.
-Pipeline: IR -> C source (c_source.py) -> **this prelude + the kernels** -> cc.
+Pipeline: IR -> C source (c/source.py) -> **this prelude + the kernels** -> cc.
 """
 
 from limn.compiler import cstyle

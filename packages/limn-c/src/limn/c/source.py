@@ -2,8 +2,8 @@
 
 CRenderer is the C-style base (limn.compiler.cstyle) plus C's own entries (the prelude's half-width and float32 math
 helpers) and rewrites that change no bit of any result, each in a module that names the test holding it to the
-plain nest: c_threads, c_pad_split, c_matmul (tiles), c_jam, c_chunk, c_hoist; and here, a register fold's
-epilogue split into a loop of its own (fold_then_epilogue). Options turns each one off.
+plain nest, in limn/c/rewrites/: threads, pad_split, matmul (tiles), jam, chunk, hoist; and here, a register
+fold's epilogue split into a loop of its own (fold_then_epilogue). Options turns each one off.
 Pipeline: tensor -> graph -> schedule -> IR -> **C source** -> cc -> ctypes.
 """
 
@@ -63,7 +63,7 @@ class CRenderer(CStyle):
     def body(self, kernel: KernelIR) -> str:
         """The function's body: each top-level nest (or straight-line instruction) in turn."""
         self.begin(kernel)
-        self.lines: list[str] = []  # each a line, or several joined by newlines (c_jam's copies)
+        self.lines: list[str] = []  # each a line, or several joined by newlines (rewrites/jam's copies)
         body = list(kernel.body)
         nests: list[list[Instr]] = []
         pos = 0
@@ -124,8 +124,8 @@ class CRenderer(CStyle):
     ) -> None:
         """Emits block = [LOOP, ..., ENDLOOP]. `decided` holds the range checks a pad split already decided,
         `pragma` the team a top-level nest opens, and `collapsing` counts the loops below an enclosing
-        collapse clause still owes. `chunk` False keeps a fold plain that c_chunk would chunk (c_jam renders
-        one copy of a body whose copies, side by side, are no single fold)."""
+        collapse clause still owes. `chunk` False keeps a fold plain that rewrites/chunk would chunk
+        (rewrites/jam renders one copy of a body whose copies, side by side, are no single fold)."""
         loop, inner = block[0], block[1:-1]
         whole_loop = collapsing == 0 and (pragma is None or pragma.collapse == 1)  # no collapse reaches inside
         parts = fold_then_epilogue(loop, inner) if whole_loop and self.options.split_epilogues else None
@@ -190,7 +190,7 @@ class CRenderer(CStyle):
                 pos += 1
 
     def barrier(self, depth: int) -> None:
-        """Keeps the compiler from moving memory accesses from one nest into the next (c_prelude.py)."""
+        """Keeps the compiler from moving memory accesses from one nest into the next (c/prelude.py)."""
         self.emit("LIMN_NEST_BARRIER;", depth)
 
     def emit(self, text: str, depth: int, raw: bool = False) -> None:

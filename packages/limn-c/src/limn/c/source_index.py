@@ -9,7 +9,7 @@ named by a hash of the three, and the third is a fingerprint of every module fil
 packages: a changed limn renders everything again. An entry is the source with its own sha256 on a first
 line; an entry that does not match is a miss and is written again. Entries are written to a temp file and
 renamed into place; a folder that cannot be read or written makes the index a no-op, never an error.
-Pipeline: IR -> C source (c_source.py, **or this index**) -> cc -> ctypes.
+Pipeline: IR -> C source (c/source.py, **or this index**) -> cc -> ctypes.
 """
 
 from __future__ import annotations

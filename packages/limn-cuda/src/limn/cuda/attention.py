@@ -389,7 +389,7 @@ def _fill(text: str, words: dict[str, str]) -> str:
 
 
 def source(tiles: Tiles) -> str:
-    """The CUDA C of the three kernels at every width, to follow the prelude (cuda_prelude.PRELUDE: the int
+    """The CUDA C of the three kernels at every width, to follow the prelude (cuda/prelude.PRELUDE: the int
     typedefs, INFINITY, the half widths' conversions). Function names: function_name(custom, dtype)."""
     parts = [COMMON]
     for dtype, (suffix, store, real, _) in WIDTHS.items():

@@ -7,7 +7,7 @@ the device is not `host`: jit's executor uploads host tensors handed to it, read
 through copyout, and every run ends by waiting for the stream, so a fault on the GPU is reported by the realize
 that caused it, naming its kernels. Assigns to an uploaded host tensor are written back to its host bytes.
 Every driver call's CUresult is checked (`_check`). The executor, plan cache and assign transaction are
-limn-compiler's (jit.CompiledDevice). Pipeline: IR -> CUDA C (cuda_source.py) -> NVRTC -> **driver -> GPU**.
+limn-compiler's (jit.CompiledDevice). Pipeline: IR -> CUDA C (cuda/source.py) -> NVRTC -> **driver -> GPU**.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Takes nothing but a device ordinal; gives the GPU's name, compute capability, memory and the driver's version
 through cuda.bindings.driver (cuInit, cuDeviceGetCount, cuDeviceGetAttribute, ...). Each failure is a DeviceError
 naming the cause and what to do. The cuda device (launching, memory) builds on this later.
-Pipeline: ... -> NVRTC (cuda_nvrtc.py) -> **driver** -> GPU.
+Pipeline: ... -> NVRTC (cuda/nvrtc.py) -> **driver** -> GPU.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ passes), the element order following whichever axis the operand has contiguous, 
 then folds its terms from the slab in r order with the fma the plain nest spells, from the plain nest's start (the
 ACC's identity, or in the memory form the value the fill nest stored), so a tile's bits are the one-thread-per-
 cell shape's and the c device's. The register form's STORE and epilogue run per cell once its total is final.
-Pipeline: IR -> matmul form -> **shared-memory tiles** (CUDA C, through cuda_source.py) -> NVRTC or the shim.
+Pipeline: IR -> matmul form -> **shared-memory tiles** (CUDA C, through cuda/source.py) -> NVRTC or the shim.
 """
 
 from __future__ import annotations

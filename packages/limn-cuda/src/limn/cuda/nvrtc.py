@@ -4,7 +4,7 @@ Takes the translation unit a CudaProgram holds and an architecture; gives the im
 log and, for a CUBIN, each function's registers, spills and static shared memory. `choose_target` picks CUBIN
 for the GPU's own architecture or PTX the driver JITs forward. Compiled images are kept on disk under
 $LIMN_CACHE_DIR/cuda, written atomically, an entry whose checksum fails being a miss.
-Pipeline: IR -> CUDA C (cuda_source.py) -> CudaProgram -> **NVRTC** -> driver (cuda_driver.py).
+Pipeline: IR -> CUDA C (cuda/source.py) -> CudaProgram -> **NVRTC** -> driver (cuda/driver.py).
 """
 
 from __future__ import annotations

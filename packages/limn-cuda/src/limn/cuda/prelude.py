@@ -8,7 +8,7 @@ ATOMICS names, per (op, dtype), the helper a colliding ACCUM calls. CUDA's atomi
 spec has a narrow-int or half-width scatter decline; here such a cell is updated by compare-and-swap on the word
 holding it, so every dtype scatters (a half width rounding at each add, as the c device's ordered adds do, in
 whatever order the adds land). A pair with no row (a half width's MAX) is declined with the reason.
-Pipeline: IR -> CUDA C (cuda_source.py) -> **this prelude + the kernels** -> NVRTC / the shim.
+Pipeline: IR -> CUDA C (cuda/source.py) -> **this prelude + the kernels** -> NVRTC / the shim.
 """
 
 from limn import dtypes

@@ -6,7 +6,7 @@ names its function, the C types of its parameters (the kernel's buffers: inputs,
 its work needs in all (`cells`: the grid-stride loop's trip count, so any grid is correct) and, where the shape
 stages data through shared memory, the exact block size it was written for (None: any block size works).
 Both the cuda device (NVRTC + the driver) and the cuda-sim device (the same source compiled as C++ on the CPU)
-run a CudaProgram the same way. Pipeline: IR -> CUDA C (cuda_source.py) -> **this** -> cuda / cuda-sim.
+run a CudaProgram the same way. Pipeline: IR -> CUDA C (cuda/source.py) -> **this** -> cuda / cuda-sim.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ site, split by whether they are forward values or their gradients; its count is 
 The outermost repeated call site wins (a loop inside a block stays inside its box). Leaves only the block
 reads (its parameters, its constants) go in with it. A block whose box would put a cycle in the drawing
 (something outside it computed between two of its layers) is left expanded.
-Pipeline: graph (+ provenance stacks) -> **blocks** -> graph_view -> diagram_graph.Graph -> .svg.
+Pipeline: graph (+ provenance stacks) -> **blocks** -> graph_view -> diagram/graph.Graph -> .svg.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ label at its top-left over the lines that cross it, each box a rounded rect with
 detail. Every box, cluster and edge is its own <g> with a class naming what it is (and a box's group) and a
 <title> a browser shows on hover; boxes and clusters also have an id, and a cluster's label is a <g
 class="cluster-label"> with the cluster's data-id.
-Pipeline: Graph -> diagram_layout.layout_graph -> Layout -> **diagram_svg.render** -> svg.Drawing -> .svg file.
+Pipeline: Graph -> diagram/layout.layout_graph -> Layout -> **diagram/draw_svg.render** -> svg.Drawing -> .svg file.
 """
 
 from __future__ import annotations

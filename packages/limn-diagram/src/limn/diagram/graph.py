@@ -1,10 +1,10 @@
 """A diagram as data: Boxes joined by Edges, grouped in Clusters, and its renderers to SVG, Graphviz dot and TikZ.
 
 A Graph is what limn.diagram builds from tensors (ops as boxes, values as edges, kernels as clusters) and what
-anyone can build by hand. It validates itself, lays itself out with limn's own layered layout (diagram_layout),
+anyone can build by hand. It validates itself, lays itself out with limn's own layered layout (diagram/layout),
 and writes itself as an SVG (draw_svg, light or dark), as dot source for Graphviz, or as a standalone LaTeX
 document of one tikzpicture at the same coordinates as the SVG. Pure stdlib.
-Pipeline: tensors -> graph -> diagram.build -> **diagram_graph.Graph** -> Layout -> .svg / .dot / .tex.
+Pipeline: tensors -> graph -> diagram.build -> **diagram/graph.Graph** -> Layout -> .svg / .dot / .tex.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ class Graph:
                 owner[member] = cluster.id
 
     def layout(self) -> Layout:
-        """Validates the graph, then places every box, cluster and edge (diagram_layout): the positions every
+        """Validates the graph, then places every box, cluster and edge (diagram/layout): the positions every
         renderer draws at. A cycle among the edges raises ValueError naming a box on it.
 
         The Layout is kept with a snapshot of the graph's contents, so that to_svg then save lay out once; any

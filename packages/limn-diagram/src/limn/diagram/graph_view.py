@@ -4,9 +4,9 @@ Each box is an op with its dtype and shape, coloured by its op group (ops.py), a
 with the value it carries, `dtype[shape]`. Hovering a box shows what the node's argument was and, when
 limn.graph.provenance recorded it, the user's line that made it. `fold_elementwise` draws elementwise ops as
 edges instead: the values they compute run straight from the op they start at to the op that reads them,
-with the folded ops named on the edge. Repeated blocks (diagram_blocks) collapse to one box each, with
+with the folded ops named on the edge. Repeated blocks (diagram/blocks) collapse to one box each, with
 their count, unless `expand`. Needs limn-core alone; limn.diagram adds the schedule view.
-Pipeline: tensors -> graph -> **graph_view** -> diagram_graph.Graph -> .svg / .dot / .tex.
+Pipeline: tensors -> graph -> **graph_view** -> diagram/graph.Graph -> .svg / .dot / .tex.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ left of it. Points are tried from the middle of the line outward, each on both s
 a text is never taken, and among the others the first that crosses no other edge's line, no cluster border and
 no arrowhead wins, else the one that crosses the fewest. An edge with no free spot is counted as crowded: the
 layout then tries again with more room between layers.
-Pipeline: Graph -> diagram_layout.layout_graph -> **diagram_labels.place_labels** -> Layout -> svg/tikz.
+Pipeline: Graph -> diagram/layout.layout_graph -> **diagram/labels.place_labels** -> Layout -> svg/tikz.
 """
 
 from __future__ import annotations

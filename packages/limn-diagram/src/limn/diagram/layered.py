@@ -4,7 +4,7 @@ It takes node sizes, edges (u above v) and optional ports (nodes pinned to the t
 cluster's edges cross its border) and gives a Level: each node's centre x and top y, the layers' tops and
 heights, and the dummy nodes each edge passes through. Longest-path layering, a dummy in each layer an edge
 spans, barycenter sweeps against crossings, then x from an isotonic fit toward each node's neighbours.
-Pipeline: Graph -> diagram_layout (per cluster, then outer) -> **diagram_layered.layout_level** -> Level.
+Pipeline: Graph -> diagram/layout (per cluster, then outer) -> **diagram/layered.layout_level** -> Level.
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 
 It takes a validated Graph (boxes, edges, clusters) and gives a Layout in pixels, y growing downward: a Rect per
 box and per cluster and a polyline per edge, from its src box to its dst box. Data flows top to bottom: a box's
-layer is its longest path from a source, and each layer is ordered and spaced by diagram_layered. A cluster is
+layer is its longest path from a source, and each layer is ordered and spaced by diagram/layered. A cluster is
 laid out on its own first, with a port on its border for each edge that crosses it, then placed as one big node
 in the outer layout, so clusters never overlap and enclose only their members. Edge labels go beside their
-line, clear of boxes and texts (diagram_labels); where one finds no room, the layout is made again with more
+line, clear of boxes and texts (diagram/labels); where one finds no room, the layout is made again with more
 room between layers. The drawing's size encloses every shape and every text.
-Pipeline: tensors -> graph -> diagram.build -> Graph -> **diagram_layout.layout_graph** -> Layout -> svg/tikz.
+Pipeline: tensors -> graph -> diagram.build -> Graph -> **diagram/layout.layout_graph** -> Layout -> svg/tikz.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class Rect:
 class EdgeRoute:
     """Where one edge of the graph is drawn: a polyline from its src box's boundary to its dst box's, the
     point of the line its label is placed at, and the label's side: "start", its text starts 4 px right of the
-    point, or "end", it ends 4 px left of it (diagram_labels.label_span)."""
+    point, or "end", it ends 4 px left of it (diagram/labels.label_span)."""
 
     index: int  # the edge's position in Graph.edges
     points: tuple[Point, ...]

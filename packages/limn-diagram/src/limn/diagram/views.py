@@ -1,6 +1,6 @@
 """Diagrams of a graph and of its schedule: `build(*tensors)` returns a Graph to save as .svg, .dot or .tex.
 
-The graph view (limn-core's graph_view) draws every op. The schedule view draws what realizing the tensors
+The graph view (graph_view.py) draws every op. The schedule view draws what realizing the tensors
 would run: each kernel a cluster named as ir() names it, holding the ops it computes; the buffers between
 kernels as the edges that cross clusters (`buf3 float32[4, 1]`); views as edge labels, since a view is
 index arithmetic inside the kernel that reads through it, not work of its own. Hovering a kernel shows

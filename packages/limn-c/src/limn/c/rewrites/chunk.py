@@ -4,7 +4,7 @@ Takes an innermost reduce LOOP ending in an ACCUM into a register, and the rende
 of iterations (its size from the ISA table, limn.c.isa) in a loop with no dependence (it vectorizes), then folds
 them one by one in the same order: same bits, held to the plain fold by
 tests/c/test_c_corpus.py::test_chunked_and_jammed_folds_equal_plain_folds_bit_for_bit.
-Pipeline: IR -> C source (c_source.py chunks the folds worth it) -> cc.
+Pipeline: IR -> C source (c/source.py chunks the folds worth it) -> cc.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Takes an innermost LOOP and its body, gives the instructions that are the same on every iteration and the
 rest, each in its original order: the same values, and a loop body without the branches a compiler makes of
 them. Held to the unhoisted nest by tests/c/test_c_corpus.py::test_hoisted_invariants_equal_unhoisted_bit_for_bit.
-Pipeline: IR -> C source (c_source.py hoists before each innermost loop it may) -> cc.
+Pipeline: IR -> C source (c/source.py hoists before each innermost loop it may) -> cc.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ the renderer; emits renamed copies of that body in one loop, as many as the ISA 
 spelled from the one copy it renders. Each cell still folds its own values in its own order from its own
 identity: the same bits, held to the plain fold by
 tests/c/test_c_corpus.py::test_chunked_and_jammed_folds_equal_plain_folds_bit_for_bit.
-Pipeline: IR -> C source (c_source.py) -> cc.
+Pipeline: IR -> C source (c/source.py) -> cc.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def render_jammed(
     for u in range(jam):
         r.emit(f"const int64_t {var}_{u} = {var} + {u};", depth + 1)
     acc, reduce_block, store = _one_copy(r, loop, inner)
-    # c_chunk chunks a loop whose body is one fold: the copies side by side are `jam` folds
+    # rewrites/chunk chunks a loop whose body is one fold: the copies side by side are `jam` folds
     chunk = jam == 1
     one_copy = [
         _rendered(r, lambda: r.straight(acc, depth + 1, decided)),
@@ -106,7 +106,7 @@ def render_jammed(
     for lines in one_copy:
         _copies(r.lines, lines, jam)
     r.emit("}", depth)
-    if n_full < loop.extent:  # the cells left over: one at a time, their fold chunked where c_chunk says
+    if n_full < loop.extent:  # the cells left over: one at a time, their fold chunked where rewrites/chunk says
         r.emit(r.loop_head(var, n_full, loop.extent), depth)
         # the one copy under the original names: its statements are spelled already (CStyle.statement)
         lines = _rendered(r, lambda: r.emit_seq([acc, *reduce_block, store], depth + 1, decided, 0))

@@ -3,7 +3,7 @@
 Takes a LOOP and the instructions inside it, gives the Pieces of its extent, each wholly inside or outside the
 pad with those checks decided, so no conditional load is left for a compiler to vectorize with masks (gcc 12
 gets that wrong). Held to the unsplit nest by tests/c/test_c_corpus.py::test_split_pads_equal_unsplit_bit_for_bit,
-to numpy by tests/c/test_pad_split.py. Pipeline: IR -> C source (c_source.py cuts the loops it may) -> cc.
+to numpy by tests/c/test_pad_split.py. Pipeline: IR -> C source (c/source.py cuts the loops it may) -> cc.
 """
 
 from __future__ import annotations

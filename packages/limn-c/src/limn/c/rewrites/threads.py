@@ -3,7 +3,7 @@
 Takes a top-level nest and the renderer's Options, gives the Pragma for it, or None where it stays serial.
 Each output cell is still computed start to finish by one thread in the serial fold order, so a threaded
 nest equals the serial one bit for bit: tests/c/test_c_corpus.py::test_threaded_nests_equal_serial_bit_for_bit.
-Pipeline: IR -> C source (c_source.py asks this for each nest) -> cc -fopenmp.
+Pipeline: IR -> C source (c/source.py asks this for each nest) -> cc -fopenmp.
 """
 
 from __future__ import annotations

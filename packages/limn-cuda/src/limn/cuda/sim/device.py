@@ -6,7 +6,7 @@ blocks and few of them (`block`, SimRuntime's max_blocks), so grid-stride loops 
 atomics collide on shapes a test can afford. It checks what the CUDA C says (index arithmetic, guards, tiling,
 barriers, atomics); it does not model a GPU's memory system, warps or timing. Buffers are host numpy arrays, as
 the c device's. The executor, plan cache and assign transaction are limn-compiler's (jit.CompiledDevice).
-Pipeline: IR -> CUDA C (cuda_source.py) -> **g++ and the shim -> threads on the CPU**.
+Pipeline: IR -> CUDA C (cuda/source.py) -> **g++ and the shim -> threads on the CPU**.
 """
 
 from __future__ import annotations

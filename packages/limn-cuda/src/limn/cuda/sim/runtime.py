@@ -4,8 +4,8 @@ SimRuntime.compile(program) writes SHIM, the program's source and one `extern "C
 C++ file, builds it into a shared library in a cache folder keyed by the source and the compiler, and loads
 it; SimRuntime.run(module, program, pointers, block) runs each launch in order over a grid capped at
 `max_blocks` blocks, so a grid-stride loop walks more than one stride. Buffers are host memory: `pointers`
-are plain addresses. What running here checks and what it does not model: cuda_sim_shim.py's docstring.
-Pipeline: IR -> CUDA C (cuda_source.py) -> CudaProgram -> **this** (g++ -> ctypes -> std::thread).
+are plain addresses. What running here checks and what it does not model: cuda/sim/shim.py's docstring.
+Pipeline: IR -> CUDA C (cuda/source.py) -> CudaProgram -> **this** (g++ -> ctypes -> std::thread).
 """
 
 from __future__ import annotations

@@ -12,12 +12,12 @@ the launch fails naming both lines), and atomics on small shapes. What it does n
 system (no coalescing, banks, caches or capacity limits), warps (no lockstep, no shuffles, no `__syncwarp`),
 timing, and memory ordering beyond std::atomic_ref (its atomics are sequentially consistent, stronger than
 CUDA's relaxed ones, so a kernel missing a fence can pass here and fail on a GPU).
-Pipeline: IR -> CUDA C (cuda_source.py) -> CudaProgram -> **this** + cuda_sim.py -> g++ -> CPU threads.
+Pipeline: IR -> CUDA C (cuda/source.py) -> CudaProgram -> **this** + cuda/sim/device.py -> g++ -> CPU threads.
 """
 
 from __future__ import annotations
 
-# Rules the text relies on, which cuda_sim.py's launchers keep:
+# Rules the text relies on, which cuda/sim/device.py's launchers keep:
 # - blocks run one at a time, all of a block's threads at once, one std::thread each. So `__shared__` can be
 #   `static`: a function-local static is one object for every thread of the block, and the next block reuses
 #   it after the last one has finished (shared memory's lifetime on a GPU too).
