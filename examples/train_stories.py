@@ -573,17 +573,23 @@ def stream(model: GPT, args: argparse.Namespace) -> bytes:
     return text
 
 
+def say_error(message: str) -> None:
+    """One line on stderr in one write: under mpiexec each rank's line must arrive whole, not interleaved."""
+    sys.stderr.write(f"train_stories: error: {message}\n")
+    sys.stderr.flush()
+
+
 def cli(argv: list[str] | None = None) -> int:
     """The command line: main(), with a user's mistake told in one line on stderr and exit status 2."""
     try:
         main(argv)
     except (UserError, DataError, limn.DeviceError) as e:
-        print(f"train_stories: error: {e}", file=sys.stderr)
+        say_error(str(e))
         return 2
     except ValueError as e:
         if "does not match the tensors" not in str(e):
             raise
-        print(f"train_stories: error: the checkpoint does not fit this model: {e}", file=sys.stderr)
+        say_error(f"the checkpoint does not fit this model: {e}")
         return 2
     return 0
 
