@@ -116,6 +116,18 @@ def test_embedding_matches_torch_with_repeated_ids(device):
     check_layer(nn.Embedding(6, 3), torch.nn.Embedding(6, 3), ids)
 
 
+@pytest.mark.parametrize("padding_idx", [0, -2])
+def test_embedding_padding_row_reads_as_is_and_gets_no_gradient_as_torchs(device, padding_idx):
+    ids = np.array([[1, 4, 4], [0, 4, 1]], np.int32)  # the pad row (0, or 4 counted from the end) is read
+    check_layer(nn.Embedding(6, 3, padding_idx=padding_idx), torch.nn.Embedding(6, 3, padding_idx=padding_idx), ids)
+
+
+def test_embedding_padding_row_starts_at_zero_as_torchs():
+    ours, theirs = nn.Embedding(5, 4, padding_idx=-1).weight.numpy(), torch.nn.Embedding(5, 4, padding_idx=-1).weight
+    np.testing.assert_array_equal(ours[4], theirs.detach().numpy()[4])
+    assert np.all(ours[4] == 0) and np.all(ours[:4] != 0)
+
+
 def test_embedding_init_is_standard_normal():
     w = nn.Embedding(500, 40).weight.numpy()
     assert abs(w.mean()) < 0.02 and abs(w.std() - 1) < 0.02

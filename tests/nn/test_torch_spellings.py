@@ -122,8 +122,10 @@ def test_f_linear_embedding_and_group_norm_match_torch(device):
 
 
 def test_f_embedding_refuses_what_changes_its_gradient():
-    with pytest.raises(NotImplementedError, match="padding_idx, max_norm and scale_grad_by_freq are not implemented"):
-        nn.functional.embedding(Tensor([0, 1]), Tensor.ones(3, 2), padding_idx=0)
+    with pytest.raises(NotImplementedError, match="max_norm and scale_grad_by_freq are not implemented"):
+        nn.functional.embedding(Tensor([0, 1]), Tensor.ones(3, 2), max_norm=1.0)
+    with pytest.raises(ValueError, match=r"padding_idx 3 is outside the table's 3 rows \(use -3 to 2\)"):
+        nn.functional.embedding(Tensor([0, 1]), Tensor.ones(3, 2), padding_idx=3)
     with pytest.raises(ValueError, match=r"C divisible by num_groups \(4\), got shape \(2, 6, 3\)"):
         nn.functional.group_norm(Tensor.ones(2, 6, 3), 4)
 

@@ -130,13 +130,28 @@ def embedding(
     sparse: bool = False,
 ) -> Tensor:
     """torch.nn.functional.embedding: the rows of weight (num_embeddings, dim) picked by int ids, S -> (*S, dim).
-    padding_idx, max_norm and scale_grad_by_freq (which change the gradient or write the table) raise
-    NotImplementedError; sparse (a gradient layout) is accepted and changes nothing."""
-    if padding_idx is not None or max_norm is not None or scale_grad_by_freq:
+    The row padding_idx (negative counts from the end) reads as it is but gets no gradient, as torch's.
+    max_norm (which rewrites the table's rows) and scale_grad_by_freq raise NotImplementedError; sparse (a
+    gradient layout) is accepted and changes nothing."""
+    if max_norm is not None or scale_grad_by_freq:
         raise NotImplementedError(
-            "embedding: padding_idx, max_norm and scale_grad_by_freq are not implemented in limn; leave them unset"
+            "embedding: max_norm and scale_grad_by_freq are not implemented in limn; leave them unset"
         )
+    if padding_idx is not None:
+        rows = weight.shape[0]
+        row = padding_index(padding_idx, rows)
+        keep = Tensor.arange(rows, device=weight.device).ne(row).reshape(rows, 1)  # (rows, 1): False at the pad row
+        weight = keep.where(weight, weight.detach())  # the same values; the pad row's gradient stops here
     return weight.embedding(input)
+
+
+def padding_index(padding_idx: int, rows: int) -> int:
+    """padding_idx as a row of a table of `rows`, counted from the end when negative, as torch takes it."""
+    if not -rows <= padding_idx < rows:
+        raise ValueError(
+            f"embedding: padding_idx {padding_idx} is outside the table's {rows} rows (use -{rows} to {rows - 1})"
+        )
+    return padding_idx % rows
 
 
 # The work is in limn.composed.functional.activations and limn.composed.functional.losses (Tensor methods too); these

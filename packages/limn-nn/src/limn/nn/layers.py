@@ -18,7 +18,7 @@ from limn.composed.functional.convolution import as_tuple, conv, padding_pairs
 from limn.composed.movement.padding import pad
 from limn.dtypes import DType
 from limn.frontend.tensor import Tensor
-from limn.nn.functional import embedding, linear
+from limn.nn.functional import embedding, linear, padding_index
 from limn.nn.module import Module
 from limn.nn.norms import layer_norm
 
@@ -85,13 +85,20 @@ class LayerNorm(Module):
 
 class Embedding(Module):
     """Rows of a (num_embeddings, embedding_dim) table picked by int ids: ids of shape S -> (*S, dim).
-    The table starts N(0, 1), as torch's does."""
+    The table starts N(0, 1), as torch's does; with padding_idx that row starts at zero and gets no gradient."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, dtype: DType = dtypes.float32):
-        self.weight = Tensor.randn((num_embeddings, embedding_dim), dtype=dtype, requires_grad=True)
+    def __init__(
+        self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, dtype: DType = dtypes.float32
+    ):
+        table = Tensor.randn((num_embeddings, embedding_dim), dtype=dtype)
+        if padding_idx is not None:
+            padding_idx = padding_index(padding_idx, num_embeddings)
+            table[padding_idx] = 0.0
+        self.weight = table.requires_grad_()
+        self.padding_idx = padding_idx
 
     def forward(self, idx: Tensor) -> Tensor:
-        return embedding(idx, self.weight)
+        return embedding(idx, self.weight, self.padding_idx)
 
 
 class _ConvNd(Module):
