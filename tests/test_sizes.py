@@ -13,7 +13,6 @@ MODULES_OVER = {
     "limn-c/src/limn/c/attention.py": 535,
     "limn-compiler/src/limn/compiler/codegen.py": 511,
     "limn-compiler/src/limn/compiler/ir.py": 629,
-    "limn-core/src/limn/composed/reduce/reductions.py": 556,
     "limn-core/src/limn/frontend/primitives.py": 506,
     "limn-nn/src/limn/capture/record.py": 605,
     "limn-nn/src/limn/optim/lr_scheduler.py": 565,

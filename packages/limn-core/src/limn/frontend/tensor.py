@@ -29,7 +29,7 @@ from limn.composed.indexed import indexing, lookups, scatter
 from limn.composed.math import bitwise, elementwise, infinity, logexp, power, rounding, trig
 from limn.composed.movement import padding, rearrange, shaping, triangles
 from limn.composed.random import sampling
-from limn.composed.reduce import einsum, reductions, scans, sorting
+from limn.composed.reduce import einsum, matmul, moments, reductions, scans, sorting
 from limn.frontend.arguments import Scalar, TensorLike
 from limn.frontend.primitives import Tensor
 from limn.runtime.engine import observers, realize
@@ -96,15 +96,15 @@ Tensor.sum = reductions.sum
 Tensor.max = reductions.max
 Tensor.min = reductions.min
 Tensor.mean = reductions.mean
-Tensor.var = reductions.var
-Tensor.std = reductions.std
+Tensor.var = moments.var
+Tensor.std = moments.std
 Tensor.logsumexp = reductions.logsumexp
 Tensor.argmax = reductions.argmax
 Tensor.argmin = reductions.argmin
 Tensor.any = reductions.any
 Tensor.all = reductions.all
-Tensor.matmul = reductions.matmul
-Tensor.dot = reductions.dot
+Tensor.matmul = matmul.matmul
+Tensor.dot = matmul.dot
 
 # ---- lookups (limn.composed.indexed.lookups) ----
 Tensor.embedding = lookups.embedding
@@ -179,8 +179,8 @@ Tensor.nanmean = reductions.nanmean
 Tensor.amax = reductions.amax
 Tensor.amin = reductions.amin
 Tensor.aminmax = reductions.aminmax
-Tensor.std_mean = reductions.std_mean
-Tensor.var_mean = reductions.var_mean
+Tensor.std_mean = moments.std_mean
+Tensor.var_mean = moments.var_mean
 Tensor.count_nonzero = reductions.count_nonzero
 Tensor.norm = reductions.norm
 Tensor.vector_norm = reductions.vector_norm
@@ -410,7 +410,7 @@ Tensor.__truediv__ = elementwise.div
 Tensor.__rtruediv__ = partialmethod(Tensor.div, reverse=True)
 Tensor.__pow__ = power.pow
 Tensor.__rpow__ = power.rpow
-Tensor.__matmul__ = reductions.matmul
+Tensor.__matmul__ = matmul.matmul
 Tensor.__rmatmul__ = _rmatmul
 Tensor.__neg__ = Tensor.neg
 Tensor.__lt__ = Tensor.lt

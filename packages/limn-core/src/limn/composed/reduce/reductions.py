@@ -1,9 +1,10 @@
-"""The reductions, composed from SUM and MAX: sum, prod, max, min, mean, var, std, norm, softmax, argmax, any, matmul.
+"""The reductions, composed from SUM and MAX: sum, prod, max, min, mean, norm, softmax, argmax, any.
 
 Each takes a tensor and `axis` (an int, a tuple of ints, or None for every dim; torch's `dim=` is the same
 argument) with `keepdim`, and gives a tensor; edge values follow torch (empty axes, NaN, inf, 0-d tensors;
 tests/core/test_edge_values.py, tests/core/test_reductions_torch.py). Named as the methods limn.frontend.tensor makes
 of them (sum, max, ... as numpy's are), so Python's builtins are not used here.
+var and std are limn.composed.reduce.moments, matmul limn.composed.reduce.matmul.
 Pipeline: **tensor (composed ops)** -> graph (SUM, MAX) -> schedule -> IR -> renderer -> device.
 """
 
@@ -15,7 +16,6 @@ from typing import NamedTuple
 
 from limn import dtypes
 from limn.dtypes import DType
-from limn.errors import ArgumentError
 from limn.frontend.arguments import normalize_axis
 from limn.frontend.primitives import Tensor
 from limn.graph.ops import Op
@@ -65,15 +65,6 @@ def _dim(axis: Axis, dim: Axis, what: str) -> Axis:
     if isinstance(dim, (tuple, list)) and len(dim) == 0:
         return None
     return dim
-
-
-def _correction(correction: float | None, unbiased: bool | None, what: str) -> float:
-    """var's divisor offset from torch's two spellings: correction= (default 1) or the older unbiased=."""
-    if unbiased is None:
-        return 1 if correction is None else correction
-    if correction is not None:
-        raise TypeError(f"{what}: got correction={correction} and unbiased={unbiased}; pass one of them")
-    return 1 if unbiased else 0
 
 
 def sum(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
@@ -262,108 +253,6 @@ def mean(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = Non
     return x.sum(axis, keepdim) * (1.0 / n if n else float("nan"))
 
 
-def var(
-    x: Tensor,
-    axis: Axis = None,
-    keepdim: bool = False,
-    correction: float | None = None,
-    *,
-    dim: Axis = None,
-    unbiased: bool | None = None,
-) -> Tensor:
-    """sum((x - mean)**2) / (n - correction); correction=1 is torch's default, 0 the biased form (torch's
-    unbiased=False). axis= or torch's dim=.
-
-    Once correction reaches n, torch divides by zero and so does limn: inf, or NaN where every value is
-    the mean (and NaN for an empty slice). The gradient there is 2 (x - mean) / 0, so +-inf, which is
-    torch's rule for an axis; torch's all-dims form instead gives +inf throughout."""
-    axis = _dim(axis, dim, "var")
-    correction = _correction(correction, unbiased, "var")
-    x = x._float()
-    n = size_of([x.shape[d] for d in x._axes(axis, "var")])
-    mean = x.mean(axis, keepdim=True)
-    if n <= correction:
-        centered = x - mean.detach()  # the mean's path would add inf * 0 = NaN to the gradient
-        return (centered * centered).sum(axis, keepdim) * math.inf  # sum / 0
-    # the mean's path adds sum(2 (x - mean)) / n = 0 to the gradient (it matters to second derivatives), but
-    # a slice holding inf or NaN makes that sum NaN for every element; torch's gradient, 2 (x - mean) / (n - c),
-    # is NaN only where x - mean is, so those slices (their mean is not finite) cut the mean's path
-    mean = mean.isfinite().where(mean, mean.detach())
-    centered = x - mean
-    return (centered * centered).sum(axis, keepdim) * (1.0 / (n - correction))
-
-
-def std(
-    x: Tensor,
-    axis: Axis = None,
-    keepdim: bool = False,
-    correction: float | None = None,
-    *,
-    dim: Axis = None,
-    unbiased: bool | None = None,
-) -> Tensor:
-    """sqrt(var(x)), as torch, whose gradient is 0 where the std is 0; axis= or dim=, correction= or unbiased=.
-
-    It is computed as m * sqrt(var(x / m)) with m = max|x| over each slice, so values near the float limits
-    do not overflow when squared (torch accumulates in float64; x ~ 3e38 has a std of about 3e38, not inf).
-    m is a constant to autograd, which leaves the gradient exact: std(x) = m std(x / m) for every m > 0."""
-    axes = x._axes(_dim(axis, dim, "std"), "std")
-    correction = _correction(correction, unbiased, "std")
-    x = x._float()
-    wide = x.cast(x.dtype.compute)
-    m = wide.abs()._reduce(Op.MAX, axes, keepdim=True).detach()
-    # 1/m overflows for a subnormal m, so those slices are lifted by 2**64 first (exact: a power of two)
-    lift = m.lt(2.0**-64).where(2.0**64, 1.0)
-    lifted = m * lift
-    unit = (wide * lift) * lifted.eq(0).where(1.0, lifted).reciprocal()  # x / m, and 0 where every x is 0
-    v = unit.var(axes, keepdim=True, correction=correction)
-    return _dropped(x, (_sqrt_zero_grad(v) * m).cast(x.dtype), axes, keepdim)
-
-
-def _sqrt_zero_grad(v: Tensor) -> Tensor:
-    """sqrt(v), with gradient 0 (not 1/0) where v is 0: torch's rule for std and the 2-norm at 0."""
-    positive = v.gt(0)
-    return positive.where(positive.where(v, 1.0).sqrt(), v)
-
-
-def std_mean(
-    x: Tensor,
-    axis: Axis = None,
-    keepdim: bool = False,
-    correction: float | None = None,
-    *,
-    dim: Axis = None,
-    unbiased: bool | None = None,
-) -> tuple[Tensor, Tensor]:
-    """torch.std_mean: (std, mean) over axis (or dim=), with correction= or unbiased= as std.
-
-    >>> [t.item() for t in Tensor([2.0, 4.0]).std_mean(correction=0)]
-    [1.0, 3.0]
-    """
-    axis = _dim(axis, dim, "std_mean")
-    correction = _correction(correction, unbiased, "std_mean")
-    return x.std(axis, keepdim, correction), x.mean(axis, keepdim)
-
-
-def var_mean(
-    x: Tensor,
-    axis: Axis = None,
-    keepdim: bool = False,
-    correction: float | None = None,
-    *,
-    dim: Axis = None,
-    unbiased: bool | None = None,
-) -> tuple[Tensor, Tensor]:
-    """torch.var_mean: (var, mean) over axis (or dim=), with correction= or unbiased= as var.
-
-    >>> [t.item() for t in Tensor([1.0, 3.0]).var_mean()]
-    [2.0, 2.0]
-    """
-    axis = _dim(axis, dim, "var_mean")
-    correction = _correction(correction, unbiased, "var_mean")
-    return x.var(axis, keepdim, correction), x.mean(axis, keepdim)
-
-
 def logsumexp(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
     """log(sum(exp(x))) over axis (or dim=), shifted by the max so exp cannot overflow; -inf over an empty axis."""
     axes = x._axes(_dim(axis, dim, "logsumexp"), "logsumexp")
@@ -460,6 +349,12 @@ def count_nonzero(x: Tensor, axis: Axis = None, *, dim: Axis = None) -> Tensor:
 # ---- norms: torch.norm and torch.linalg.vector_norm ----
 
 
+def _sqrt_zero_grad(v: Tensor) -> Tensor:
+    """sqrt(v), with gradient 0 (not 1/0) where v is 0: torch's rule for std and the 2-norm at 0."""
+    positive = v.gt(0)
+    return positive.where(positive.where(v, 1.0).sqrt(), v)
+
+
 def norm(
     x: Tensor,
     p: float | str | None = "fro",
@@ -516,41 +411,3 @@ def vector_norm(
         positive = total.gt(0)
         out = positive.where(positive.where(total, 1.0) ** (1.0 / ord), total)  # total ** (1/p), gradient 0 at 0
     return out.cast(out_dtype)
-
-
-# ---- matmul: a broadcast multiply and a SUM ----
-
-
-def matmul(x: Tensor, other: Tensor) -> Tensor:
-    """(..., n, k) @ (..., k, m) -> (..., n, m) as a broadcast multiply and a sum over k, which the
-    scheduler fuses into one kernel. 1-D operands act as a row or a column, as in numpy; batch dims
-    broadcast. Half widths multiply and sum in float32 and round once.
-
-    Trap: the numpy device builds the whole (..., n, m, k) product before summing it, so a large matmul
-    runs out of memory there rather than slowly; the compiled devices walk it in one loop nest."""
-    a, b = x, other if isinstance(other, Tensor) else Tensor(other)
-    b_shape = b.shape
-    if a.ndim == 0 or b.ndim == 0:
-        raise ArgumentError("matmul: both operands need at least one dim; use * for scalars")
-    squeeze_a, squeeze_b = a.ndim == 1, b.ndim == 1
-    if squeeze_a:
-        a = a.reshape(1, a.shape[0])
-    if squeeze_b:
-        b = b.reshape(b.shape[0], 1)
-    if a.shape[-1] != b.shape[-2]:
-        raise ArgumentError(f"matmul {x.shape} @ {b_shape}: inner sizes {a.shape[-1]} and {b.shape[-2]} differ")
-    dtype = dtypes.promote(a.dtype, b.dtype)
-    compute = dtype.compute  # half widths: multiply and sum in float32, round once at the end
-    a, b = a.cast(compute), b.cast(compute)
-    prod_ = a.unsqueeze(-2) * b.transpose(-1, -2).unsqueeze(-3)  # (..., n, 1, k) * (..., 1, m, k)
-    out = prod_.sum(-1).cast(dtype)  # (..., n, m, k) -> (..., n, m)
-    if squeeze_a:
-        out = out.squeeze(-2)
-    if squeeze_b:
-        out = out.squeeze(-1)
-    return out
-
-
-def dot(x: Tensor, other: Tensor) -> Tensor:
-    """x @ other (matmul). Unlike torch.dot it is not limited to 1-D operands."""
-    return x.matmul(other)
