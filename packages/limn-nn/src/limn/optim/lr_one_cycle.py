@@ -1,4 +1,4 @@
-"""The 1cycle learning-rate policy (torch.optim.lr_scheduler.OneCycleLR), on limn.optim.lr_scheduler's base.
+"""The 1cycle learning-rate policy (torch.optim.lr_scheduler.OneCycleLR), on limn.optim.lr_base's LRScheduler.
 
 Up from max_lr / div_factor to max_lr, then down past the start (three phases, or two), by cosine or linear
 annealing, with torch's phase boundaries and float results. limn.optim.lr_scheduler re-exports it, so
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from limn.optim.lr_scheduler import LRScheduler, Schedulable, _checked_optimizer, _per_group
+from limn.optim.lr_base import LRScheduler, Schedulable, _checked_optimizer, _per_group
 
 __all__ = ["OneCycleLR"]
 
