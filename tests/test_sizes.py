@@ -14,7 +14,6 @@ MODULES_OVER = {
     "limn-compiler/src/limn/compiler/codegen.py": 511,
     "limn-compiler/src/limn/compiler/ir.py": 629,
     "limn-core/src/limn/frontend/primitives.py": 506,
-    "limn-nn/src/limn/capture/record.py": 605,
 }
 FUNCTIONS_OVER = {
     "limn-c/src/limn/c/rewrites/matmul.py render_packed": 79,

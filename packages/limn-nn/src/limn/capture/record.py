@@ -43,94 +43,28 @@ import contextlib
 import functools
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from limn.capture import verify as capture_verify
+from limn.capture.recording import (
+    CaptureError,
+    Leaf,
+    Recording,
+    Run,
+    dtype_shape,
+    graph_leaf_buffers,
+    graph_template,
+)
+from limn.capture.replay import leaf_buffer, restore, run_runs, traced
 from limn.composed.random import rng
-from limn.dtypes import DType
 from limn.frontend.tensor import Tensor, realize
 from limn.graph import provenance
-from limn.graph.ops import Node, Op, rebuilt, substitute, toposort
-from limn.runtime import engine, snapshot
+from limn.graph.ops import Node, Op
+from limn.runtime import engine
 from limn.runtime.device import Buffer, current_device, get_device
 from limn.runtime.snapshot import Fork
-
-
-class CaptureError(RuntimeError):
-    """The step cannot be captured or replayed as asked; the message says what changed and what to do."""
-
-
-@dataclass(frozen=True)
-class _Leaf:
-    """Where a recorded run's leaf buffer comes from on replay.
-
-    kind: "arg" (argument `index`), "run" (result `index` of run `run`), "kept" (`buffer` itself, which
-    lives across calls), "before" (the bytes `buffer` holds before this run assigns it: forked anew on
-    each replay, as realize() does), or "const" (`buffer`, host data the step made, the same each call).
-    """
-
-    kind: str
-    index: int = 0
-    run: int = 0
-    buffer: Buffer | None = None
-
-
-@dataclass(frozen=True)
-class _Placeholder:
-    """A leaf of a recorded numpy-device graph: which leaf of the run it is. The recording holds no
-    BUFFER node of a live buffer, so it never keeps a tensor's bytes alive or looks like a reader."""
-
-    index: int
-
-
-@dataclass
-class _Run:
-    device: str
-    plan: Any  # a jit Plan on compiled devices, None on devices that interpret graphs
-    template: list[Node] | None  # the graph with _Placeholder leaves, for devices without plans
-    leaves: list[_Leaf]
-    owners: dict[int, list[Any]]  # id(assigned buffer) -> weakrefs to the tensors whose assign it is
-    in_place: list[Buffer]  # the buffers the run assigns in place (optimizer state)
-
-
-@dataclass
-class _Recording:
-    """What one call did: its runs, where its outputs are and the host data it made."""
-
-    runs: list[_Run]
-    outputs: list[_Leaf]  # where each returned tensor is: a run's result, or an argument returned as it is
-    rebuild: Callable[[list[Tensor]], Any]
-    constants: list[tuple[str, str]] = field(default_factory=list)  # (what, fingerprint) of each
-
-    @functools.cached_property
-    def kept(self) -> list[Buffer]:
-        """The buffers the recording reads across calls: parameters, optimizer state, other tensors."""
-        return self._buffers(("kept", "before"))
-
-    @functools.cached_property
-    def kept_ids(self) -> set[int]:
-        return {id(b) for b in self.kept}
-
-    @functools.cached_property
-    def written(self) -> list[Buffer]:
-        """The buffers the recorded step assigns."""
-        in_place = {id(b): b for run in self.runs for b in run.in_place}
-        return self._buffers(("before",)) + list(in_place.values())
-
-    def _buffers(self, kinds: tuple[str, ...]) -> list[Buffer]:
-        seen: dict[int, Buffer] = {}
-        for run in self.runs:
-            for leaf in run.leaves:
-                if leaf.kind in kinds:
-                    seen.setdefault(id(leaf.buffer), leaf.buffer)
-        return list(seen.values())
-
-
-def _what(dtype: DType, shape: tuple[int, ...]) -> str:
-    return f"{dtype.name}{list(shape)}"
 
 
 class _Recorder:
@@ -138,7 +72,7 @@ class _Recorder:
 
     def __init__(self, arg_buffers: dict[int, int]) -> None:
         self.arg_buffers = arg_buffers  # id(Buffer) -> argument index
-        self.runs: list[_Run] = []
+        self.runs: list[Run] = []
         self.results: dict[int, tuple[int, int]] = {}  # id(Buffer) -> (run, result index)
         self.fresh: set[int] = set()  # buffers made from host data during the call
         self.constants: list[tuple[str, str]] = []
@@ -163,7 +97,7 @@ class _Recorder:
 
     def read_back(self, t: Tensor) -> None:
         self.refuse(
-            f"the step reads a {_what(t.dtype, t.shape)} value back into Python (.numpy()/.item()) "
+            f"the step reads a {dtype_shape(t.dtype, t.shape)} value back into Python (.numpy()/.item()) "
             "while it is being captured; a replay could not follow a branch on it. Return the value "
             "from the step and read it outside"
         )
@@ -173,7 +107,7 @@ class _Recorder:
         for f in forks:
             if id(f.target) not in self.targets:
                 self.refuse(
-                    f"the step realized an assign to a {_what(f.target.dtype, f.target.shape)} tensor made "
+                    f"the step realized an assign to a {dtype_shape(f.target.dtype, f.target.shape)} tensor made "
                     "outside it and still pending (capture realizes this thread's pending assigns first: was it "
                     "made in another thread?); a replay would make it again on every call. Realize the tensor "
                     "(t.realize()) before calling the step"
@@ -181,7 +115,7 @@ class _Recorder:
             if id(f.target) in self.arg_buffers:
                 self.refuse(
                     f"the step assigns argument {self.arg_buffers[id(f.target)]} "
-                    f"({_what(f.target.dtype, f.target.shape)}); a replay would write whatever tensor is "
+                    f"({dtype_shape(f.target.dtype, f.target.shape)}); a replay would write whatever tensor is "
                     "passed there next. Keep parameters and state out of the arguments: the step reads them itself"
                 )
         dev = get_device(device)
@@ -189,60 +123,29 @@ class _Recorder:
             plan, leaf_buffers = dev.plan(sinks)
             template = None
         else:
-            plan, leaf_buffers = None, _leaf_buffers(sinks)
-            template = _template(sinks, leaf_buffers)
+            plan, leaf_buffers = None, graph_leaf_buffers(sinks)
+            template = graph_template(sinks, leaf_buffers)
         leaves = [self._classify(b) for b in leaf_buffers]
         run = len(self.runs)
         owners = {id(f.target): f.owners for f in forks}  # realize() fills these in after this call
         in_place = [f.target for f in forks if f.before is None]
-        self.runs.append(_Run(device, plan, template, leaves, owners, in_place))
+        self.runs.append(Run(device, plan, template, leaves, owners, in_place))
         for i, b in enumerate(buffers):
             self.results.setdefault(id(b), (run, i))
         self.alive += buffers + [f.before for f in forks]
 
-    def _classify(self, b: Buffer) -> _Leaf:
+    def _classify(self, b: Buffer) -> Leaf:
         if id(b) in self.before:
-            return _Leaf("before", buffer=self.before[id(b)])
+            return Leaf("before", buffer=self.before[id(b)])
         if id(b) in self.arg_buffers:
-            return _Leaf("arg", index=self.arg_buffers[id(b)])
+            return Leaf("arg", index=self.arg_buffers[id(b)])
         if id(b) in self.results:
             run, index = self.results[id(b)]
-            return _Leaf("run", index=index, run=run)
+            return Leaf("run", index=index, run=run)
         if id(b) in self.fresh:
-            self.constants.append((_what(b.dtype, b.shape), hashlib.sha256(b.numpy().tobytes()).hexdigest()))
-            return _Leaf("const", buffer=b)
-        return _Leaf("kept", buffer=b)
-
-
-def _leaf_buffers(sinks: list[Node]) -> list[Buffer]:
-    seen: dict[int, Buffer] = {}
-    for n in toposort(sinks):
-        if n.op is Op.BUFFER:
-            seen.setdefault(id(n.arg), n.arg)
-    return list(seen.values())
-
-
-def _template(sinks: list[Node], leaf_buffers: list[Buffer]) -> list[Node]:
-    """The graph with each leaf buffer swapped for a _Placeholder naming its position (an ASSIGN's target
-    too: the recording must hold no BUFFER node of a live buffer)."""
-    position = {id(b): i for i, b in enumerate(leaf_buffers)}
-    return _swap_leaves(sinks, lambda n: _Placeholder(position[id(n.arg)]))
-
-
-def _bind(template: list[Node], leaves: list[Buffer]) -> list[Node]:
-    """A recorded graph with its placeholders bound to this call's leaf buffers."""
-    return _swap_leaves(template, lambda n: leaves[n.arg.index])
-
-
-def _swap_leaves(sinks: list[Node], arg: Callable[[Node], Any]) -> list[Node]:
-    """The graph with every BUFFER node swapped for one holding arg(node) instead."""
-
-    def swap(n: Node, srcs: tuple[Node, ...]) -> Node:
-        if n.op is Op.BUFFER:
-            return Node(Op.BUFFER, (), n.dtype, n.shape, arg(n))
-        return rebuilt(n, srcs)
-
-    return substitute(sinks, swap)
+            self.constants.append((dtype_shape(b.dtype, b.shape), hashlib.sha256(b.numpy().tobytes()).hexdigest()))
+            return Leaf("const", buffer=b)
+        return Leaf("kept", buffer=b)
 
 
 def _signature(args: tuple, keywords: tuple[str, ...] = ()) -> tuple:
@@ -313,7 +216,7 @@ def _flatten(out: Any) -> tuple[list[Tensor], Callable[[list[Tensor]], Any]]:
     raise CaptureError(f"a captured step returned {type(out).__name__}; return tensors (or None)")
 
 
-def _record(call: Callable[[], Any], args: tuple) -> tuple[_Recording, Any]:
+def _record(call: Callable[[], Any], args: tuple) -> tuple[Recording, Any]:
     """Runs call() (the step on `args`) eagerly while recording what it runs; raises CaptureError for what
     cannot replay. A step that raises records nothing: the assigns it made are realized, outside the
     recording (as an eager loop realizes them when it next reads them), and the exception propagates."""
@@ -346,15 +249,15 @@ def _record(call: Callable[[], Any], args: tuple) -> tuple[_Recording, Any]:
         buf = o.node.arg
         if id(buf) in recorder.results:
             run, index = recorder.results[id(buf)]
-            positions.append(_Leaf("run", index=index, run=run))
+            positions.append(Leaf("run", index=index, run=run))
         elif id(buf) in arg_buffers:  # an argument returned as it is (a view of one is a run's result)
-            positions.append(_Leaf("arg", index=arg_buffers[id(buf)]))
+            positions.append(Leaf("arg", index=arg_buffers[id(buf)]))
         else:
             raise CaptureError(
-                f"the step returned a {_what(o.dtype, o.shape)} tensor it did not compute; "
+                f"the step returned a {dtype_shape(o.dtype, o.shape)} tensor it did not compute; "
                 "return only values computed inside the step"
             )
-    return _Recording(recorder.runs, positions, rebuild, recorder.constants), out
+    return Recording(recorder.runs, positions, rebuild, recorder.constants), out
 
 
 class Captured:
@@ -383,13 +286,13 @@ class Captured:
         self.verify = verify
         self.signature: tuple | None = None
         self.sharing: tuple | None = None
-        self.recording: _Recording | None = None
+        self.recording: Recording | None = None
         self.confirmed = False  # host data the step makes is checked once more on the second call
         self.replays = 0
         self.objects: list[Any] = []  # object arguments, held so no other object takes their id
 
     @property
-    def runs(self) -> list[_Run]:
+    def runs(self) -> list[Run]:
         return [] if self.recording is None else self.recording.runs
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
@@ -453,14 +356,14 @@ class Captured:
         for i, a in enumerate(args):
             if isinstance(a, Tensor) and id(a.node.arg) in kept_ids:
                 raise CaptureError(
-                    f"argument {i} ({_what(a.dtype, a.shape)}) is a buffer the recording keeps across calls "
+                    f"argument {i} ({dtype_shape(a.dtype, a.shape)}) is a buffer the recording keeps across calls "
                     "(a parameter or optimizer state): the replay would read and write it as two buffers. "
                     "Pass data as arguments, not the step's own tensors"
                 )
         for b in kept:
             if not b.nodes:
                 raise CaptureError(
-                    f"the step read a {_what(b.dtype, b.shape)} tensor that nothing outside the recording holds "
+                    f"the step read a {dtype_shape(b.dtype, b.shape)} tensor that nothing outside the recording holds "
                     "any more (a global or attribute rebound to a new tensor?); a replay would read the old one. "
                     "Pass it as an argument, or capture the step again"
                 )
@@ -482,11 +385,11 @@ class Captured:
     # ---- replaying ----
 
     def _replay(self, args: tuple) -> Any:
-        results, _ = _run_runs(self.recording, args)
+        results, _ = run_runs(self.recording, args)
         self.replays += 1
         outs = []
         for leaf in self.recording.outputs:
-            buf = _leaf_buffer(leaf, args, results, {})
+            buf = leaf_buffer(leaf, args, results, {})
             outs.append(Tensor._from_node(buf.node(), buf.device))
         return self.recording.rebuild(outs)
 
@@ -500,84 +403,23 @@ class Captured:
         eager_recording, eager = _record(call, args)
         eager_outs = [t.numpy() for t in _flatten(eager)[0]]
         eager_state = [b.numpy() for b in written]
-        _restore(written, saved)
+        restore(written, saved)
         number = self.replays + 2  # the recording was call 1
         out = self._replay(args)
         pairs = [(f"output {i}", t.numpy(), e) for i, (t, e) in enumerate(zip(_flatten(out)[0], eager_outs))]
         pairs += [
-            (f"the {_what(b.dtype, b.shape)} buffer the step assigns ({i})", b.numpy(), e)
+            (f"the {dtype_shape(b.dtype, b.shape)} buffer the step assigns ({i})", b.numpy(), e)
             for i, (b, e) in enumerate(zip(written, eager_state))
         ]
         for what, got, expected in pairs:
             if not np.array_equal(got, expected, equal_nan=got.dtype.kind == "f"):
-                trace = functools.partial(_traced, args=args, written=written, saved=saved)
+                trace = functools.partial(traced, args=args, written=written, saved=saved)
                 first = capture_verify.first_difference(self.recording, eager_recording, trace)
                 raise CaptureError(
                     f"verify: call {number} replayed differs from the eager call in {what}: max difference "
                     f"{capture_verify.max_difference(got, expected)}. {first}"
                 )
         return out
-
-
-def _traced(recording: _Recording, args: tuple, written: list[Buffer], saved: list[np.ndarray]) -> list:
-    """What each run of `recording` writes, kernel by kernel (capture_verify.Trace), from the saved state."""
-    _restore(written, saved)
-    return _run_runs(recording, args, traced=True)[1]
-
-
-def _restore(buffers: list[Buffer], saved: list[np.ndarray]) -> None:
-    for b, data in zip(buffers, saved):
-        get_device(b.device).copyin(b.handle, data)
-
-
-def _run_runs(recording: _Recording, args: tuple, traced: bool = False) -> tuple[list[list[Buffer]], list]:
-    """Runs a recording's runs on this call's arguments: each run's result buffers and, when traced, what
-    each run wrote step by step (limn.capture.verify.Trace: per kernel on a compiled device, slot ->
-    bytes; one step on the numpy device, result index -> bytes)."""
-    results: list[list[Buffer]] = []
-    traces: list[list[dict[int, np.ndarray]]] = []
-    for run in recording.runs:
-        forks = {id(leaf.buffer): snapshot.fork(leaf.buffer) for leaf in run.leaves if leaf.kind == "before"}
-        leaves = [_leaf_buffer(leaf, args, results, forks) for leaf in run.leaves]
-        forks |= {id(b): snapshot.fork(b) for b in run.in_place}  # no new memory: they only lose readers
-        dev = get_device(run.device)
-        try:
-            if traced and run.plan is not None:
-                out, steps = dev.run_plan_traced(run.plan, leaves)
-                traces.append(steps)
-            elif run.plan is not None:
-                out = dev.run_plan(run.plan, leaves)
-            else:
-                out = dev.run(_bind(run.template, leaves))
-                if traced:
-                    traces.append([{i: b.numpy() for i, b in enumerate(out)}])
-            results.append(out)
-        except BaseException:
-            snapshot.undo(list(forks.values()))
-            raise
-        _settle(run, list(forks.values()))
-    return results, traces
-
-
-def _leaf_buffer(leaf: _Leaf, args: tuple, results: list[list[Buffer]], forks: dict[int, Fork]) -> Buffer:
-    if leaf.kind == "before":
-        return forks[id(leaf.buffer)].before
-    if leaf.kind == "arg":
-        return args[leaf.index].node.arg
-    if leaf.kind == "run":
-        return results[leaf.run][leaf.index]
-    return leaf.buffer
-
-
-def _settle(run: _Run, forks: list[Fork]) -> None:
-    """What realize() does after an assigning run: the tensors whose assigns these are read the new bytes,
-    every other reader of the old bytes keeps them."""
-    for f in forks:
-        for ref in run.owners.get(id(f.target), ()):
-            t = ref()
-            if t is not None:
-                t.node = f.target.node()
-    snapshot.settle(forks, engine.remember)
 
 
 def _describe(sig: tuple) -> str:

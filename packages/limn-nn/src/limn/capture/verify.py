@@ -22,7 +22,7 @@ from limn.compiler.kernel import Kernel, Schedule
 from limn.graph.ops import Op
 
 if TYPE_CHECKING:
-    from limn.capture.record import _Leaf, _Recording, _Run
+    from limn.capture.recording import Leaf, Recording, Run
 
 # One run, step by step: per kernel (one step for a numpy-device run), slot number (result index) -> bytes.
 Trace = list[dict[int, np.ndarray]]
@@ -43,7 +43,7 @@ BYTES = (
 )
 
 
-def first_difference(ours: _Recording, eager: _Recording, trace: Callable[[_Recording], list[Trace]]) -> str:
+def first_difference(ours: Recording, eager: Recording, trace: Callable[[Recording], list[Trace]]) -> str:
     """Why replaying `ours` differs from the eager call that made `eager`. trace(recording) runs a
     recording from the state both started from and returns what each of its runs wrote, step by step."""
     if len(eager.runs) != len(ours.runs):
@@ -86,7 +86,7 @@ def _equal(got: np.ndarray, expected: np.ndarray) -> bool:
     return np.array_equal(got, expected, equal_nan=got.dtype.kind == "f")
 
 
-def _graph_change(ours: _Run, eager: _Run) -> str | None:
+def _graph_change(ours: Run, eager: Run) -> str | None:
     """How the eager call's run differs from the recorded one in what it runs (not in the values), or None."""
     if ours.device != eager.device:
         return f"ran on device {eager.device!r}, the recording's on {ours.device!r}"
@@ -115,7 +115,7 @@ def _graph_change(ours: _Run, eager: _Run) -> str | None:
     return "built another plan: the same kernels, on other slots"
 
 
-def _first_kernel(r: int, ours: _Run, eager: _Run, step: int, slot: int, got: np.ndarray, expected: np.ndarray) -> str:
+def _first_kernel(r: int, ours: Run, eager: Run, step: int, slot: int, got: np.ndarray, expected: np.ndarray) -> str:
     """The message naming the first step of run r that wrote a different value into `slot`."""
     diff = max_difference(got, expected)
     if ours.plan is None:
@@ -139,7 +139,7 @@ def _first_kernel(r: int, ours: _Run, eager: _Run, step: int, slot: int, got: np
     return " ".join(part for part in (where, sources, rebound or BYTES) if part)
 
 
-def _rebound_leaf(ours: list[_Leaf], eager: list[_Leaf], read: dict[str, int]) -> str | None:
+def _rebound_leaf(ours: list[Leaf], eager: list[Leaf], read: dict[str, int]) -> str | None:
     """Says which of the leaves `read` (name -> leaf index) the recording binds otherwise than the eager
     call, if one is. Host data is made anew each call, so two "const" leaves count as the same."""
     for name, j in read.items():
@@ -153,7 +153,7 @@ def _rebound_leaf(ours: list[_Leaf], eager: list[_Leaf], read: dict[str, int]) -
     return None
 
 
-def _leaf(leaf: _Leaf) -> str:
+def _leaf(leaf: Leaf) -> str:
     if leaf.kind == "arg":
         return f"argument {leaf.index}"
     if leaf.kind == "run":
@@ -166,7 +166,7 @@ def _leaf(leaf: _Leaf) -> str:
     return f"a kept {what} buffer {_address(leaf)}"
 
 
-def _address(leaf: _Leaf) -> str:
+def _address(leaf: Leaf) -> str:
     return f"(buffer at 0x{id(leaf.buffer):x})"
 
 
