@@ -125,7 +125,7 @@ def test_the_reduce_folds_cover_every_reduce():
 
 
 def test_the_ir_interpreter_computes_every_arith_op():
-    arith = _table("limn.compiler.ir", "ARITH")
+    arith = _table("limn.compiler.interpret", "ARITH")
     assert set(arith) == ARITH_OPS, f"the interpreter's ARITH misses {sorted(map(repr, ARITH_OPS - set(arith)))}"
 
 
