@@ -1,15 +1,18 @@
 """The IR interpreter as a device: graphs run through the real scheduler, lowering and plan executor,
 and then limn.compiler.interpret.execute walks each printed instruction with numpy scalars. Diffing it against the numpy
 device checks that the printed nest means what it says (strides, masks, reduce identities, loop order);
-every kernel it is handed passes limn.compiler.ir.check first.
+every kernel it is handed passes limn.compiler.checker.check first.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from limn.compiler.checker import check
 from limn.compiler.interpret import execute
-from limn.compiler.ir import KernelIR, check
+from limn.compiler.ir import (
+    KernelIR,
+)
 from limn.compiler.jit import CompiledDevice
 from limn.dtypes import DType
 from limn.graph.ops import Shape

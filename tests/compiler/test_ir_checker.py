@@ -1,4 +1,4 @@
-"""Rule: every nest lowering writes is well formed, and a nest that is not says where. limn.compiler.ir.check passes
+"""Rule: every nest lowering writes is well formed, and a nest that is not says where. checker.check passes
 every kernel of the shared corpus; each rule it enforces is then broken once in a small hand-written nest,
 and the test shows the failure the checker prints: the rule, what is wrong, and the nest with the
 offending instruction marked `-->`."""
@@ -12,6 +12,7 @@ from corpus import CASES, Case
 
 import limn.compiler.codegen
 from limn import Tensor, dtypes
+from limn.compiler.checker import IRError, check
 from limn.compiler.codegen import ir
 from limn.compiler.ir import (
     OPCODES,
@@ -23,7 +24,6 @@ from limn.compiler.ir import (
     EndLoop,
     Index,
     Instr,
-    IRError,
     KernelIR,
     LoadI,
     Loop,
@@ -31,7 +31,6 @@ from limn.compiler.ir import (
     Range,
     Store,
     Value,
-    check,
 )
 from limn.graph.ops import Op
 

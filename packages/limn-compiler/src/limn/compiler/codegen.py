@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from limn.compiler.checker import check
 from limn.compiler.ir import (
     Acc,
     Accum,
@@ -36,7 +37,6 @@ from limn.compiler.ir import (
     Store,
     Term,
     Value,
-    check,
 )
 from limn.compiler.schedule import Alu, Const, Expr, Gather, Kernel, Load, Schedule, schedule, walk_expr
 from limn.dtypes import DType
@@ -394,7 +394,7 @@ def _over_groups(order: list[Expr], groups: list[list[int]]) -> dict[int, Expr]:
 
 
 def lower(kernel: Kernel, sched: Schedule) -> KernelIR:
-    """The loop nests of one scheduled kernel; with LIMN_DEBUG>=1 they pass ir.check first (an IRError
+    """The loop nests of one scheduled kernel; with LIMN_DEBUG>=1 they pass checker.check first (an IRError
     prints the nest, marking the instruction that breaks a rule)."""
     nest = _lowered(kernel, sched)
     return check(nest) if _debug_level() >= 1 else nest
