@@ -10,8 +10,6 @@ MODULE_LINES, FUNCTION_LINES = 500, 60
 
 # still over, at most this long (issue 27 brings each under the limit)
 MODULES_OVER = {
-    "limn-compiler/src/limn/compiler/codegen.py": 511,
-    "limn-core/src/limn/frontend/primitives.py": 506,
 }
 FUNCTIONS_OVER = {
     "limn-c/src/limn/c/rewrites/matmul.py render_packed": 79,

@@ -94,3 +94,25 @@ def dim_first(dim: Any, index: Any, spelling: str) -> int:
     if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool):
         return int(dim)
     raise TypeError(f"{spelling}: dim must be an int, got {type(dim).__name__}; the order is torch's, dim first")
+
+
+def check_requires_grad(requires_grad: bool, dtype: DType, what: str) -> None:
+    """A TypeError unless a tensor that requires grad is a float: gradients are only defined for floats."""
+    if requires_grad and not dtype.is_float:
+        raise TypeError(
+            f"{what}: requires_grad=True needs a float dtype; this tensor is {dtype.name} (pass dtype='float32')"
+        )
+
+
+def scalar_dtype(value: Scalar, what: str) -> DType:
+    """The dtype a python scalar takes when none is given: bool, int32 for an int (an OverflowError past
+    int32, rather than a silent wrap), float32 for a float, as torch's defaults but for its int64."""
+    if isinstance(value, bool):
+        return dtypes.bool_
+    if not isinstance(value, int):
+        return dtypes.float32
+    if not -(2**31) <= value < 2**31:
+        raise OverflowError(
+            f"{what}: the python int {value} does not fit int32, limn's dtype for python ints; pass dtype=limn.int64"
+        )
+    return dtypes.int32

@@ -22,10 +22,12 @@ from limn.frontend.arguments import (
     Scalar,
     TensorLike,
     broadcast_shape,
+    check_requires_grad,
     const_value,
     dim_first,
     host_array,
     normalize_axis,
+    scalar_dtype,
 )
 from limn.frontend.host import HostMixin
 from limn.graph.ops import Movement, Node, Op, Shape
@@ -57,13 +59,6 @@ def join_devices(tensors: Sequence[Tensor], what: str | Op) -> str:
         name = what.name if isinstance(what, Op) else what  # an op's name is spelled only for the error
         raise DeviceError(f"{name}: mixes tensors on devices {', '.join(non_host)}; move them to one with .to(name)")
     return non_host[0] if non_host else first
-
-
-def _check_requires_grad(requires_grad: bool, dtype: DType, what: str) -> None:
-    if requires_grad and not dtype.is_float:
-        raise TypeError(
-            f"{what}: requires_grad=True needs a float dtype; this tensor is {dtype.name} (pass dtype='float32')"
-        )
 
 
 class Tensor(HostMixin):
@@ -108,7 +103,7 @@ class Tensor(HostMixin):
         self.requires_grad = bool(requires_grad)
         self.grad: Tensor | None = None
         self._ctx: Context | None = None
-        _check_requires_grad(requires_grad, self.dtype, "Tensor()")
+        check_requires_grad(requires_grad, self.dtype, "Tensor()")
 
     @staticmethod
     def _from_node(node: Node, device: str, ctx: Context | None = None) -> Tensor:
@@ -138,19 +133,8 @@ class Tensor(HostMixin):
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         if any(not isinstance(s, int) or s < 0 for s in shape):
             raise ArgumentError(f"full(): shape {shape} must be non-negative ints")
-        if dtype is None:
-            dtype = (
-                dtypes.bool_
-                if isinstance(value, bool)
-                else (dtypes.int32 if isinstance(value, int) else dtypes.float32)
-            )
-            if dtype == dtypes.int32 and not -(2**31) <= value < 2**31:  # it would wrap, unasked
-                raise OverflowError(
-                    f"full(): the python int {value} does not fit int32, limn's dtype for python ints; "
-                    "pass dtype=limn.int64"
-                )
-        dtype = dtypes.as_dtype(dtype)
-        _check_requires_grad(requires_grad, dtype, "full()")
+        dtype = scalar_dtype(value, "full()") if dtype is None else dtypes.as_dtype(dtype)
+        check_requires_grad(requires_grad, dtype, "full()")
         if device is None:
             device = current_device()
         else:
@@ -176,7 +160,7 @@ class Tensor(HostMixin):
                 "requires_grad_(False) on a computed tensor: only leaves can change the flag; "
                 "use x.detach() for a value cut off from the graph"
             )
-        _check_requires_grad(requires_grad, self.dtype, "requires_grad_()")
+        check_requires_grad(requires_grad, self.dtype, "requires_grad_()")
         if requires_grad and self._ctx is None and self.node.op is not Op.BUFFER:
             self.realize()
         self.requires_grad = bool(requires_grad) or self._ctx is not None
