@@ -9,12 +9,9 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULE_LINES, FUNCTION_LINES = 500, 60
 
 # still over, at most this long (issue 27 brings each under the limit)
-MODULES_OVER = {
-}
+MODULES_OVER: dict[str, int] = {}  # none today: keep it so
 FUNCTIONS_OVER = {
-    "limn-c/src/limn/c/rewrites/matmul.py render_packed": 79,
     "limn-compiler/src/limn/compiler/matmul_form.py match_matmul": 72,
-    "limn-c/src/limn/c/rewrites/matmul.py render_tiled": 63,
 }
 
 

@@ -35,17 +35,14 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
     m = _batch_as_rows(m)
     if not m.batch and m.i.extent >= rows:
         return render_packed(m, renderer, depth)
-    t, threads = m.ctype, renderer.options.threads
+    t = m.ctype
     ni, nr, nj = m.i.extent, m.r.extent, m.j.extent
     a_i, a_r = coef(m.a.index, m.i.var), coef(m.a.index, m.r.var)
     b_r, b_j = coef(m.b.index, m.r.var), coef(m.b.index, m.j.var)
     o_i = coef(m.out_index, m.i.var)
     a, out, r = m.a.buf, m.out, m.r.var
     tj, kc = _panel_width(m, vectors), min(nr, R_BLOCK)
-    work = ni * nj * nr
-    for bl in m.batch:
-        work *= bl.extent
-    threads = threads if threads > 1 and work >= renderer.options.parallel_work else 1
+    threads = _team(m, renderer)
     lines = [f"/* matmul tile: {rows} rows x {vectors} vectors of cells in registers; {r} walked in order */", "{"]
     if threads > 1:
         lines.append(f"#pragma omp parallel num_threads({threads})")
@@ -91,6 +88,15 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
     lines += ["free(panel);", "}", "}"]
     pad = "    " * depth
     return [line if line.startswith("#pragma") else pad + line for line in lines]
+
+
+def _team(m: Matmul, renderer) -> int:
+    """The OpenMP team a tiled nest runs on: the renderer's, where the nest's work is worth one; else 1."""
+    work = m.i.extent * m.j.extent * m.r.extent
+    for bl in m.batch:
+        work *= bl.extent
+    threads = renderer.options.threads
+    return threads if threads > 1 and work >= renderer.options.parallel_work else 1
 
 
 def _batch_as_rows(m: Matmul) -> Matmul:
@@ -313,20 +319,18 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
     them across the block's panels, so neither operand is read again per tile. Tiles fold block after
     block from their stored totals; the edge tiles are the same fold over fewer rows or columns. Every
     cell sees the plain nest's fmas in its order."""
-    t, threads = m.ctype, renderer.options.threads
+    t = m.ctype
     rows, vectors = renderer.options.isa.tile_rows, renderer.options.isa.tile_vectors
     ni, nr, nj = m.i.extent, m.r.extent, m.j.extent
-    a_i, a_r = coef(m.a.index, m.i.var), coef(m.a.index, m.r.var)
     b_r, b_j = coef(m.b.index, m.r.var), coef(m.b.index, m.j.var)
     o_i = coef(m.out_index, m.i.var)
     a, b, out, r = m.a.buf, m.b.buf, m.out, m.r.var
     a0, b0, o0 = m.a.index.const, m.b.index.const, m.out_index.const
     tj, kc = _panel_width(m, vectors), min(nr, R_BLOCK)
-    if threads <= 1 or ni * nj * nr < renderer.options.parallel_work:
-        threads = 1
+    threads = _team(m, renderer)
     omp_for = ["#pragma omp for schedule(static)"] if threads > 1 else []
     b_cell = f"{b}[{b0} + (int64_t){r}*{b_r} + (jt + c)*(int64_t){b_j}]"
-    slot = f"bpack[(jt - jb) * {kc} + ({r} - kb) * {tj} + c]"
+    out_row = f"{out} + {o0} + (it + ii) * (int64_t){o_i} + jt"
     nc = f"(({min(nj, PACKED_COLUMNS)} + {tj} - 1) / {tj} * {tj})"  # a whole number of panels
     lines = [
         f"/* matmul tile, blocked: {rows} x {vectors} vectors of cells in registers, packed panels; {r} in order */",
@@ -345,35 +349,15 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
         f"    const int64_t ke = kb + {kc} < {nr} ? kb + {kc} : {nr};",
         f"    const int64_t je = jb + {nc} < {nj} ? jb + {nc} : {nj};",
         *omp_for,
-        f"    for (int64_t jt = jb; jt < je; jt += {tj}) {{ /* panel jt/TJ: rows [kb, ke) of b's columns */",
-        f"        const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj};",
-        f"        if (cols == {tj}) for (int64_t {r} = kb; {r} < ke; {r}++) for (int64_t c = 0; c < {tj}; c++)",
-        f"            {slot} = {b_cell};",
-        f"        else for (int64_t {r} = kb; {r} < ke; {r}++) for (int64_t c = 0; c < {tj}; c++)",
-        f"            {slot} = c < cols ? {b_cell} : 0; /* zeros past the edge: lanes never stored */",
-        "    }",
+        *_indented(4, _pack_b_block(m, tj, kc, b_cell)),
         *omp_for,
         f"    for (int64_t it = 0; it < {ni}; it += {rows}) {{",
         f"        const int64_t here = {ni} - it < {rows} ? {ni} - it : {rows}; /* rows in this tile */",
-        f"        for (int64_t {r} = kb; {r} < ke; {r}++)",
-        "            for (int ii = 0; ii < here; ii++)",
-        f"                apack[({r} - kb) * {rows} + ii] =",
-        f"                    {a}[{a0} + (it + ii) * (int64_t){a_i} + {r} * (int64_t){a_r}];",
+        *_indented(8, _pack_a_tile(m, rows)),
         f"        for (int64_t jt = jb; jt < je; jt += {tj}) {{",
         f"            const {t}* panel = bpack + (jt - jb) * {kc};",
         f"            const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj};",
-        *_indented(
-            12,
-            _row_tile(
-                m,
-                rows,
-                vectors,
-                ni % rows,
-                str(ni),
-                f"{out} + {o0} + (it + ii) * (int64_t){o_i} + jt",
-                f"apack[({r} - kb) * {rows} + ii]",
-            ),
-        ),
+        *_indented(12, _row_tile(m, rows, vectors, ni % rows, str(ni), out_row, f"apack[({r} - kb) * {rows} + ii]")),
         "        }",
         *_indented(8, _rows_epilogue(m, renderer)),
         "    }",
@@ -385,3 +369,30 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
     ]
     pad = "    " * depth
     return [line if line.startswith("#pragma") else pad + line for line in lines]
+
+
+def _pack_b_block(m: Matmul, tj: int, kc: int, b_cell: str) -> list[str]:
+    """C packing rows [kb, ke) of b's columns [jb, je) into bpack, a panel of tj columns after another (the
+    last zero-padded: its lanes are never stored)."""
+    nj, r = m.j.extent, m.r.var
+    slot = f"bpack[(jt - jb) * {kc} + ({r} - kb) * {tj} + c]"
+    return [
+        f"for (int64_t jt = jb; jt < je; jt += {tj}) {{ /* panel jt/TJ: rows [kb, ke) of b's columns */",
+        f"    const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj};",
+        f"    if (cols == {tj}) for (int64_t {r} = kb; {r} < ke; {r}++) for (int64_t c = 0; c < {tj}; c++)",
+        f"        {slot} = {b_cell};",
+        f"    else for (int64_t {r} = kb; {r} < ke; {r}++) for (int64_t c = 0; c < {tj}; c++)",
+        f"        {slot} = c < cols ? {b_cell} : 0; /* zeros past the edge: lanes never stored */",
+        "}",
+    ]
+
+
+def _pack_a_tile(m: Matmul, rows: int) -> list[str]:
+    """C packing a row tile's rows of a (those `here` rows from it, block [kb, ke) of r) into apack, r-major."""
+    a_i, a_r, r = coef(m.a.index, m.i.var), coef(m.a.index, m.r.var), m.r.var
+    return [
+        f"for (int64_t {r} = kb; {r} < ke; {r}++)",
+        "    for (int ii = 0; ii < here; ii++)",
+        f"        apack[({r} - kb) * {rows} + ii] =",
+        f"            {m.a.buf}[{m.a.index.const} + (it + ii) * (int64_t){a_i} + {r} * (int64_t){a_r}];",
+    ]
