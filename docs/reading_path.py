@@ -17,7 +17,7 @@ PAGE = ROOT / "docs" / "reading.md"
 BEGIN, END = "<!-- reading path: begin -->", "<!-- reading path: end -->"
 
 # The budget in lines: the path may only shrink. The redesign's target is 6,000.
-BUDGET = 7_791
+BUDGET = 7_789
 
 # (distribution, module path under src/limn, what a reader learns there), in reading order
 PATH = [
@@ -40,7 +40,7 @@ PATH = [
     ("limn-compiler", "compiler/epilogue.py", "an elementwise kernel folds into the reduce whose totals it reads"),
     ("limn-compiler", "compiler/codegen.py", "lowering: a kernel becomes a loop nest, views become index arithmetic"),
     ("limn-compiler", "compiler/coalesce.py", "neighbouring reduce dims folded as one loop"),
-    ("limn-compiler", "compiler/ir.py", "the loop-nest IR: grammar, instructions, printer, checker"),
+    ("limn-compiler", "compiler/ir.py", "the loop-nest IR: its grammar, instructions and printout"),
     ("limn-compiler", "compiler/matmul_form.py", "when a nest reads as a matmul"),
     ("limn-compiler", "compiler/jit.py", "the executor: plans, program cache, the assign transaction"),
     ("limn-compiler", "compiler/cstyle.py", "what C and CUDA C spell alike"),

@@ -138,6 +138,13 @@ def test_a_consumer_reading_the_total_at_its_cell_folds():
     assert k.op is Op.SUM and k.outputs == (1, 2) and k.inputs == (0,), k
 
 
+def test_a_folded_consumer_says_which_reduce_took_it_and_why():
+    joins = {}
+    fold_epilogues([_sum(1), _add(2, _load(1))], joins)
+    assert list(joins) == [2] and joins[2].rule == "epilogue", joins
+    assert "the reduce writing buf1" in joins[2].detail and "consumer of its totals" in joins[2].detail
+
+
 def test_a_consumer_over_other_cells_than_the_outputs_is_not_folded():
     total = View((4, 8), (1, 0))  # the row's total, stretched over the row: (4, 8) is not the cells (4, 1)
     kernels = fold_epilogues([_sum(1), _add(2, _load(1, LOOP, total), shape=LOOP)])

@@ -171,3 +171,14 @@ def test_limn_explain_environment_prints_each_plan_with_its_lines(tmp_path: Path
     assert done.returncode == 0, done.stderr
     assert "explained:" in done.stderr and "user_step.py:4 in <module> (softmax)" in done.stderr, done.stderr
     assert "---- loop nest ----" in done.stderr and "a reduce is always stored" in done.stderr, done.stderr
+
+
+def test_explain_prints_why_a_value_was_moved_into_another_kernel():
+    # x.sum(1) * 2 + 1 is one kernel: the elementwise tail is the reduce's epilogue, and explain says so on
+    # the line of the value it moved (the schedule's joins are the oracle: one per moved value)
+    x = Tensor.randn((4, 8))
+    found = explain(x.sum(1) * 2 + 1)
+    (kernel,) = found.kernels
+    moved = [s for s in kernel.stores if s.join]
+    assert [s.slot for s in moved] == list(found.schedule.joins), found.brief()
+    assert "folded into the store of the reduce writing buf" in found.brief(), found.brief()

@@ -44,6 +44,21 @@ def test_a_kernel_reading_an_earlier_ones_output_at_its_cell_absorbs_it():
     assert merged.expr.srcs[0] is merged.also[0][1], "the consumer uses the value it stores, not a reload"
 
 
+def test_each_value_a_merge_moves_carries_why():
+    # the producer's value moves into its reader's nest, a sibling's beside the earlier kernel; a value
+    # that stays in its own kernel has no join
+    joins = {}
+    merge_kernels([_kernel("k0", 1, _plus_one(0)), _kernel("k1", 2, Alu(Op.MUL, (_load(1), _load(0)), float32))], joins)
+    assert list(joins) == [1] and joins[1].rule == "producer" and "stores buf2" in joins[1].detail, joins
+    joins = {}
+    merge_kernels([_kernel("k0", 1, _plus_one(0)), _kernel("k1", 2, Alu(Op.MUL, (_load(0), _load(0)), float32))], joins)
+    assert list(joins) == [2] and joins[2].rule == "sibling" and "cells of buf1" in joins[2].detail, joins
+    joins = {}
+    between = Kernel("k1", Op.SUM, 3, SHAPE, _load(1), reduce_axes=(1,))
+    merge_kernels([_kernel("k0", 1, _plus_one(0)), between, _kernel("k2", 2, _plus_one(1))], joins)
+    assert joins == {}, joins
+
+
 def test_a_reader_in_between_keeps_the_producer_where_it_is():
     p = _kernel("k0", 1, _plus_one(0))
     between = Kernel("k1", Op.SUM, 3, SHAPE, _load(1), reduce_axes=(1,))  # a reduce reads buf1: not merged

@@ -25,21 +25,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from limn.compiler.kernel import Const, Expr, Gather, Kernel, Load, walk_expr
+from limn.compiler.kernel import Const, Expr, Gather, Join, Kernel, Load, walk_expr
 from limn.compiler.merge import WINDOW, cell_view, cells_only, mergeable, one_width, rebuilt, stored_values
 from limn.graph.ops import REDUCE, Shape
 from limn.graph.view import View, row_major_strides
 
 
-def fold_epilogues(kernels: list[Kernel]) -> list[Kernel]:
+def fold_epilogues(kernels: list[Kernel], joins: dict[int, Join] | None = None) -> list[Kernel]:
     """The kernels in run order, each elementwise one that may (see the module docstring) folded into the
-    reduce kernel whose totals it reads, at that kernel's place; renamed k0, k1, ... in their new order."""
+    reduce kernel whose totals it reads, at that kernel's place; renamed k0, k1, ... in their new order.
+    `joins` gets, per value folded, why it was."""
+    joins = {} if joins is None else joins
     done: list[Kernel] = []
     for kernel in kernels:
         r = _reduce_read(done, kernel)
         if r is None:
             done.append(kernel)
         else:
+            why = f"folded into the store of the reduce writing buf{done[r].out}: an elementwise consumer of its totals"
+            joins.update((slot, Join("epilogue", why)) for slot, _ in stored_values(kernel))
             done[r] = _folded(done[r], kernel)
     return [k.named(f"k{n}") for n, k in enumerate(done)]
 

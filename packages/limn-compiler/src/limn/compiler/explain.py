@@ -38,11 +38,12 @@ class Stored:
     reason: str
     readers: tuple[str, ...]
     sinks: tuple[int, ...]
+    join: str = ""  # why it is computed in this kernel's nest, where a merge or an epilogue moved it here
 
     def __str__(self) -> str:
         users = [f"read by {', '.join(self.readers)}"] if self.readers else []
         users += [f"sink {i}" for i in self.sinks]
-        text = f"stores buf{self.slot} {self.what}: {self.reason}"
+        text = f"stores buf{self.slot} {self.what}: {self.reason}" + (f"; {self.join}" if self.join else "")
         return f"{text}; {'; '.join(users)}" if users else text
 
 
@@ -137,5 +138,6 @@ def _kernel(sched: Schedule, kernel: Kernel, name: str) -> KernelExplanation:
                 rule, text = "assign", "an assign writes its target's buffer"
         else:
             rule, text = reason.rule.value, reason.detail
-        stores.append(Stored(s, what, rule, text, readers, sinks))
+        join = sched.joins.get(s)
+        stores.append(Stored(s, what, rule, text, readers, sinks, "" if join is None else join.detail))
     return KernelExplanation(name, tuple(kernel_sites(sched, kernel)), tuple(stores))

@@ -27,7 +27,7 @@ from limn.compiler.codegen import lower_schedule
 from limn.compiler.explain import explain_schedule
 from limn.compiler.ir import KernelIR, Program
 from limn.compiler.kernel import SlotKind
-from limn.compiler.schedule import Gather, Load, Schedule, explain, schedule
+from limn.compiler.schedule import Gather, Load, Schedule, schedule
 from limn.dtypes import DType
 from limn.graph import provenance
 from limn.graph.ops import Node, Op, Shape, toposort
@@ -207,12 +207,9 @@ class CompiledDevice:
         self.stats.plans_built += 1
         if debug_level() >= 1:
             print(f"[limn {self.name}] plan {len(self.plans)}: {len(sched.kernels)} kernels", file=sys.stderr)
-        if provenance.from_environment():  # LIMN_EXPLAIN=1: each kernel's source lines and reasons, beside its IR
+        if provenance.from_environment() or debug_level() >= 2:  # each kernel's reasons (and lines), beside its IR
             print(f"[limn {self.name}] plan {len(self.plans)}, explained:", file=sys.stderr)
             print(explain_schedule(sched, program), file=sys.stderr)
-        elif debug_level() >= 2:
-            print(explain(sched), file=sys.stderr)  # per buffer, the fusion rule that stored it
-            print(program, file=sys.stderr)
         if not provenance.is_recording():
             # a cached plan outlives its graph: the nodes each kernel computes (kept for explain's source lines,
             # which exist only while provenance records) would hold the graph's BUFFER nodes, so the tensors'

@@ -191,6 +191,15 @@ class Sink:
     shape: Shape
 
 
+@dataclass(frozen=True)
+class Join:
+    """Why a value is computed in another kernel's nest: the pass that moved it (merge.py's "producer" or
+    "sibling", epilogue.py's "epilogue") and its sentence for this value. A value never moved has none."""
+
+    rule: str
+    detail: str
+
+
 @dataclass
 class Schedule:
     kernels: list[Kernel]
@@ -200,6 +209,7 @@ class Schedule:
     reasons: dict[int, Reason] = field(default_factory=dict)  # per slot a kernel writes: why it holds a value
     computes: dict[int, list[Node]] = field(default_factory=dict)  # per slot written: the graph nodes evaluated
     slot_of: dict[int, int] = field(default_factory=dict)  # id(node) -> the slot holding its value, if stored
+    joins: dict[int, Join] = field(default_factory=dict)  # per slot moved into another kernel's nest: why
 
     def computed_by(self, kernel: Kernel) -> list[Node]:
         """The graph nodes a kernel evaluates (a node cheap enough to recompute is in every kernel that
@@ -222,28 +232,4 @@ def describe(sched: Schedule) -> str:
         reads = ", ".join(f"buf{s}" for s in k.inputs)
         writes = ", ".join(f"buf{s}" for s in k.outputs)
         lines.append(f"{k.name}  {k.op.name}  loop{list(k.loop_shape)}  reads [{reads}]  writes [{writes}]")
-    return "\n".join(lines)
-
-
-def explain(sched: Schedule) -> str:
-    """One line per slot a kernel writes, in run order: the slot, the kernel and op writing it, its dtype and
-    shape, the rule that gave it a buffer (its Reason), and who reads it. What LIMN_DEBUG=2 prints:
-
-        buf1 <- k0 MAX float32[4, 1]: a reduce is always stored; read by k1, k2
-        buf3 <- k2 MUL float32[4, 5]: a sink is read by the caller; sink 0
-    """
-    reads = {k.name: set(k.inputs) for k in sched.kernels}
-    lines: list[str] = []
-    written: set[int] = set()
-    for k in sched.kernels:
-        for s in k.outputs:
-            if s in written:
-                continue
-            written.add(s)
-            slot = sched.slots[s]
-            readers = [r.name for r in sched.kernels if r is not k and s in reads[r.name]]
-            sinks = [f"sink {i}" for i, sink in enumerate(sched.sinks) if sink.slot == s]
-            users = "; ".join(([f"read by {', '.join(readers)}"] if readers else []) + sinks)
-            line = f"buf{s} <- {k.name} {k.op.name} {slot.dtype.name}{list(slot.shape)}: {sched.reasons[s]}"
-            lines.append(f"{line}; {users}" if users else line)
     return "\n".join(lines)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from limn.compiler.kernel import Alu, Const, Expr, Gather, Kernel, Load, walk_expr
+from limn.compiler.kernel import Alu, Const, Expr, Gather, Join, Kernel, Load, walk_expr
 from limn.graph.ops import REDUCE, Op
 from limn.graph.view import View
 
@@ -34,12 +34,16 @@ WINDOW = 8
 side by side, and a longer look costs planning time on every new graph."""
 
 
-def merge_kernels(kernels: list[Kernel]) -> list[Kernel]:
+def merge_kernels(kernels: list[Kernel], joins: dict[int, Join] | None = None) -> list[Kernel]:
     """The kernels in run order, each elementwise one folded into the first later kernel that may take
-    it (see the module docstring), renamed k0, k1, ... in their new order."""
+    it (see the module docstring), renamed k0, k1, ... in their new order. `joins` gets, per value that
+    moved, why it did."""
+    joins = {} if joins is None else joins
     done: list[Kernel] = []
     for kernel in kernels:
         while (p := _producer(done, kernel)) is not None:
+            why = f"an elementwise producer, computed cell for cell in its reader's nest (which stores buf{kernel.out})"
+            joins.update((slot, Join("producer", why)) for slot, _ in stored_values(done[p]))
             kernel = _merged(done[p], kernel)
             del done[p]
         s = _sibling(done, kernel)
@@ -47,6 +51,8 @@ def merge_kernels(kernels: list[Kernel]) -> list[Kernel]:
             done.append(kernel)
         else:
             earlier = done[s]
+            why = f"elementwise work over the cells of buf{earlier.out}, done in the same pass as it"
+            joins.update((slot, Join("sibling", why)) for slot, _ in stored_values(kernel))
             done[s] = replace(earlier, also=earlier.also + tuple(stored_values(kernel)))
     return [k.named(f"k{n}") for n, k in enumerate(done)]
 

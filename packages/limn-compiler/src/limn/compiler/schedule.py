@@ -31,6 +31,7 @@ from limn.compiler.kernel import (
     Const,
     Expr,
     Gather,
+    Join,
     Kernel,
     Load,
     ScatterPart,
@@ -40,7 +41,6 @@ from limn.compiler.kernel import (
     Slot,
     SlotKind,
     describe,
-    explain,
     walk_expr,
 )
 from limn.compiler.merge import merge_kernels
@@ -66,7 +66,6 @@ __all__ = [
     "SlotKind",
     "compose",
     "describe",
-    "explain",
     "kernel_count",
     "schedule",
     "walk_expr",
@@ -386,8 +385,9 @@ def _finish(build: _Build, sinks: list[Node]) -> Schedule:
     computes: dict[int, list[Node]] = {}  # per slot written: the nodes of the kernel that writes it
     for i, k in enumerate(build.kernels):
         computes.setdefault(k.out, []).extend(build.computes.get(i, {}).values())
-    kernels = fold_epilogues(merge_kernels(kernels))
-    return Schedule(kernels, build.slots, build.inputs, sink_slots, build.reasons, computes, build.slot_of)
+    joins: dict[int, Join] = {}  # per value merge or epilogue moved into another kernel's nest: why
+    kernels = fold_epilogues(merge_kernels(kernels, joins), joins)
+    return Schedule(kernels, build.slots, build.inputs, sink_slots, build.reasons, computes, build.slot_of, joins)
 
 
 def _renamed(k: Kernel, name: str) -> Kernel:

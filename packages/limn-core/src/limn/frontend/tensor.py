@@ -171,8 +171,7 @@ Tensor.is_floating_point = conversions.is_floating_point
 Tensor.is_signed = conversions.is_signed
 
 
-# ---- reductions, scans and sorting (limn.composed.reduce.reductions, limn.composed.reduce.scans,
-# limn.composed.reduce.sorting) ----
+# ---- reductions, scans and sorting ----
 Tensor.prod = reductions.prod
 Tensor.nansum = reductions.nansum
 Tensor.nanmean = reductions.nanmean
@@ -199,9 +198,7 @@ Tensor.unique = sorting.unique
 Tensor.searchsorted = sorting.searchsorted
 Tensor.bucketize = sorting.bucketize
 
-# ---- MOVEMENT, INDEXING, CREATION (limn.composed.movement.shaping, limn.composed.movement.rearrange,
-# limn.composed.movement.padding, limn.composed.movement.triangles, limn.composed.indexed.indexing,
-# limn.composed.indexed.scatter): torch's spellings, dim= beside axis= ----
+# ---- movement, indexing and creation: torch's spellings, dim= beside axis= ----
 Tensor.expand_as = shaping.expand_as
 Tensor.view = shaping.view
 Tensor.view_as = shaping.view_as
@@ -275,8 +272,7 @@ Tensor.new_ones = creation.new_ones
 Tensor.new_empty = creation.new_zeros
 Tensor.einsum = staticmethod(einsum.einsum)
 
-# ---- train family: random numbers from the device generator (limn.composed.random.sampling, limn.composed.random.rng)
-# ----
+# ---- random numbers from the device generator ----
 Tensor.randint = staticmethod(sampling.randint)
 Tensor.randperm = staticmethod(sampling.randperm)
 Tensor.rand_like = sampling.rand_like
@@ -286,8 +282,7 @@ Tensor.bernoulli = sampling.bernoulli
 Tensor.dropout = sampling.dropout
 Tensor.multinomial = sampling.multinomial
 
-# ---- nn layers as methods, as tinygrad's (limn.composed.functional.convolution, limn.composed.functional.pooling,
-# limn.composed.functional.unpooling, limn.composed.functional.resample) ----
+# ---- nn layers as methods, as tinygrad's ----
 Tensor.scaled_dot_product_attention = attention.scaled_dot_product_attention
 # the 2d names take any number of spatial dims, read from the weight or kernel_size (tinygrad's rule); the
 # 1d and 3d names are torch's functions, rank checks included
@@ -309,8 +304,7 @@ Tensor.max_unpool3d = unpooling.max_unpool3d
 Tensor.interpolate = resample.interpolate_method
 
 
-# ---- elementwise math (limn.composed.math.trig, limn.composed.math.logexp, limn.composed.math.rounding,
-# limn.composed.math.bitwise), with their operators ----
+# ---- elementwise math, with its operators ----
 Tensor.sin = trig.sin
 Tensor.cos = trig.cos
 Tensor.tan = trig.tan
