@@ -17,12 +17,12 @@ PAGE = ROOT / "docs" / "reading.md"
 BEGIN, END = "<!-- reading path: begin -->", "<!-- reading path: end -->"
 
 # The budget in lines: the path may only shrink. The redesign's target is 6,000.
-BUDGET = 7_789
+BUDGET = 7_484
 
 # (distribution, module path under src/limn, what a reader learns there), in reading order
 PATH = [
-    ("limn-core", "frontend/tensor.py", "the Tensor a user holds, and where each of its methods comes from"),
-    ("limn-core", "frontend/primitives.py", "the 19 primitives as methods: each builds one Node"),
+    ("limn-core", "frontend/tensor.py", "the Tensor a user holds: its bases, one mixin per composed module, map the API"),
+    ("limn-core", "frontend/primitives.py", "Tensor's base: its state, and the 19 primitives as methods, each one Node"),
     ("limn-core", "frontend/host.py", "what a tensor says about itself, and numpy(): the way back to the host"),
     ("limn-core", "graph/ops.py", "the op table, its groups, and the Node DAG"),
     ("limn-core", "graph/view.py", "layout as arithmetic: shape, strides, offset, mask"),

@@ -2,7 +2,8 @@
 
 Each module of the `limn` namespace and its sub-packages (all installed packages) whose source holds an
 example is imported by name and its examples run on the numpy device from seed 0, as tests/test_readmes.py
-runs the READMEs'.
+runs the READMEs'. `limn` and `Tensor` are there as a reader's session would have them: the composed
+modules define Tensor's methods and do not import the class they are bases of.
 """
 
 import doctest
@@ -39,7 +40,7 @@ def test_module_examples_run_as_printed(name: str):
     finder = doctest.DocTestFinder()
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     report: list[str] = []
-    for test in finder.find(module, name):
+    for test in finder.find(module, name, extraglobs={"limn": limn, "Tensor": limn.Tensor}):
         runner.run(test, out=report.append)
     limn.set_device("numpy")
     results = runner.summarize(verbose=False)

@@ -91,3 +91,13 @@ def test_no_prefix_does_a_folders_job():
 def test_only_core_ships_limn_init():
     inits = sorted(p.relative_to(PACKAGES).parts[0] for p in PACKAGES.glob("*/src/limn/__init__.py"))
     assert inits == ["limn-core"], f"limn/__init__.py must be limn-core's alone, found in {inits}"
+
+
+def test_only_tensor_py_in_frontend_imports_the_composed_catalogue():
+    # composed builds on frontend; the one import back is the class that lists composed's mixins as its bases
+    known = modules()
+    wrong = []
+    for name, (_, path) in known.items():
+        if name.startswith("limn.frontend.") and name != "limn.frontend.tensor":
+            wrong += [f"{name}:{line} imports {t}" for line, t in imported(path, known) if t.startswith("limn.composed")]
+    assert not wrong, "frontend modules below Tensor import the catalogue built on them: " + "; ".join(wrong)

@@ -169,7 +169,7 @@ def test_limn_explain_environment_prints_each_plan_with_its_lines(tmp_path: Path
         pytest.skip(f"the c device cannot run here: {e}")
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "explained:" in done.stderr and "user_step.py:4 in <module> (softmax)" in done.stderr, done.stderr
+    assert "explained:" in done.stderr and "user_step.py:4 in <module> (Tensor.softmax)" in done.stderr, done.stderr
     assert "---- loop nest ----" in done.stderr and "a reduce is always stored" in done.stderr, done.stderr
 
 

@@ -919,12 +919,10 @@ def test_a_class_index_out_of_range_is_an_index_error_when_computed(loss) -> Non
         lazy.numpy()
 
 
-def test_cross_entropy_keeps_its_old_import_path() -> None:
-    from limn.composed.indexed.lookups import cross_entropy
-
-    assert (
-        cross_entropy is limn.composed.functional.losses.cross_entropy is Tensor.cross_entropy is limn.nn.cross_entropy
-    )
+def test_the_functional_cross_entropy_is_the_tensor_method() -> None:
+    # one definition: F.cross_entropy, nn.CrossEntropyLoss and x.cross_entropy all run ActivationsMixin's method
+    assert limn.nn.functional.cross_entropy is Tensor.cross_entropy
+    assert limn.nn.CrossEntropyLoss.function is Tensor.cross_entropy
 
 
 def test_one_hot_num_classes_inferred_realizes_the_ids_as_documented() -> None:

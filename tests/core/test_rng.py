@@ -52,7 +52,7 @@ def test_eager_draws_take_the_host_words_and_give_the_graphs_numbers(device):
     for make in (
         lambda g: sampling.rand((4, 5), generator=g),
         lambda g: sampling.rand((7,), dtype=limn.float64, generator=g),
-        lambda g: sampling.randint(-5, 1000, (9,), generator=g),
+        lambda g: limn.Tensor.randint(-5, 1000, (9,), generator=g),
         lambda g: sampling.randn((4, 5), generator=g),
     ):
         eager = make(rng.Generator(4)).numpy()

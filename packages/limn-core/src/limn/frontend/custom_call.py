@@ -5,10 +5,10 @@ Pipeline: tensor -> **custom_call.apply** -> graph (CUSTOM nodes) -> device.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import limn
 from limn.autograd import is_grad_enabled
-from limn.frontend.primitives import Tensor
 from limn.graph.custom import REGISTRY, nodes
 from limn.graph.ops import Op
 from limn.runtime.device import get_device
@@ -21,7 +21,7 @@ def apply(name: str, *inputs: Any, **params: Any) -> list[Tensor]:
     Trap: an op without a backward rule is composed whenever an input requires grad, even where the device
     has the kernel (only the composition knows its gradient)."""
     op = REGISTRY[name]
-    tensors = [x if isinstance(x, Tensor) else Tensor(x) for x in inputs]
+    tensors = [x if isinstance(x, limn.Tensor) else limn.Tensor(x) for x in inputs]
     if name not in get_device(tensors[0].device).custom_kernels:
         return list(op.compose(*tensors, **params))
     needs_grad = is_grad_enabled() and any(t.requires_grad for t in tensors)
@@ -31,3 +31,7 @@ def apply(name: str, *inputs: Any, **params: Any) -> list[Tensor]:
     # each output's context holds every sibling node, so the backward of one output sees all of them (the
     # same nodes, which the executor merges into the one call the forward made)
     return [tensors[0]._result(n, Op.CUSTOM, tuple(tensors), out) for n in out]
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

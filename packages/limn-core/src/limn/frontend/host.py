@@ -56,6 +56,8 @@ class HostMixin:
         """The number of elements, as torch's numel() and nelement()."""
         return prod(self.shape)
 
+    nelement = numel
+
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d tensor")

@@ -1,19 +1,24 @@
-"""The Tensor class: a lazy value (a Node in the op graph, plus what autograd needs) and its primitives.
+"""Primitives, the base of Tensor: a lazy value's state (a Node in the op graph, plus what autograd needs)
+and one method per primitive.
 
 Each primitive method takes tensors and gives a tensor of one new Node (with a Context for autograd when
 a parent requires grad): Tensor(data) a BUFFER, Tensor.full a CONST, the elementwise ops, reduces, indexed
-ops, barriers and the five movements. limn.frontend.tensor attaches everything composed from these. Bytes appear
-only at .numpy(), .item() or .realize(), which hand the graph to limn.runtime.engine.
+ops, barriers and the five movements. Everything composed from these comes from the mixins that
+limn.frontend.tensor lists as Tensor's other bases. The tensors made here are that class, `limn.Tensor`, named
+at call time: it is built after this module. Bytes appear only at .numpy(), .item() or .realize(), which hand
+the graph to limn.runtime.engine.
 Pipeline: **tensor** -> graph -> schedule -> IR -> renderer -> device.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from functools import partialmethod
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+import limn
 from limn import autograd, dtypes
 from limn.autograd import Context
 from limn.dtypes import DType
@@ -38,7 +43,7 @@ from limn.runtime.engine import buffer_node, observers, pending
 
 def index_tensor(idx: TensorLike, what: str) -> Tensor:
     """idx as an int tensor of indices (host data becomes one); anything else is a TypeError."""
-    idx = idx if isinstance(idx, Tensor) else Tensor(idx)
+    idx = idx if isinstance(idx, limn.Tensor) else limn.Tensor(idx)
     if not idx.dtype.is_int:
         raise TypeError(f"{what}: indices must be an int tensor (int64, int32, ... uint8), got {idx.dtype.name}")
     return idx
@@ -61,23 +66,9 @@ def join_devices(tensors: Sequence[Tensor], what: str | Op) -> str:
     return non_host[0] if non_host else first
 
 
-class Tensor(HostMixin):
-    """A lazy n-dimensional array. Build expressions; call .numpy()/.item()/.realize() to compute.
-
-    Tensor(data) copies `data` (a numpy array, nested lists or a python scalar) into a buffer on `device`
-    (the current device when None). A numpy array keeps its dtype; python floats become float32, as in torch,
-    and python ints int32 (torch's are int64: pass dtype=limn.int64). Tensor(t) of a tensor is t's value as
-    a new leaf: nothing is copied or computed, unless `device` names another device, where it is a copy of
-    t's value there, computed now (t.to(device)).
-    Attributes: `node`, this value's Node in the graph; `requires_grad`; and `grad`, what backward() has
-    accumulated for this leaf (a lazy Tensor), or None.
-
-    >>> x = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
-    >>> (x * x).sum().backward()
-    >>> x.grad.numpy()
-    array([[2., 4.],
-           [6., 8.]], dtype=float32)
-    """
+class Primitives(HostMixin):
+    """A tensor's state and its primitive ops: the base the mixins of limn.frontend.tensor complete into
+    Tensor. Its constructor is Tensor's: Tensor(data) copies `data` into a buffer (Tensor's docstring)."""
 
     __slots__ = ("node", "requires_grad", "grad", "_ctx", "_device", "__weakref__")
     __array_priority__ = 1000  # numpy scalar (op) Tensor defers to Tensor's reflected op
@@ -91,7 +82,7 @@ class Tensor(HostMixin):
         requires_grad: bool = False,
     ) -> None:
         dtype = None if dtype is None else dtypes.as_dtype(dtype)
-        if isinstance(data, Tensor):
+        if isinstance(data, limn.Tensor):
             src = data if dtype is None else data.cast(dtype)
             if device is not None and get_device(device).name != src.device:
                 src = src.to(device)  # a copy on that device, as torch.tensor(t, device=...) is
@@ -107,7 +98,7 @@ class Tensor(HostMixin):
 
     @staticmethod
     def _from_node(node: Node, device: str, ctx: Context | None = None) -> Tensor:
-        t = Tensor.__new__(Tensor)
+        t = object.__new__(limn.Tensor)
         t.node, t._device, t._ctx, t.grad = node, device, ctx, None
         t.requires_grad = ctx is not None
         return t
@@ -140,7 +131,7 @@ class Tensor(HostMixin):
         else:
             get_device(device)  # an unknown device raises here, not at the first realize
         node = Node(Op.CONST, (), dtype, shape, const_value(value, dtype))
-        t = Tensor._from_node(node, device)
+        t = limn.Tensor._from_node(node, device)
         if requires_grad:
             t = t.contiguous().realize().detach()
             t.requires_grad = True
@@ -149,7 +140,7 @@ class Tensor(HostMixin):
     def detach(self) -> Tensor:
         """The same value, cut off from gradient history. It is no alias: a later assign to self does not
         change it (limn.runtime.snapshot), unlike torch's detach, which shares storage."""
-        return Tensor._from_node(self.node, self.device)
+        return limn.Tensor._from_node(self.node, self.device)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Marks this tensor as a leaf gradients reach (or not), as torch's; returns self. A lazy value is
@@ -172,11 +163,11 @@ class Tensor(HostMixin):
         Every assign realized in one realize() reads the values from before any of them, so their order
         cannot matter, and a value built before the assign still computes what it saw then (limn.runtime.snapshot).
         Trap: two assigns to one buffer in one realize() raise; realize the first before making the second."""
-        if not isinstance(value, Tensor):
+        if not isinstance(value, limn.Tensor):
             value = (
-                Tensor.full(self.shape, value, dtype=self.dtype, device=self.device)
+                limn.Tensor.full(self.shape, value, dtype=self.dtype, device=self.device)
                 if isinstance(value, (bool, int, float))
-                else Tensor(value, dtype=self.dtype, device=self.device)
+                else limn.Tensor(value, dtype=self.dtype, device=self.device)
             )
         if value.shape != self.shape:
             raise ArgumentError(f"assign: value of shape {value.shape} cannot be written into shape {self.shape}")
@@ -197,7 +188,7 @@ class Tensor(HostMixin):
         ctx = None
         if autograd.is_grad_enabled() and any(p.requires_grad for p in parents):
             ctx = Context(rule, parents, node, arg)
-        return Tensor._from_node(node, device, ctx)
+        return limn.Tensor._from_node(node, device, ctx)
 
     def _unary(self, op: Op, dtype: DType | None = None) -> Tensor:
         return self._result(Node(op, (self.node,), dtype or self.dtype, self.shape), op, (self,))
@@ -242,15 +233,15 @@ class Tensor(HostMixin):
     def _operands(self, other: TensorLike, what: str, reverse: bool = False) -> tuple[Tensor, Tensor]:
         """Self and other promoted to one dtype and broadcast to one shape."""
         a = self
-        if isinstance(other, Tensor):
+        if isinstance(other, limn.Tensor):
             b = other
             dtype = dtypes.promote_shaped(a.dtype, a.ndim == 0, b.dtype, b.ndim == 0)
         elif isinstance(other, (bool, int, float, np.number, np.bool_)):
             value = other.item() if isinstance(other, np.generic) else other
             dtype = dtypes.scalar_dtype(a.dtype, value)
-            b = Tensor.full((), value, dtype=dtype, device=a.device)
+            b = limn.Tensor.full((), value, dtype=dtype, device=a.device)
         else:
-            b = Tensor(other, device=a.device)
+            b = limn.Tensor(other, device=a.device)
             dtype = dtypes.promote(a.dtype, b.dtype)
         a, b = a.cast(dtype), b.cast(dtype)
         shape = broadcast_shape(a.shape, b.shape, what)
@@ -284,9 +275,9 @@ class Tensor(HostMixin):
         promote and broadcast with it. The gradient goes to a where the condition holds and to b elsewhere;
         the trap, as in torch: a NaN or inf in the branch not taken still makes its own gradient NaN."""
         cond = self if self.dtype == dtypes.bool_ else self.ne(0)
-        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
-            a = Tensor.full((), a, device=cond.device)
-        if isinstance(a, Tensor):
+        if not isinstance(a, limn.Tensor) and not isinstance(b, limn.Tensor):
+            a = limn.Tensor.full((), a, device=cond.device)
+        if isinstance(a, limn.Tensor):
             a, b = a._operands(b, "where")
         else:
             b, a = b._operands(a, "where")
@@ -352,12 +343,12 @@ class Tensor(HostMixin):
     def _source(self, src: TensorLike, shape: Shape, what: str) -> Tensor:
         """src for a write into self: in self's dtype, cut to the index's shape (torch reads only that much of
         it). A src tensor of another dtype raises, as torch's: a cast would hide a float written into ints."""
-        if isinstance(src, Tensor) and src.dtype != self.dtype:
+        if isinstance(src, limn.Tensor) and src.dtype != self.dtype:
             raise ArgumentError(
                 f"{what}: src is {src.dtype.name} and the tensor written into is {self.dtype.name}; they must "
                 f"match (cast src first: src.cast('{self.dtype.name}'))"
             )
-        src = src if isinstance(src, Tensor) else Tensor(src, dtype=self.dtype, device=self.device)
+        src = src if isinstance(src, limn.Tensor) else limn.Tensor(src, dtype=self.dtype, device=self.device)
         if src.ndim != len(shape) or any(s < i for s, i in zip(src.shape, shape)):
             raise ArgumentError(
                 f"{what}: src of shape {src.shape} is smaller than the index {shape}; it needs one value each"
@@ -455,7 +446,7 @@ class Tensor(HostMixin):
             return self
         out = self._movement(Movement.PAD, widths)
         if value != 0:
-            inside = Tensor.full(self.shape, True, dtype=dtypes.bool_, device=self.device).pad_constant(widths)
+            inside = limn.Tensor.full(self.shape, True, dtype=dtypes.bool_, device=self.device).pad_constant(widths)
             out = inside.where(out, value)
         return out
 
@@ -479,12 +470,27 @@ class Tensor(HostMixin):
         accumulates across calls: set it to None between steps (optimizers' zero_grad does)."""
         autograd.backward(self, gradient, create_graph)
 
+    # ---- python's operators and torch's other names, for the primitives above ----
+
+    __add__ = add
+    __radd__ = partialmethod(add, reverse=True)
+    __mul__ = mul
+    __rmul__ = partialmethod(mul, reverse=True)
+    __neg__ = neg
+    __lt__ = lt
+    multiply = mul
+    negative = neg
+
 
 def times_alpha(x: Tensor, other: TensorLike, alpha: Scalar, what: str) -> TensorLike:
     """other * alpha for torch's add/sub(..., alpha=): a float alpha with int operands raises, as in torch."""
     if alpha == 1 and not isinstance(alpha, float):
         return other
-    other_is_int = not isinstance(other, Tensor) or not other.dtype.is_float
+    other_is_int = not isinstance(other, limn.Tensor) or not other.dtype.is_float
     if isinstance(alpha, float) and not x.dtype.is_float and other_is_int and not isinstance(other, float):
         raise TypeError(f"{what}: alpha={alpha!r} is a float and the operands are ints (torch raises too); use an int")
     return other * alpha
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

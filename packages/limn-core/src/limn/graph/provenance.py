@@ -87,6 +87,13 @@ def _library_roots() -> tuple[str, ...]:
 _USER_PSEUDO_FILES = ("<stdin>", "<doctest", "<ipython-input")  # code the user typed
 
 
+def _api_name(qualname: str) -> str:
+    """The name of the limn function a user called, from its frame. Tensor's methods are defined in mixin
+    classes and in Primitives (limn.frontend.tensor), so ActivationsMixin.softmax is named Tensor.softmax."""
+    owner, _, method = qualname.rpartition(".")
+    return f"Tensor.{method}" if owner.endswith("Mixin") or owner == "Primitives" else qualname
+
+
 class _Recorder:
     """The table of Sites and how to find one. `depth` counts the open recording() blocks (the env var
     holds one for the whole process); `stacks` counts those asking for call stacks."""
@@ -120,7 +127,7 @@ class _Recorder:
         frame = sys._getframe(2)  # skip site_here and the hook: the frame making the node
         api = ""
         while frame is not None and self.is_library(frame.f_code.co_filename):
-            api = frame.f_code.co_qualname
+            api = _api_name(frame.f_code.co_qualname)
             frame = frame.f_back
         if frame is None:
             return None

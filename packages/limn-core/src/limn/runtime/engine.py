@@ -21,7 +21,7 @@ from limn.runtime import snapshot
 from limn.runtime.device import Buffer, current_device, get_device
 
 if TYPE_CHECKING:
-    from limn.frontend.primitives import Tensor
+    from limn.frontend.tensor import Tensor
 
 # A node once realized is never computed again: later graphs that still hold it read its buffer.
 _realized: weakref.WeakKeyDictionary[Node, Node] = weakref.WeakKeyDictionary()

@@ -67,7 +67,7 @@ class LeakyReLU(Module):
         self.negative_slope, self.inplace = negative_slope, inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return activations.leaky_relu(x, self.negative_slope)
+        return x.leaky_relu(self.negative_slope)
 
 
 class Tanh(Module):

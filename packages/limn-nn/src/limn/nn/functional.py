@@ -8,31 +8,25 @@ Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -
 
 from __future__ import annotations
 
-from limn.composed.functional import activations, losses
-from limn.composed.functional.attention import scaled_dot_product_attention
-from limn.composed.functional.conv_transpose import conv_transpose1d, conv_transpose2d, conv_transpose3d
-from limn.composed.functional.convolution import conv1d, conv2d, conv3d
-from limn.composed.functional.pooling import (
+from limn.composed.functional.adaptive_pooling import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
     adaptive_avg_pool3d,
     adaptive_max_pool1d,
     adaptive_max_pool2d,
     adaptive_max_pool3d,
-    avg_pool1d,
+)
+from limn.composed.functional.conv_transpose import conv_transpose2d
+from limn.composed.functional.convolution import conv2d
+from limn.composed.functional.pooling import (
     avg_pool2d,
-    avg_pool3d,
     lp_pool1d,
     lp_pool2d,
     lp_pool3d,
-    max_pool1d,
     max_pool2d,
-    max_pool3d,
 )
 from limn.composed.functional.resample import interpolate
-from limn.composed.functional.unpooling import max_unpool1d, max_unpool2d, max_unpool3d
-from limn.composed.indexed import lookups
-from limn.composed.movement.padding import pad
+from limn.composed.functional.unpooling import max_unpool2d
 from limn.dtypes import DType
 from limn.frontend.tensor import Tensor
 from limn.nn.dropout import dropout, dropout1d, dropout2d
@@ -154,8 +148,8 @@ def padding_index(padding_idx: int, rows: int) -> int:
     return padding_idx % rows
 
 
-# The work is in limn.composed.functional.activations and limn.composed.functional.losses (Tensor methods too); these
-# are torch's F spellings. torch's inplace=True has no lazy equivalent, so it raises rather than quietly computing out
+# The work is in Tensor's methods (limn.composed.functional.activations and .losses); these are torch's F
+# spellings. torch's inplace=True has no lazy equivalent, so it raises rather than quietly computing out
 # of place.
 
 
@@ -175,31 +169,31 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """min(max(x, 0), 6); gradient 0 at 0 and 6, 1 at NaN, as torch."""
     _out_of_place(inplace, "relu6")
-    return activations.relu6(input)
+    return input.relu6()
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x if x > 0 else negative_slope * x; gradient negative_slope at 0, as torch."""
     _out_of_place(inplace, "leaky_relu")
-    return activations.leaky_relu(input, negative_slope)
+    return input.leaky_relu(negative_slope)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x if x > 0 else alpha (e**x - 1); gradient alpha at 0, as torch."""
     _out_of_place(inplace, "elu")
-    return activations.elu(input, alpha)
+    return input.elu(alpha)
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """scale * elu(x, alpha) with torch's constants."""
     _out_of_place(inplace, "selu")
-    return activations.selu(input)
+    return input.selu()
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x if x > 0 else alpha (e**(x / alpha) - 1), as torch."""
     _out_of_place(inplace, "celu")
-    return activations.celu(input, alpha)
+    return input.celu(alpha)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -210,37 +204,37 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x)."""
     _out_of_place(inplace, "silu")
-    return activations.silu(input)
+    return input.silu()
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * tanh(softplus(x)), stable for any |x|."""
     _out_of_place(inplace, "mish")
-    return activations.mish(input)
+    return input.mish()
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
     """x clamped into [min_val, max_val]; gradient 1 strictly inside and at NaN, as torch."""
     _out_of_place(inplace, "hardtanh")
-    return activations.hardtanh(input, min_val, max_val)
+    return input.hardtanh(min_val, max_val)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """clamp(x / 6 + 1/2, 0, 1)."""
     _out_of_place(inplace, "hardsigmoid")
-    return activations.hardsigmoid(input)
+    return input.hardsigmoid()
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * hardsigmoid(x), with torch's gradient."""
     _out_of_place(inplace, "hardswish")
-    return activations.hardswish(input)
+    return input.hardswish()
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """value where x <= threshold, else x."""
     _out_of_place(inplace, "threshold")
-    return activations.threshold(input, threshold, value)
+    return input.threshold(threshold, value)
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -264,7 +258,7 @@ def softmax(
     """exp(x) / sum(exp(x)) along dim (the last when none is given: torch's deprecated implicit dim is not
     followed), computed in dtype if given. _stacklevel is torch's (for its warning), here only so that dtype
     sits where torch's does."""
-    return activations.softmax(input, dim, dtype, axis=axis)
+    return input.softmax(dim, dtype, axis=axis)
 
 
 def log_softmax(
@@ -276,7 +270,7 @@ def log_softmax(
     axis: int | None = None,
 ) -> Tensor:
     """log(softmax(x)) along dim (the last when none is given), computed in dtype if given."""
-    return activations.log_softmax(input, dim, dtype, axis=axis)
+    return input.log_softmax(dim, dtype, axis=axis)
 
 
 def softmin(
@@ -288,30 +282,43 @@ def softmin(
     axis: int | None = None,
 ) -> Tensor:
     """softmax(-x) along dim (the last when none is given)."""
-    return activations.softmin(input, dim, dtype, axis=axis)
+    return input.softmin(dim, dtype, axis=axis)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """(*S) int ids -> (*S, num_classes) int32 one-hot rows; -1 infers max + 1 (and realizes the ids)."""
-    return lookups.one_hot(tensor, num_classes)
+    return tensor.one_hot(num_classes)
 
 
-softplus = activations.softplus
-logsigmoid = activations.logsigmoid
-softsign = activations.softsign
-tanhshrink = activations.tanhshrink
-softshrink = activations.softshrink
-hardshrink = activations.hardshrink
-glu = activations.glu
-prelu = activations.prelu
-normalize = activations.normalize
-nll_loss = losses.nll_loss
-cross_entropy = losses.cross_entropy
-binary_cross_entropy = losses.binary_cross_entropy
-binary_cross_entropy_with_logits = losses.binary_cross_entropy_with_logits
-l1_loss = losses.l1_loss
-mse_loss = losses.mse_loss
-smooth_l1_loss = losses.smooth_l1_loss
-huber_loss = losses.huber_loss
-kl_div = losses.kl_div
-cosine_similarity = losses.cosine_similarity
+softplus = Tensor.softplus
+logsigmoid = Tensor.logsigmoid
+softsign = Tensor.softsign
+tanhshrink = Tensor.tanhshrink
+softshrink = Tensor.softshrink
+hardshrink = Tensor.hardshrink
+glu = Tensor.glu
+prelu = Tensor.prelu
+normalize = Tensor.normalize
+nll_loss = Tensor.nll_loss
+cross_entropy = Tensor.cross_entropy
+binary_cross_entropy = Tensor.binary_cross_entropy
+binary_cross_entropy_with_logits = Tensor.binary_cross_entropy_with_logits
+l1_loss = Tensor.l1_loss
+mse_loss = Tensor.mse_loss
+smooth_l1_loss = Tensor.smooth_l1_loss
+huber_loss = Tensor.huber_loss
+kl_div = Tensor.kl_div
+cosine_similarity = Tensor.cosine_similarity
+# torch's F functions whose signature is the Tensor method's, input first
+conv1d = Tensor.conv1d
+conv3d = Tensor.conv3d
+conv_transpose1d = Tensor.conv_transpose1d
+conv_transpose3d = Tensor.conv_transpose3d
+max_pool1d = Tensor.max_pool1d
+max_pool3d = Tensor.max_pool3d
+avg_pool1d = Tensor.avg_pool1d
+avg_pool3d = Tensor.avg_pool3d
+max_unpool1d = Tensor.max_unpool1d
+max_unpool3d = Tensor.max_unpool3d
+pad = Tensor.pad
+scaled_dot_product_attention = Tensor.scaled_dot_product_attention

@@ -15,7 +15,6 @@ import numpy as np
 from limn import dtypes
 from limn.composed.functional.conv_transpose import conv_transpose
 from limn.composed.functional.convolution import as_tuple, conv, padding_pairs
-from limn.composed.movement.padding import pad
 from limn.dtypes import DType
 from limn.frontend.tensor import Tensor
 from limn.nn.functional import embedding, linear, padding_index
@@ -147,7 +146,7 @@ class _ConvNd(Module):
             return conv(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
         # the other modes pad first, as torch: F.pad(x, pads, mode), then a conv without padding
         lead = [(0, 0)] * (x.ndim - self.dims)
-        x = pad(x, lead + list(self._pads), PADDING_MODES[self.padding_mode])
+        x = x.pad(lead + list(self._pads), PADDING_MODES[self.padding_mode])
         return conv(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
 
 

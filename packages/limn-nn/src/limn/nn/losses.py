@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from limn.composed.functional import losses
 from limn.frontend.tensor import Tensor
 from limn.nn.module import Module
 
@@ -35,13 +34,13 @@ class _Loss(Module):
 
 
 class CrossEntropyLoss(_Loss):
-    """torch.nn.CrossEntropyLoss: losses.cross_entropy (class ids or class probabilities as the target).
+    """torch.nn.CrossEntropyLoss: Tensor.cross_entropy (class ids or class probabilities as the target).
 
     >>> CrossEntropyLoss()(Tensor([[0.0, 0.0]]), Tensor([1])).item()
     0.6931471824645996
     """
 
-    function = staticmethod(losses.cross_entropy)
+    function = staticmethod(Tensor.cross_entropy)
 
     def __init__(
         self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean", label_smoothing=0.0
@@ -57,9 +56,9 @@ class CrossEntropyLoss(_Loss):
 
 
 class NLLLoss(_Loss):
-    """torch.nn.NLLLoss: losses.nll_loss of log-probabilities."""
+    """torch.nn.NLLLoss: Tensor.nll_loss of log-probabilities."""
 
-    function = staticmethod(losses.nll_loss)
+    function = staticmethod(Tensor.nll_loss)
 
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
         super().__init__(
@@ -68,9 +67,9 @@ class NLLLoss(_Loss):
 
 
 class BCEWithLogitsLoss(_Loss):
-    """torch.nn.BCEWithLogitsLoss: losses.binary_cross_entropy_with_logits (stable for any logit)."""
+    """torch.nn.BCEWithLogitsLoss: Tensor.binary_cross_entropy_with_logits (stable for any logit)."""
 
-    function = staticmethod(losses.binary_cross_entropy_with_logits)
+    function = staticmethod(Tensor.binary_cross_entropy_with_logits)
 
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
         super().__init__(
@@ -79,9 +78,9 @@ class BCEWithLogitsLoss(_Loss):
 
 
 class BCELoss(_Loss):
-    """torch.nn.BCELoss: losses.binary_cross_entropy of probabilities."""
+    """torch.nn.BCELoss: Tensor.binary_cross_entropy of probabilities."""
 
-    function = staticmethod(losses.binary_cross_entropy)
+    function = staticmethod(Tensor.binary_cross_entropy)
 
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
         super().__init__(weight=weight, size_average=size_average, reduce=reduce, reduction=reduction)
@@ -90,7 +89,7 @@ class BCELoss(_Loss):
 class MSELoss(_Loss):
     """torch.nn.MSELoss: mean (or sum) of (input - target)**2."""
 
-    function = staticmethod(losses.mse_loss)
+    function = staticmethod(Tensor.mse_loss)
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average=size_average, reduce=reduce, reduction=reduction)
@@ -99,7 +98,7 @@ class MSELoss(_Loss):
 class L1Loss(_Loss):
     """torch.nn.L1Loss: mean (or sum) of |input - target|."""
 
-    function = staticmethod(losses.l1_loss)
+    function = staticmethod(Tensor.l1_loss)
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average=size_average, reduce=reduce, reduction=reduction)

@@ -8,7 +8,7 @@ Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -
 
 from __future__ import annotations
 
-from limn.composed.functional import pooling, resample, unpooling
+from limn.composed.functional import adaptive_pooling, pooling, resample, unpooling
 from limn.composed.functional.pooling import IntOrSeq, OutputSize
 from limn.frontend.tensor import Tensor
 from limn.nn.module import Module
@@ -114,18 +114,18 @@ class AvgPool3d(_AvgPoolNd):
 
 
 class AdaptiveAvgPool1d(Module):
-    """torch.nn.AdaptiveAvgPool1d: limn.composed.functional.pooling.adaptive_avg_pool1d to output_size."""
+    """torch.nn.AdaptiveAvgPool1d: limn.composed.functional.adaptive_pooling.adaptive_avg_pool1d to output_size."""
 
     def __init__(self, output_size: OutputSize):
         self.output_size = output_size
 
     def forward(self, x: Tensor) -> Tensor:
-        return pooling.adaptive_avg_pool(x, 1, self.output_size)
+        return adaptive_pooling.adaptive_avg_pool(x, 1, self.output_size)
 
 
 class AdaptiveAvgPool2d(Module):
-    """torch.nn.AdaptiveAvgPool2d: limn.composed.functional.pooling.adaptive_avg_pool2d to output_size (None keeps a
-    dim).
+    """torch.nn.AdaptiveAvgPool2d: limn.composed.functional.adaptive_pooling.adaptive_avg_pool2d to output_size
+    (None keeps a dim).
 
     >>> AdaptiveAvgPool2d((1, None))(Tensor.ones((2, 3, 5, 4))).shape
     (2, 3, 1, 4)
@@ -135,17 +135,17 @@ class AdaptiveAvgPool2d(Module):
         self.output_size = output_size
 
     def forward(self, x: Tensor) -> Tensor:
-        return pooling.adaptive_avg_pool(x, 2, self.output_size)
+        return adaptive_pooling.adaptive_avg_pool(x, 2, self.output_size)
 
 
 class AdaptiveAvgPool3d(Module):
-    """torch.nn.AdaptiveAvgPool3d: limn.composed.functional.pooling.adaptive_avg_pool3d to output_size."""
+    """torch.nn.AdaptiveAvgPool3d: limn.composed.functional.adaptive_pooling.adaptive_avg_pool3d to output_size."""
 
     def __init__(self, output_size: OutputSize):
         self.output_size = output_size
 
     def forward(self, x: Tensor) -> Tensor:
-        return pooling.adaptive_avg_pool(x, 3, self.output_size)
+        return adaptive_pooling.adaptive_avg_pool(x, 3, self.output_size)
 
 
 class _AdaptiveMaxPoolNd(Module):
@@ -155,23 +155,23 @@ class _AdaptiveMaxPoolNd(Module):
         self.output_size, self.return_indices = output_size, return_indices
 
     def forward(self, x: Tensor) -> Tensor | tuple[Tensor, Tensor]:
-        return pooling.adaptive_max_pool(x, self.dims, self.output_size, self.return_indices)
+        return adaptive_pooling.adaptive_max_pool(x, self.dims, self.output_size, self.return_indices)
 
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
-    """torch.nn.AdaptiveMaxPool1d: limn.composed.functional.pooling.adaptive_max_pool1d to output_size."""
+    """torch.nn.AdaptiveMaxPool1d: limn.composed.functional.adaptive_pooling.adaptive_max_pool1d to output_size."""
 
     dims = 1
 
 
 class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
-    """torch.nn.AdaptiveMaxPool2d: limn.composed.functional.pooling.adaptive_max_pool2d to output_size."""
+    """torch.nn.AdaptiveMaxPool2d: limn.composed.functional.adaptive_pooling.adaptive_max_pool2d to output_size."""
 
     dims = 2
 
 
 class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
-    """torch.nn.AdaptiveMaxPool3d: limn.composed.functional.pooling.adaptive_max_pool3d to output_size."""
+    """torch.nn.AdaptiveMaxPool3d: limn.composed.functional.adaptive_pooling.adaptive_max_pool3d to output_size."""
 
     dims = 3
 

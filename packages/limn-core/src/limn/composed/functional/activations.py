@@ -9,7 +9,9 @@ Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> de
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn.composed.math import derivative
 from limn.composed.math.stable import expm1, log1p, log1p_exp
 from limn.composed.reduce.reductions import log_softmax as _log_softmax
@@ -17,7 +19,6 @@ from limn.composed.reduce.reductions import softmax as _softmax
 from limn.dtypes import DType
 from limn.errors import ArgumentError
 from limn.frontend.arguments import normalize_axis
-from limn.frontend.primitives import Tensor
 
 # torch's SELU constants (Klambauer et al. 2017), to the digits torch spells them
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -34,134 +35,6 @@ def _floats_only(x: Tensor, what: str) -> Tensor:
     return x
 
 
-# ---- the ReLU family: piecewise linear ----
-
-
-def leaky_relu(x: Tensor, negative_slope: float = 0.01, *, neg_slope: float | None = None) -> Tensor:
-    """x where x > 0, negative_slope * x elsewhere, as torch (neg_slope is tinygrad's spelling).
-
-    Gradient: negative_slope at 0 and at NaN, as torch's. -0.0 stays -0.0.
-
-    >>> Tensor([-2.0, 0.0, 3.0]).leaky_relu(0.5).tolist()
-    [-1.0, 0.0, 3.0]
-    """
-    slope = negative_slope if neg_slope is None else neg_slope
-    x = _floats_only(x, "leaky_relu")
-    return x.gt(0).where(x, x * slope)  # leaky_relu: x if x > 0 else slope * x
-
-
-def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
-    """x clamped into [min_val, max_val], as torch: clamp's rule, gradient 1 strictly inside, 0 at and past
-    the bounds and at NaN. Int tensors clamp as ints (integer-valued bounds stay ints).
-
-    >>> Tensor([-2.0, 0.5, 3.0]).hardtanh().tolist()
-    [-1.0, 0.5, 1.0]
-    """
-    if min_val > max_val:
-        raise ArgumentError(f"hardtanh: min_val {min_val} is greater than max_val {max_val}; swap them")
-    if not x.dtype.is_float and float(min_val).is_integer() and float(max_val).is_integer():
-        return x.clip(int(min_val), int(max_val))
-    return x.clip(min_val, max_val)  # hardtanh: clamp(x, min, max), gradient where min < x < max
-
-
-def relu6(x: Tensor) -> Tensor:
-    """min(max(x, 0), 6) = hardtanh(x, 0, 6), as torch: gradient 0 at 0, at 6 and at NaN.
-
-    >>> Tensor([-1.0, 3.0, 7.0]).relu6().tolist()
-    [0.0, 3.0, 6.0]
-    """
-    return hardtanh(x, 0.0, 6.0)
-
-
-def hardsigmoid(x: Tensor) -> Tensor:
-    """x / 6 + 1/2 clamped into [0, 1], as torch. Gradient 1/6 strictly inside (-3, 3), 0 at -3 and 3
-    and at NaN (torch's rule).
-
-    >>> Tensor([-4.0, 0.0, 4.0]).hardsigmoid().tolist()
-    [0.0, 0.5, 1.0]
-    """
-    x = _floats_only(x, "hardsigmoid")
-    line = x * (1 / 6) + 0.5
-    inside = x.gt(-3).logical_and(x.lt(3))
-    return inside.where(line, line.detach().clip(0.0, 1.0))  # hardsigmoid: clamp(x/6 + 1/2, 0, 1)
-
-
-def hardswish(x: Tensor) -> Tensor:
-    """x * hardsigmoid(x), as torch: 0 (as x * 0) up to -3, x (x + 3) / 6 inside, x from 3 on.
-
-    Gradient as torch's: 0 at and below -3, x/3 + 1/2 inside (-3, 3) (NaN at NaN), 1 at 3 and above. From
-    3 on it is x * 6 / 6 as torch computes it, so 3e38 overflows to inf there as in torch.
-
-    >>> Tensor([-4.0, 0.0, 1.5, 4.0]).hardswish().tolist()
-    [-0.0, 0.0, 1.125, 4.0]
-    """
-    x = _floats_only(x, "hardswish")
-    low, high = x.le(-3), x.ge(3)
-    safe = low.logical_or(high).where(0.0, x)  # inside (-3, 3) or NaN: never a huge x, whose gradient is inf
-    quadratic = safe * (safe + 3) * (1 / 6)
-    return low.where(x * 0.0, high.where(x * 6.0 * (1 / 6), quadratic))  # hardswish: x * clamp(x + 3, 0, 6) / 6
-
-
-def threshold(x: Tensor, threshold: float, value: float) -> Tensor:
-    """value where x <= threshold, x elsewhere (NaN included), as torch.threshold; gradient 1 where x is
-    kept, 0 where replaced. An int tensor stays int (the value is cast to it).
-
-    >>> Tensor([0.5, 2.0]).threshold(1.0, -1.0).tolist()
-    [-1.0, 2.0]
-    """
-    if not x.dtype.is_float:
-        value = int(value)
-    return x.le(threshold).where(value, x)  # threshold: value if x <= threshold else x
-
-
-def softshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
-    """x - lambd above lambd, x + lambd below -lambd, +0.0 between, as torch. Gradient 1 outside, 0 in
-    [-lambd, lambd] (its ends included) and at NaN.
-
-    >>> Tensor([-2.0, 0.25, 2.0]).softshrink(1.0).tolist()
-    [-1.0, 0.0, 1.0]
-    """
-    if lambd < 0:
-        raise ArgumentError(f"softshrink: lambd must be >= 0 (torch raises too), got {lambd}")
-    x = _floats_only(x, "softshrink")
-    outside = x.gt(lambd).logical_or(x.lt(-lambd))
-    rest = x.detach() * 0.0 + 0.0  # +0.0 inside, NaN at NaN, both with gradient 0
-    return outside.where(x.gt(0).where(x - lambd, x + lambd), rest)
-
-
-def hardshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
-    """x outside [-lambd, lambd], +0.0 inside (its ends included), as torch; gradient 1 outside, 0 inside
-    and at NaN.
-
-    >>> Tensor([-2.0, 0.25, 2.0]).hardshrink(1.0).tolist()
-    [-2.0, 0.0, 2.0]
-    """
-    x = _floats_only(x, "hardshrink")
-    outside = x.gt(lambd).logical_or(x.lt(-lambd))
-    return outside.where(x, x.detach() * 0.0 + 0.0)  # hardshrink: 0 if |x| <= lambd else x
-
-
-def prelu(x: Tensor, weight: Tensor) -> Tensor:
-    """x where x > 0, weight * x elsewhere, with one weight per channel (dim 1; a 0-d or 1-D input has one
-    channel) or one for all, as torch. Gradient to x: weight at 0; to weight: x where x <= 0.
-
-    >>> Tensor([[-2.0, 3.0]]).prelu(Tensor([0.5, 0.1])).tolist()
-    [[-1.0, 3.0]]
-    """
-    x = _floats_only(x, "prelu")
-    weight = weight if isinstance(weight, Tensor) else Tensor(weight, dtype=x.dtype)
-    channels = x.shape[1] if x.ndim >= 2 else 1
-    if weight.size not in (1, channels):
-        raise ArgumentError(
-            f"prelu: weight has {weight.size} values, but the input {x.shape} has {channels} channels "
-            "(dim 1; one for an input of fewer than 2 dims); pass 1 weight or one per channel"
-        )
-    shape = (1,) * x.ndim if weight.size == 1 else (1, channels) + (1,) * (x.ndim - 2)
-    w = weight.reshape(shape)  # (C,) -> (1, C, 1, ...), to broadcast over the batch and spatial dims
-    positive = x.gt(0)
-    return positive.where(x, w * positive.where(0.0, x))  # prelu: x if x > 0 else w x (w sees no x = inf)
-
-
 # ---- the exponential family ----
 
 
@@ -174,140 +47,9 @@ def _elu(x: Tensor, alpha: float, scale: float, input_scale: float, what: str) -
     return positive.where(x * scale, curve)
 
 
-def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
-    """x above 0, alpha (e**x - 1) at and below, as torch. Gradient alpha at 0. elu(-0.0) is -0.0.
-
-    >>> round(Tensor([-1.0]).elu().item(), 4)
-    -0.6321
-    """
-    return _elu(x, alpha, 1.0, 1.0, "elu")
-
-
-def selu(x: Tensor) -> Tensor:
-    """scale * elu(x, alpha) with torch's constants (SELU_ALPHA, SELU_SCALE). Gradient scale * alpha at 0.
-
-    >>> round(Tensor([1.0]).selu().item(), 4)
-    1.0507
-    """
-    return _elu(x, SELU_ALPHA, SELU_SCALE, 1.0, "selu")
-
-
-def celu(x: Tensor, alpha: float = 1.0) -> Tensor:
-    """x above 0, alpha (e**(x / alpha) - 1) at and below, as torch. Gradient 1 at 0; alpha = 0 raises.
-
-    >>> round(Tensor([-1.0]).celu(2.0).item(), 4)
-    -0.7869
-    """
-    if alpha == 0:
-        raise ArgumentError("celu: alpha cannot be 0 (it divides x; torch raises too)")
-    return _elu(x, alpha, 1.0, 1.0 / alpha, "celu")
-
-
-def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """log(1 + e**(beta x)) / beta, and x itself where beta x > threshold, as torch.
-
-    Gradient sigmoid(beta x) (1/2 at 0), 1 past the threshold, NaN at NaN. Stable for any |x|: 3e38 gives
-    3e38 and -3e38 gives 0, where the plain formula gives inf and NaN.
-
-    >>> round(Tensor([0.0]).softplus().item(), 4)
-    0.6931
-    """
-    x = _floats_only(x, "softplus")
-    bx = x * beta
-    linear = bx.gt(threshold)
-    curve = log1p_exp(linear.where(0.0, bx)) * (1 / beta if beta else math.inf)
-    return linear.where(x, curve)  # softplus: log(1 + exp(beta x)) / beta, linear past threshold
-
-
-def logsigmoid(x: Tensor) -> Tensor:
-    """log(sigmoid(x)) = min(x, 0) - log1p(e**-|x|), as torch: stable for any |x| (-3e38 gives -3e38).
-    Gradient sigmoid(-x) (1/2 at 0), NaN at NaN.
-
-    >>> round(Tensor([0.0]).logsigmoid().item(), 4)
-    -0.6931
-    """
-    x = _floats_only(x, "logsigmoid")
-    negative = x.lt(0)
-    tail = log1p(negative.where(x, -x).exp())  # log1p(e**-|x|)
-    return negative.where(x - tail, 0.0 - tail)  # 0 - tail, so logsigmoid(inf) is +0.0 as torch's
-
-
-def mish(x: Tensor) -> Tensor:
-    """x * tanh(softplus(x)), as torch. tanh(softplus(x)) = n / (n + 2) with n = e**x (e**x + 2), taken
-    as (1 + 2m) / (1 + 2m + 2m**2) with m = e**-x above 0, so no exp overflows: |x| up to 3e38 is finite
-    (past 40 it is x itself).
-    Gradient 0.6 at 0; at +-inf it is NaN, as torch's.
-
-    >>> round(Tensor([1.0]).mish().item(), 4)
-    0.8651
-    """
-    x = _floats_only(x, "mish")
-    positive = x.gt(0)
-    m = positive.where(-x, 0.0).exp()  # e**-x for x > 0, in (0, 1)
-    e = positive.where(0.0, x).exp()  # e**x for x <= 0, in [0, 1]
-    n = e * (e + 2)
-    upper = (1 + 2 * m) / (1 + 2 * m + 2 * m * m)
-    curve = x * positive.where(upper, n / (n + 2))  # mish: x tanh(log(1 + e**x))
-    # past 40, tanh(softplus(x)) is 1 in float64 too: x itself, so a huge x (3e38) sends no 2x (inf) into
-    # the curve's gradient; inf keeps the curve, whose gradient there is NaN as torch's
-    return x.gt(40).logical_and(x.lt(math.inf)).where(x, curve)
-
-
 def silu(x: Tensor) -> Tensor:
     """x * sigmoid(x), as torch.nn.functional.silu (swish is its other name)."""
     return _floats_only(x, "silu").silu()
-
-
-def quick_gelu(x: Tensor) -> Tensor:
-    """x * sigmoid(1.702 x), the sigmoid approximation of gelu (CLIP, tinygrad); torch has no function
-    for it.
-
-    >>> round(Tensor([1.0]).quick_gelu().item(), 4)
-    0.8458
-    """
-    return x * (x * 1.702).sigmoid()
-
-
-# ---- the others: softsign, tanhshrink, glu ----
-
-
-def softsign(x: Tensor) -> Tensor:
-    """x / (1 + |x|), as torch (whose gradient through |x| is 1 at 0). An int tensor gives float32.
-
-    >>> Tensor([-3.0, 1.0]).softsign().tolist()
-    [-0.75, 0.5]
-    """
-    x = x._float()
-    return x / (1 + x.abs())
-
-
-def tanhshrink(x: Tensor) -> Tensor:
-    """x - tanh(x), as torch. An int tensor gives float32.
-
-    >>> round(Tensor([1.0]).tanhshrink().item(), 4)
-    0.2384
-    """
-    x = x._float()
-    return x - x.tanh() + 0.0  # + 0.0: tanhshrink(-0.0) is +0.0, as torch's -0.0 - tanh(-0.0)
-
-
-def glu(x: Tensor, dim: int = -1) -> Tensor:
-    """a * sigmoid(b), where a and b are the first and second halves of x along dim, as torch.
-
-    >>> Tensor([[1.0, 0.0]]).glu().tolist()
-    [[0.5]]
-    """
-    x = _floats_only(x, "glu")
-    if x.ndim == 0:
-        raise ArgumentError("glu: a 0-d tensor has no dim to halve (torch raises too); reshape it to (2,) or more")
-    axis = normalize_axis(dim, x.ndim, "glu")
-    n = x.shape[axis]
-    if n % 2:
-        raise ArgumentError(f"glu: dim {dim} of shape {x.shape} has odd size {n}, and glu halves it; it must be even")
-    box = [(0, s) for s in x.shape]
-    first, second = list(box), list(box)
-    first[axis], second[axis] = (0, n // 2), (n // 2, n)
-    return x.shrink(first) * x.shrink(second).sigmoid()  # (..., n, ...) -> (..., n/2, ...)
 
 
 # ---- softmax with torch's dim= and dtype=, softmin, normalize ----
@@ -321,37 +63,6 @@ def _softmax_args(x: Tensor, dim: int | None, axis: int | None, dtype: DType | s
     if not x.dtype.is_float:
         raise TypeError(f"softmax of a {x.dtype.name} tensor: torch has none; pass dtype='float32' or cast first")
     return x, -1 if dim is None and axis is None else (dim if dim is not None else axis)
-
-
-def softmax(x: Tensor, dim: int | None = None, dtype: DType | str | None = None, *, axis: int | None = None) -> Tensor:
-    """exp(x) / sum(exp(x)) along dim (the last when none is given), computed in dtype if given.
-
-    Trap: torch.nn.functional.softmax without dim picks a dim from the rank (deprecated, with a warning);
-    limn always takes the last.
-
-    >>> Tensor([0.0, 0.0]).softmax(dim=0).tolist()
-    [0.5, 0.5]
-    """
-    x, d = _softmax_args(x, dim, axis, dtype)
-    return _softmax(x, d)
-
-
-def log_softmax(
-    x: Tensor, dim: int | None = None, dtype: DType | str | None = None, *, axis: int | None = None
-) -> Tensor:
-    """log(softmax(x)) along dim (the last by default), computed in dtype if given, never as a log of 0."""
-    x, d = _softmax_args(x, dim, axis, dtype)
-    return _log_softmax(x, d)
-
-
-def softmin(x: Tensor, dim: int | None = None, dtype: DType | str | None = None, *, axis: int | None = None) -> Tensor:
-    """softmax(-x) along dim (the last by default), as torch.nn.functional.softmin.
-
-    >>> Tensor([0.0, 0.0]).softmin(0).tolist()
-    [0.5, 0.5]
-    """
-    x, d = _softmax_args(x, dim, axis, dtype)
-    return _softmax(-x, d)
 
 
 def _norm(x: Tensor, p: float, axis: int) -> Tensor:
@@ -374,29 +85,6 @@ def _norm(x: Tensor, p: float, axis: int) -> Tensor:
     return nonzero.where(scale * nonzero.where(total, 1.0) ** (1 / p), 0.0 * total)
 
 
-def normalize(x: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
-    """x / max(||x||_p, eps) along dim, as torch.nn.functional.normalize, for every p torch takes: p > 0, inf,
-    p = 0 (the norm is the count of nonzeros, with gradient 0) and p < 0 ((sum |x|**p) ** (1/p), 0 for a
-    slice holding a zero, whose |0|**p is inf).
-
-    Trap, as in torch: a zero slice (or, for p < 0, one holding a zero) gives x / eps with gradient 1 / eps
-    (1e12 by default), not NaN.
-
-    >>> Tensor([[3.0, 4.0]]).normalize().tolist()
-    [[0.6000000238418579, 0.800000011920929]]
-    >>> Tensor([[3.0, 0.0, -1.0]]).normalize(p=0).tolist()
-    [[1.5, 0.0, -0.5]]
-    """
-    x = _floats_only(x, "normalize")
-    if math.isnan(p):
-        raise ArgumentError(f"normalize: p = {p}; give a number, e.g. p=2")
-    axis = normalize_axis(dim, x.ndim, "normalize")
-    flat = x.reshape(1) if x.ndim == 0 else x
-    norm = _norm(flat, p, axis) if p >= 1 else _norm_below_one(flat, p, axis)
-    norm = norm.reshape(()) if x.ndim == 0 else norm
-    return x / norm.clip(eps)  # normalize: x / max(norm, eps); the gradient stops below eps
-
-
 def _norm_below_one(x: Tensor, p: float, axis: int) -> Tensor:
     """torch's vector_norm for p < 1 over axis, kept as a size-1 dim. p = 0 counts the nonzeros (gradient 0,
     as torch's), p = -inf is min |x|; any other p is (sum |x|**p) ** (1/p), carrying torch's gradient for
@@ -414,37 +102,321 @@ def _norm_below_one(x: Tensor, p: float, axis: int) -> Tensor:
     return derivative.carry(value, (x,), partial)
 
 
-def swish(x: Tensor) -> Tensor:
-    """silu under its other name: x * sigmoid(x)."""
-    return silu(x)
+class ActivationsMixin:
+    """Tensor's activation functions beyond the common ones, softmax and its kin, and normalize."""
+
+    __slots__ = ()
+
+    # ---- the ReLU family: piecewise linear ----
+    def leaky_relu(self, negative_slope: float = 0.01, *, neg_slope: float | None = None) -> Tensor:
+        """x where x > 0, negative_slope * x elsewhere, as torch (neg_slope is tinygrad's spelling).
+
+        Gradient: negative_slope at 0 and at NaN, as torch's. -0.0 stays -0.0.
+
+        >>> Tensor([-2.0, 0.0, 3.0]).leaky_relu(0.5).tolist()
+        [-1.0, 0.0, 3.0]
+        """
+        x = self
+        slope = negative_slope if neg_slope is None else neg_slope
+        x = _floats_only(x, "leaky_relu")
+        return x.gt(0).where(x, x * slope)  # leaky_relu: x if x > 0 else slope * x
+
+    def hardtanh(self, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+        """x clamped into [min_val, max_val], as torch: clamp's rule, gradient 1 strictly inside, 0 at and past
+        the bounds and at NaN. Int tensors clamp as ints (integer-valued bounds stay ints).
+
+        >>> Tensor([-2.0, 0.5, 3.0]).hardtanh().tolist()
+        [-1.0, 0.5, 1.0]
+        """
+        if min_val > max_val:
+            raise ArgumentError(f"hardtanh: min_val {min_val} is greater than max_val {max_val}; swap them")
+        if not self.dtype.is_float and float(min_val).is_integer() and float(max_val).is_integer():
+            return self.clip(int(min_val), int(max_val))
+        return self.clip(min_val, max_val)  # hardtanh: clamp(x, min, max), gradient where min < x < max
+
+    def relu6(self) -> Tensor:
+        """min(max(x, 0), 6) = hardtanh(x, 0, 6), as torch: gradient 0 at 0, at 6 and at NaN.
+
+        >>> Tensor([-1.0, 3.0, 7.0]).relu6().tolist()
+        [0.0, 3.0, 6.0]
+        """
+        return self.hardtanh(0.0, 6.0)
+
+    def hardsigmoid(self) -> Tensor:
+        """x / 6 + 1/2 clamped into [0, 1], as torch. Gradient 1/6 strictly inside (-3, 3), 0 at -3 and 3
+        and at NaN (torch's rule).
+
+        >>> Tensor([-4.0, 0.0, 4.0]).hardsigmoid().tolist()
+        [0.0, 0.5, 1.0]
+        """
+        x = self
+        x = _floats_only(x, "hardsigmoid")
+        line = x * (1 / 6) + 0.5
+        inside = x.gt(-3).logical_and(x.lt(3))
+        return inside.where(line, line.detach().clip(0.0, 1.0))  # hardsigmoid: clamp(x/6 + 1/2, 0, 1)
+
+    def hardswish(self) -> Tensor:
+        """x * hardsigmoid(x), as torch: 0 (as x * 0) up to -3, x (x + 3) / 6 inside, x from 3 on.
+
+        Gradient as torch's: 0 at and below -3, x/3 + 1/2 inside (-3, 3) (NaN at NaN), 1 at 3 and above. From
+        3 on it is x * 6 / 6 as torch computes it, so 3e38 overflows to inf there as in torch.
+
+        >>> Tensor([-4.0, 0.0, 1.5, 4.0]).hardswish().tolist()
+        [-0.0, 0.0, 1.125, 4.0]
+        """
+        x = self
+        x = _floats_only(x, "hardswish")
+        low, high = x.le(-3), x.ge(3)
+        safe = low.logical_or(high).where(0.0, x)  # inside (-3, 3) or NaN: never a huge x, whose gradient is inf
+        quadratic = safe * (safe + 3) * (1 / 6)
+        return low.where(x * 0.0, high.where(x * 6.0 * (1 / 6), quadratic))  # hardswish: x * clamp(x + 3, 0, 6) / 6
+
+    def threshold(self, threshold: float, value: float) -> Tensor:
+        """value where x <= threshold, x elsewhere (NaN included), as torch.threshold; gradient 1 where x is
+        kept, 0 where replaced. An int tensor stays int (the value is cast to it).
+
+        >>> Tensor([0.5, 2.0]).threshold(1.0, -1.0).tolist()
+        [-1.0, 2.0]
+        """
+        if not self.dtype.is_float:
+            value = int(value)
+        return self.le(threshold).where(value, self)  # threshold: value if x <= threshold else x
+
+    def softshrink(self, lambd: float = 0.5) -> Tensor:
+        """x - lambd above lambd, x + lambd below -lambd, +0.0 between, as torch. Gradient 1 outside, 0 in
+        [-lambd, lambd] (its ends included) and at NaN.
+
+        >>> Tensor([-2.0, 0.25, 2.0]).softshrink(1.0).tolist()
+        [-1.0, 0.0, 1.0]
+        """
+        x = self
+        if lambd < 0:
+            raise ArgumentError(f"softshrink: lambd must be >= 0 (torch raises too), got {lambd}")
+        x = _floats_only(x, "softshrink")
+        outside = x.gt(lambd).logical_or(x.lt(-lambd))
+        rest = x.detach() * 0.0 + 0.0  # +0.0 inside, NaN at NaN, both with gradient 0
+        return outside.where(x.gt(0).where(x - lambd, x + lambd), rest)
+
+    def hardshrink(self, lambd: float = 0.5) -> Tensor:
+        """x outside [-lambd, lambd], +0.0 inside (its ends included), as torch; gradient 1 outside, 0 inside
+        and at NaN.
+
+        >>> Tensor([-2.0, 0.25, 2.0]).hardshrink(1.0).tolist()
+        [-2.0, 0.0, 2.0]
+        """
+        x = self
+        x = _floats_only(x, "hardshrink")
+        outside = x.gt(lambd).logical_or(x.lt(-lambd))
+        return outside.where(x, x.detach() * 0.0 + 0.0)  # hardshrink: 0 if |x| <= lambd else x
+
+    def prelu(self, weight: Tensor) -> Tensor:
+        """x where x > 0, weight * x elsewhere, with one weight per channel (dim 1; a 0-d or 1-D input has one
+        channel) or one for all, as torch. Gradient to x: weight at 0; to weight: x where x <= 0.
+
+        >>> Tensor([[-2.0, 3.0]]).prelu(Tensor([0.5, 0.1])).tolist()
+        [[-1.0, 3.0]]
+        """
+        x = self
+        x = _floats_only(x, "prelu")
+        weight = weight if isinstance(weight, limn.Tensor) else limn.Tensor(weight, dtype=x.dtype)
+        channels = x.shape[1] if x.ndim >= 2 else 1
+        if weight.size not in (1, channels):
+            raise ArgumentError(
+                f"prelu: weight has {weight.size} values, but the input {x.shape} has {channels} channels "
+                "(dim 1; one for an input of fewer than 2 dims); pass 1 weight or one per channel"
+            )
+        shape = (1,) * x.ndim if weight.size == 1 else (1, channels) + (1,) * (x.ndim - 2)
+        w = weight.reshape(shape)  # (C,) -> (1, C, 1, ...), to broadcast over the batch and spatial dims
+        positive = x.gt(0)
+        return positive.where(x, w * positive.where(0.0, x))  # prelu: x if x > 0 else w x (w sees no x = inf)
+
+    def elu(self, alpha: float = 1.0) -> Tensor:
+        """x above 0, alpha (e**x - 1) at and below, as torch. Gradient alpha at 0. elu(-0.0) is -0.0.
+
+        >>> round(Tensor([-1.0]).elu().item(), 4)
+        -0.6321
+        """
+        return _elu(self, alpha, 1.0, 1.0, "elu")
+
+    def selu(self) -> Tensor:
+        """scale * elu(x, alpha) with torch's constants (SELU_ALPHA, SELU_SCALE). Gradient scale * alpha at 0.
+
+        >>> round(Tensor([1.0]).selu().item(), 4)
+        1.0507
+        """
+        return _elu(self, SELU_ALPHA, SELU_SCALE, 1.0, "selu")
+
+    def celu(self, alpha: float = 1.0) -> Tensor:
+        """x above 0, alpha (e**(x / alpha) - 1) at and below, as torch. Gradient 1 at 0; alpha = 0 raises.
+
+        >>> round(Tensor([-1.0]).celu(2.0).item(), 4)
+        -0.7869
+        """
+        if alpha == 0:
+            raise ArgumentError("celu: alpha cannot be 0 (it divides x; torch raises too)")
+        return _elu(self, alpha, 1.0, 1.0 / alpha, "celu")
+
+    def softplus(self, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+        """log(1 + e**(beta x)) / beta, and x itself where beta x > threshold, as torch.
+
+        Gradient sigmoid(beta x) (1/2 at 0), 1 past the threshold, NaN at NaN. Stable for any |x|: 3e38 gives
+        3e38 and -3e38 gives 0, where the plain formula gives inf and NaN.
+
+        >>> round(Tensor([0.0]).softplus().item(), 4)
+        0.6931
+        """
+        x = self
+        x = _floats_only(x, "softplus")
+        bx = x * beta
+        linear = bx.gt(threshold)
+        curve = log1p_exp(linear.where(0.0, bx)) * (1 / beta if beta else math.inf)
+        return linear.where(x, curve)  # softplus: log(1 + exp(beta x)) / beta, linear past threshold
+
+    def logsigmoid(self) -> Tensor:
+        """log(sigmoid(x)) = min(x, 0) - log1p(e**-|x|), as torch: stable for any |x| (-3e38 gives -3e38).
+        Gradient sigmoid(-x) (1/2 at 0), NaN at NaN.
+
+        >>> round(Tensor([0.0]).logsigmoid().item(), 4)
+        -0.6931
+        """
+        x = self
+        x = _floats_only(x, "logsigmoid")
+        negative = x.lt(0)
+        tail = log1p(negative.where(x, -x).exp())  # log1p(e**-|x|)
+        return negative.where(x - tail, 0.0 - tail)  # 0 - tail, so logsigmoid(inf) is +0.0 as torch's
+
+    def mish(self) -> Tensor:
+        """x * tanh(softplus(x)), as torch. tanh(softplus(x)) = n / (n + 2) with n = e**x (e**x + 2), taken
+        as (1 + 2m) / (1 + 2m + 2m**2) with m = e**-x above 0, so no exp overflows: |x| up to 3e38 is finite
+        (past 40 it is x itself).
+        Gradient 0.6 at 0; at +-inf it is NaN, as torch's.
+
+        >>> round(Tensor([1.0]).mish().item(), 4)
+        0.8651
+        """
+        x = self
+        x = _floats_only(x, "mish")
+        positive = x.gt(0)
+        m = positive.where(-x, 0.0).exp()  # e**-x for x > 0, in (0, 1)
+        e = positive.where(0.0, x).exp()  # e**x for x <= 0, in [0, 1]
+        n = e * (e + 2)
+        upper = (1 + 2 * m) / (1 + 2 * m + 2 * m * m)
+        curve = x * positive.where(upper, n / (n + 2))  # mish: x tanh(log(1 + e**x))
+        # past 40, tanh(softplus(x)) is 1 in float64 too: x itself, so a huge x (3e38) sends no 2x (inf) into
+        # the curve's gradient; inf keeps the curve, whose gradient there is NaN as torch's
+        return x.gt(40).logical_and(x.lt(math.inf)).where(x, curve)
+
+    def quick_gelu(self) -> Tensor:
+        """x * sigmoid(1.702 x), the sigmoid approximation of gelu (CLIP, tinygrad); torch has no function
+        for it.
+
+        >>> round(Tensor([1.0]).quick_gelu().item(), 4)
+        0.8458
+        """
+        return self * (self * 1.702).sigmoid()
+
+    # ---- the others: softsign, tanhshrink, glu ----
+    def softsign(self) -> Tensor:
+        """x / (1 + |x|), as torch (whose gradient through |x| is 1 at 0). An int tensor gives float32.
+
+        >>> Tensor([-3.0, 1.0]).softsign().tolist()
+        [-0.75, 0.5]
+        """
+        x = self
+        x = x._float()
+        return x / (1 + x.abs())
+
+    def tanhshrink(self) -> Tensor:
+        """x - tanh(x), as torch. An int tensor gives float32.
+
+        >>> round(Tensor([1.0]).tanhshrink().item(), 4)
+        0.2384
+        """
+        x = self
+        x = x._float()
+        return x - x.tanh() + 0.0  # + 0.0: tanhshrink(-0.0) is +0.0, as torch's -0.0 - tanh(-0.0)
+
+    def glu(self, dim: int = -1) -> Tensor:
+        """a * sigmoid(b), where a and b are the first and second halves of x along dim, as torch.
+
+        >>> Tensor([[1.0, 0.0]]).glu().tolist()
+        [[0.5]]
+        """
+        x = self
+        x = _floats_only(x, "glu")
+        if x.ndim == 0:
+            raise ArgumentError("glu: a 0-d tensor has no dim to halve (torch raises too); reshape it to (2,) or more")
+        axis = normalize_axis(dim, x.ndim, "glu")
+        n = x.shape[axis]
+        if n % 2:
+            raise ArgumentError(
+                f"glu: dim {dim} of shape {x.shape} has odd size {n}, and glu halves it; it must be even"
+            )
+        box = [(0, s) for s in x.shape]
+        first, second = list(box), list(box)
+        first[axis], second[axis] = (0, n // 2), (n // 2, n)
+        return x.shrink(first) * x.shrink(second).sigmoid()  # (..., n, ...) -> (..., n/2, ...)
+
+    def softmax(self, dim: int | None = None, dtype: DType | str | None = None, *, axis: int | None = None) -> Tensor:
+        """exp(x) / sum(exp(x)) along dim (the last when none is given), computed in dtype if given.
+
+        Trap: torch.nn.functional.softmax without dim picks a dim from the rank (deprecated, with a warning);
+        limn always takes the last.
+
+        >>> Tensor([0.0, 0.0]).softmax(dim=0).tolist()
+        [0.5, 0.5]
+        """
+        x = self
+        x, d = _softmax_args(x, dim, axis, dtype)
+        return _softmax(x, d)
+
+    def log_softmax(
+        self, dim: int | None = None, dtype: DType | str | None = None, *, axis: int | None = None
+    ) -> Tensor:
+        """log(softmax(x)) along dim (the last by default), computed in dtype if given, never as a log of 0."""
+        x = self
+        x, d = _softmax_args(x, dim, axis, dtype)
+        return _log_softmax(x, d)
+
+    def softmin(self, dim: int | None = None, dtype: DType | str | None = None, *, axis: int | None = None) -> Tensor:
+        """softmax(-x) along dim (the last by default), as torch.nn.functional.softmin.
+
+        >>> Tensor([0.0, 0.0]).softmin(0).tolist()
+        [0.5, 0.5]
+        """
+        x = self
+        x, d = _softmax_args(x, dim, axis, dtype)
+        return _softmax(-x, d)
+
+    def normalize(self, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+        """x / max(||x||_p, eps) along dim, as torch.nn.functional.normalize, for every p torch takes: p > 0, inf,
+        p = 0 (the norm is the count of nonzeros, with gradient 0) and p < 0 ((sum |x|**p) ** (1/p), 0 for a
+        slice holding a zero, whose |0|**p is inf).
+
+        Trap, as in torch: a zero slice (or, for p < 0, one holding a zero) gives x / eps with gradient 1 / eps
+        (1e12 by default), not NaN.
+
+        >>> Tensor([[3.0, 4.0]]).normalize().tolist()
+        [[0.6000000238418579, 0.800000011920929]]
+        >>> Tensor([[3.0, 0.0, -1.0]]).normalize(p=0).tolist()
+        [[1.5, 0.0, -0.5]]
+        """
+        x = self
+        x = _floats_only(x, "normalize")
+        if math.isnan(p):
+            raise ArgumentError(f"normalize: p = {p}; give a number, e.g. p=2")
+        axis = normalize_axis(dim, x.ndim, "normalize")
+        flat = x.reshape(1) if x.ndim == 0 else x
+        norm = _norm(flat, p, axis) if p >= 1 else _norm_below_one(flat, p, axis)
+        norm = norm.reshape(()) if x.ndim == 0 else norm
+        return x / norm.clip(eps)  # normalize: x / max(norm, eps); the gradient stops below eps
+
+    def swish(self) -> Tensor:
+        """silu under its other name: x * sigmoid(x)."""
+        return silu(self)
 
 
-__all__ = [
-    "SELU_ALPHA",
-    "SELU_SCALE",
-    "celu",
-    "elu",
-    "glu",
-    "hardshrink",
-    "hardsigmoid",
-    "hardswish",
-    "hardtanh",
-    "leaky_relu",
-    "log_softmax",
-    "logsigmoid",
-    "mish",
-    "normalize",
-    "prelu",
-    "quick_gelu",
-    "relu6",
-    "selu",
-    "silu",
-    "softmax",
-    "softmin",
-    "softplus",
-    "softshrink",
-    "softsign",
-    "swish",
-    "tanhshrink",
-    "threshold",
-]
+__all__ = ["ActivationsMixin", "SELU_ALPHA", "SELU_SCALE", "silu"]
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

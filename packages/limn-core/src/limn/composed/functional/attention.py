@@ -9,56 +9,64 @@ v. Pipeline: **tensor (attention)** -> custom_call.apply("sdpa") or composed ops
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn import dtypes
 from limn.errors import ArgumentError
 from limn.frontend import custom_call
 from limn.frontend.arguments import broadcast_shape
-from limn.frontend.primitives import Tensor
 
 
-def scaled_dot_product_attention(
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    attn_mask: Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    scale: float | None = None,
-    enable_gqa: bool = False,
-    *,
-    causal: bool = False,
-    key_mask: Tensor | None = None,
-) -> Tensor:
-    """torch's F.scaled_dot_product_attention: query (..., t_q, d), key (..., t_k, d), value (..., t_k, d_v)
-    give (..., t_q, d_v); the batch dims broadcast. attn_mask broadcasts to (..., t_q, t_k): a bool mask says
-    which keys a query may see, a float one is added to the scores. is_causal (or limn's causal=) lets query i
-    see keys 0..i: the top-left triangle, as torch's, also when t_q != t_k (not with attn_mask). scale
-    defaults to 1/sqrt(d). enable_gqa lets key and value have fewer heads (dim -3) than query, each shared by
-    a group of query heads. dropout_p drops attention weights, as torch's does whenever it is above 0.
+class AttentionMixin:
+    """Tensor.scaled_dot_product_attention, torch's."""
 
-    key_mask (..., t_k) bool is limn's: True keeps a key (padding, a part-filled kv cache). It composes with
-    causal, and its leading dims broadcast against the batch dims from the right, as any torch broadcast: a
-    (B, t_k) padding mask for (B, heads, t, d) queries is key_mask[:, None]. Without attn_mask and dropout
-    the call runs on the fused kernels (limn.composed.functional.sdpa) where the device has them.
+    __slots__ = ()
 
-    A query row whose every key is masked out gives zeros and passes no gradient, as torch's (its softmax
-    would be over nothing), on the fused path and the composed one.
+    def scaled_dot_product_attention(
+        self,
+        key: Tensor,
+        value: Tensor,
+        attn_mask: Tensor | None = None,
+        dropout_p: float = 0.0,
+        is_causal: bool = False,
+        scale: float | None = None,
+        enable_gqa: bool = False,
+        *,
+        causal: bool = False,
+        key_mask: Tensor | None = None,
+    ) -> Tensor:
+        """torch's F.scaled_dot_product_attention: query (..., t_q, d), key (..., t_k, d), value (..., t_k, d_v)
+        give (..., t_q, d_v); the batch dims broadcast. attn_mask broadcasts to (..., t_q, t_k): a bool mask says
+        which keys a query may see, a float one is added to the scores. is_causal (or limn's causal=) lets query i
+        see keys 0..i: the top-left triangle, as torch's, also when t_q != t_k (not with attn_mask). scale
+        defaults to 1/sqrt(d). enable_gqa lets key and value have fewer heads (dim -3) than query, each shared by
+        a group of query heads. dropout_p drops attention weights, as torch's does whenever it is above 0.
 
-    >>> q = Tensor.ones((1, 2, 4))
-    >>> Tensor.scaled_dot_product_attention(q, q, q, is_causal=True).shape
-    (1, 2, 4)
-    """
-    causal = bool(is_causal or causal)
-    _check(query, key, value, key_mask)
-    if causal and attn_mask is not None:
-        raise ArgumentError("scaled_dot_product_attention: is_causal=True takes no attn_mask (as torch); fold it in")
-    if enable_gqa:
-        key, value = _shared_heads(query, key), _shared_heads(query, value)
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
-    if attn_mask is None and dropout_p == 0:
-        return _fused(query, key, value, key_mask, causal, scale)
-    return composed(query, key, value, attn_mask, dropout_p, causal, scale, key_mask)
+        key_mask (..., t_k) bool is limn's: True keeps a key (padding, a part-filled kv cache). It composes with
+        causal, and its leading dims broadcast against the batch dims from the right, as any torch broadcast: a
+        (B, t_k) padding mask for (B, heads, t, d) queries is key_mask[:, None]. Without attn_mask and dropout
+        the call runs on the fused kernels (limn.composed.functional.sdpa) where the device has them.
+
+        A query row whose every key is masked out gives zeros and passes no gradient, as torch's (its softmax
+        would be over nothing), on the fused path and the composed one.
+
+        >>> q = Tensor.ones((1, 2, 4))
+        >>> Tensor.scaled_dot_product_attention(q, q, q, is_causal=True).shape
+        (1, 2, 4)
+        """
+        causal = bool(is_causal or causal)
+        _check(self, key, value, key_mask)
+        if causal and attn_mask is not None:
+            raise ArgumentError(
+                "scaled_dot_product_attention: is_causal=True takes no attn_mask (as torch); fold it in"
+            )
+        if enable_gqa:
+            key, value = _shared_heads(self, key), _shared_heads(self, value)
+        scale = 1.0 / math.sqrt(self.shape[-1]) if scale is None else float(scale)
+        if attn_mask is None and dropout_p == 0:
+            return _fused(self, key, value, key_mask, causal, scale)
+        return composed(self, key, value, attn_mask, dropout_p, causal, scale, key_mask)
 
 
 def _check(query: Tensor, key: Tensor, value: Tensor, key_mask: Tensor | None) -> None:
@@ -116,7 +124,7 @@ def masked_scores(
     t_q, t_k = query.shape[-2], key.shape[-2]
     scores = (query @ key.transpose(-2, -1)) * scale  # (..., t_q, t_k)
     if causal:
-        seen = Tensor.ones((t_q, t_k), dtype=dtypes.bool_, device=query.device).tril()  # query i sees keys 0..i
+        seen = limn.Tensor.ones((t_q, t_k), dtype=dtypes.bool_, device=query.device).tril()  # query i sees keys 0..i
         scores = scores.masked_fill(seen.logical_not(), -math.inf)
     if attn_mask is not None:
         if attn_mask.dtype == dtypes.bool_:
@@ -166,3 +174,7 @@ def _shared_heads(query: Tensor, kv: Tensor) -> Tensor:
             "the query's head count must be a multiple"
         )
     return kv if h_q == h_kv else kv.repeat_interleave(h_q // h_kv, dim=-3)
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

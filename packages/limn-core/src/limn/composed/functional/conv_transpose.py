@@ -9,12 +9,13 @@ Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> de
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn.composed.functional.convolution import IntOrSeq, as_tuple, conv
-from limn.composed.movement.padding import pad
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor
 
 
 def conv_transpose(
@@ -60,7 +61,7 @@ def conv_transpose(
         x = _spread(x, 2 + ax, s)  # (.., i, ..) -> (.., (i - 1) s + 1, ..)
     # the full conv's padding d (k - 1), less `padding` (a negative width crops), plus output_padding after
     widths = [(d * (k - 1) - p, d * (k - 1) - p + op) for k, p, op, d in zip(kernel, padding, output_padding, dilation)]
-    x = pad(x, [(0, 0), (0, 0), *widths])
+    x = x.pad([(0, 0), (0, 0), *widths])
     c_out = weight.shape[1] * groups
     w = weight.reshape((groups, c_in // groups, weight.shape[1]) + kernel)  # (G, Cin/G, Cout/G, *k)
     w = w.transpose(1, 2).reshape((c_out, c_in // groups) + kernel)  # (Cout, Cin/G, *k)
@@ -89,24 +90,8 @@ def _flip(w: Tensor, axis: int) -> Tensor:
     n = w.shape[axis]
     shape = [1] * w.ndim
     shape[axis] = n
-    idx = Tensor(np.arange(n - 1, -1, -1, dtype=np.int32).reshape(shape), device=w.device)
+    idx = limn.Tensor(np.arange(n - 1, -1, -1, dtype=np.int32).reshape(shape), device=w.device)
     return w.gather(axis, idx.expand(w.shape))
-
-
-def conv_transpose1d(
-    input: Tensor,
-    weight: Tensor,
-    bias: Tensor | None = None,
-    stride: IntOrSeq = 1,
-    padding: IntOrSeq = 0,
-    output_padding: IntOrSeq = 0,
-    groups: int = 1,
-    dilation: IntOrSeq = 1,
-) -> Tensor:
-    """torch.nn.functional.conv_transpose1d: (B, C_in, L) and weight (C_in, C_out / groups, k) -> (B, C_out,
-    L_out), L_out = (L - 1) stride - 2 padding + dilation (k - 1) + output_padding + 1."""
-    _check_rank(weight, 3, "conv_transpose1d")
-    return conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 def conv_transpose2d(
@@ -129,46 +114,69 @@ def conv_transpose2d(
     return conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
-def conv_transpose3d(
-    input: Tensor,
-    weight: Tensor,
-    bias: Tensor | None = None,
-    stride: IntOrSeq = 1,
-    padding: IntOrSeq = 0,
-    output_padding: IntOrSeq = 0,
-    groups: int = 1,
-    dilation: IntOrSeq = 1,
-) -> Tensor:
-    """torch.nn.functional.conv_transpose3d: (B, C_in, D, H, W) and weight (C_in, C_out / groups, kD, kH, kW)
-    -> (B, C_out, D_out, H_out, W_out), each dim sized as in conv_transpose1d."""
-    _check_rank(weight, 5, "conv_transpose3d")
-    return conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation)
+class ConvTransposeMixin:
+    """Tensor's transposed convolutions, by conv2d's rules."""
 
+    __slots__ = ()
 
-def conv_transpose_method(
-    self: Tensor,
-    weight: Tensor,
-    bias: Tensor | None = None,
-    stride: IntOrSeq = 1,
-    padding: IntOrSeq = 0,
-    output_padding: IntOrSeq = 0,
-    groups: int = 1,
-    dilation: IntOrSeq = 1,
-) -> Tensor:
-    """Tensor.conv_transpose2d, as tinygrad's: a transposed conv over as many spatial dims as the weight has
-    (weight.ndim - 2), so a weight (C_in, C_out, k) makes it a conv_transpose1d and (C_in, C_out, kD, kH, kW)
-    a conv_transpose3d (limn.nn.conv_transpose2d keeps torch's 4-d rank check).
+    def conv_transpose1d(
+        self,
+        weight: Tensor,
+        bias: Tensor | None = None,
+        stride: IntOrSeq = 1,
+        padding: IntOrSeq = 0,
+        output_padding: IntOrSeq = 0,
+        groups: int = 1,
+        dilation: IntOrSeq = 1,
+    ) -> Tensor:
+        """torch.nn.functional.conv_transpose1d: (B, C_in, L) and weight (C_in, C_out / groups, k) -> (B, C_out,
+        L_out), L_out = (L - 1) stride - 2 padding + dilation (k - 1) + output_padding + 1."""
+        _check_rank(weight, 3, "conv_transpose1d")
+        return conv_transpose(self, weight, bias, stride, padding, output_padding, groups, dilation)
 
-    >>> Tensor.ones((1, 2, 3)).conv_transpose2d(Tensor.ones((2, 4, 3)), stride=2).shape
-    (1, 4, 7)
-    """
-    if weight.ndim < 3:
-        raise ArgumentError(
-            f"conv_transpose2d: the weight must have 3 or more dims (in, out / groups, *kernel), got {weight.shape}"
-        )
-    return conv_transpose(self, weight, bias, stride, padding, output_padding, groups, dilation)
+    def conv_transpose3d(
+        self,
+        weight: Tensor,
+        bias: Tensor | None = None,
+        stride: IntOrSeq = 1,
+        padding: IntOrSeq = 0,
+        output_padding: IntOrSeq = 0,
+        groups: int = 1,
+        dilation: IntOrSeq = 1,
+    ) -> Tensor:
+        """torch.nn.functional.conv_transpose3d: (B, C_in, D, H, W) and weight (C_in, C_out / groups, kD, kH, kW)
+        -> (B, C_out, D_out, H_out, W_out), each dim sized as in conv_transpose1d."""
+        _check_rank(weight, 5, "conv_transpose3d")
+        return conv_transpose(self, weight, bias, stride, padding, output_padding, groups, dilation)
+
+    def conv_transpose2d(
+        self,
+        weight: Tensor,
+        bias: Tensor | None = None,
+        stride: IntOrSeq = 1,
+        padding: IntOrSeq = 0,
+        output_padding: IntOrSeq = 0,
+        groups: int = 1,
+        dilation: IntOrSeq = 1,
+    ) -> Tensor:
+        """Tensor.conv_transpose2d, as tinygrad's: a transposed conv over as many spatial dims as the weight has
+        (weight.ndim - 2), so a weight (C_in, C_out, k) makes it a conv_transpose1d and (C_in, C_out, kD, kH, kW)
+        a conv_transpose3d (limn.nn.conv_transpose2d keeps torch's 4-d rank check).
+
+        >>> Tensor.ones((1, 2, 3)).conv_transpose2d(Tensor.ones((2, 4, 3)), stride=2).shape
+        (1, 4, 7)
+        """
+        if weight.ndim < 3:
+            raise ArgumentError(
+                f"conv_transpose2d: the weight must have 3 or more dims (in, out / groups, *kernel), got {weight.shape}"
+            )
+        return conv_transpose(self, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 def _check_rank(weight: Tensor, ndim: int, what: str) -> None:
     if weight.ndim != ndim:
         raise ArgumentError(f"{what}: the weight must have {ndim} dims (in, out / groups, *kernel), got {weight.shape}")
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

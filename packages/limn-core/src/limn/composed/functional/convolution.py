@@ -12,9 +12,9 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor
 
 IntOrSeq = int | Sequence[int]
 # an int, one int per spatial dim, 2 per dim (per side, last dim first: (left, right, top, bottom), as
@@ -252,20 +252,6 @@ def _split(x: Tensor, axis: int, sizes: tuple[int, ...]) -> Tensor:
     return x.reshape(x.shape[:axis] + sizes + x.shape[axis + 1 :])
 
 
-def conv1d(
-    input: Tensor,
-    weight: Tensor,
-    bias: Tensor | None = None,
-    stride: IntOrSeq = 1,
-    padding: Padding = 0,
-    dilation: IntOrSeq = 1,
-    groups: int = 1,
-) -> Tensor:
-    """torch.nn.functional.conv1d: (B, C, L) and weight (O, C / groups, k) -> (B, O, L_out)."""
-    _check_rank(weight, 3, "conv1d")
-    return conv(input, weight, bias, stride, padding, dilation, groups)
-
-
 def conv2d(
     input: Tensor,
     weight: Tensor,
@@ -287,44 +273,66 @@ def conv2d(
     return conv(input, weight, bias, stride, padding, dilation, groups)
 
 
-def conv3d(
-    input: Tensor,
-    weight: Tensor,
-    bias: Tensor | None = None,
-    stride: IntOrSeq = 1,
-    padding: Padding = 0,
-    dilation: IntOrSeq = 1,
-    groups: int = 1,
-) -> Tensor:
-    """torch.nn.functional.conv3d: (B, C, D, H, W) and weight (O, C / groups, kD, kH, kW) -> (B, O, D_out,
-    H_out, W_out), each dim sized as in conv2d."""
-    _check_rank(weight, 5, "conv3d")
-    return conv(input, weight, bias, stride, padding, dilation, groups)
+class ConvolutionMixin:
+    """Tensor's convolutions: conv2d takes any number of spatial dims (tinygrad's rule); conv1d and conv3d are
+    torch's."""
 
+    __slots__ = ()
 
-def conv_method(
-    self: Tensor,
-    weight: Tensor,
-    bias: Tensor | None = None,
-    stride: IntOrSeq = 1,
-    padding: Padding = 0,
-    dilation: IntOrSeq = 1,
-    groups: int = 1,
-) -> Tensor:
-    """Tensor.conv2d, as tinygrad's: a conv over as many spatial dims as the weight has (weight.ndim - 2),
-    so x (N, C, L) with a weight (O, C, k) is a conv1d and x (N, C, D, H, W) with (O, C, kD, kH, kW) a conv3d;
-    torch's arguments and padding spellings otherwise (limn.nn.conv2d keeps torch's 4-d rank check).
+    def conv1d(
+        self,
+        weight: Tensor,
+        bias: Tensor | None = None,
+        stride: IntOrSeq = 1,
+        padding: Padding = 0,
+        dilation: IntOrSeq = 1,
+        groups: int = 1,
+    ) -> Tensor:
+        """torch.nn.functional.conv1d: (B, C, L) and weight (O, C / groups, k) -> (B, O, L_out)."""
+        _check_rank(weight, 3, "conv1d")
+        return conv(self, weight, bias, stride, padding, dilation, groups)
 
-    >>> Tensor.ones((1, 2, 5)).conv2d(Tensor.ones((3, 2, 3)), padding=1).shape
-    (1, 3, 5)
-    """
-    if weight.ndim < 3:
-        raise ArgumentError(
-            f"conv2d: the weight must have 3 or more dims (out, in / groups, *kernel), got {weight.shape}"
-        )
-    return conv(self, weight, bias, stride, padding, dilation, groups)
+    def conv3d(
+        self,
+        weight: Tensor,
+        bias: Tensor | None = None,
+        stride: IntOrSeq = 1,
+        padding: Padding = 0,
+        dilation: IntOrSeq = 1,
+        groups: int = 1,
+    ) -> Tensor:
+        """torch.nn.functional.conv3d: (B, C, D, H, W) and weight (O, C / groups, kD, kH, kW) -> (B, O, D_out,
+        H_out, W_out), each dim sized as in conv2d."""
+        _check_rank(weight, 5, "conv3d")
+        return conv(self, weight, bias, stride, padding, dilation, groups)
+
+    def conv2d(
+        self,
+        weight: Tensor,
+        bias: Tensor | None = None,
+        stride: IntOrSeq = 1,
+        padding: Padding = 0,
+        dilation: IntOrSeq = 1,
+        groups: int = 1,
+    ) -> Tensor:
+        """Tensor.conv2d, as tinygrad's: a conv over as many spatial dims as the weight has (weight.ndim - 2),
+        so x (N, C, L) with a weight (O, C, k) is a conv1d and x (N, C, D, H, W) with (O, C, kD, kH, kW) a conv3d;
+        torch's arguments and padding spellings otherwise (limn.nn.conv2d keeps torch's 4-d rank check).
+
+        >>> Tensor.ones((1, 2, 5)).conv2d(Tensor.ones((3, 2, 3)), padding=1).shape
+        (1, 3, 5)
+        """
+        if weight.ndim < 3:
+            raise ArgumentError(
+                f"conv2d: the weight must have 3 or more dims (out, in / groups, *kernel), got {weight.shape}"
+            )
+        return conv(self, weight, bias, stride, padding, dilation, groups)
 
 
 def _check_rank(weight: Tensor, ndim: int, what: str) -> None:
     if weight.ndim != ndim:
         raise ArgumentError(f"{what}: the weight must have {ndim} dims (out, in / groups, *kernel), got {weight.shape}")
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

@@ -1,9 +1,10 @@
-"""Pooling, composed from views and selects: max, avg, adaptive and power-average pools in 1, 2 and 3 dims.
+"""Pooling, composed from views and selects: max, avg and power-average pools in 1, 2 and 3 dims.
 
 Takes (N, C, *in) or (C, *in) and gives (N, C, *out), as torch.nn.functional's pools. A window is a box, so
 pools go one spatial dim at a time, the last first. A max pool finds each window's cell with torch's own loop
 rule over its taps (views of a detached copy: a strided shrink, or a gather where the starts are uneven) and
 gathers those cells; an average pool gathers every window's cells along a dim at once, adds and divides.
+The adaptive pools (limn.composed.functional.adaptive_pooling) use the same windows.
 Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> device.
 """
 
@@ -11,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn import dtypes
 from limn.composed.functional.convolution import as_tuple, tap_cells
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor
 
 IntOrSeq = int | Sequence[int]
 OutputSize = int | None | Sequence[int | None]
@@ -82,11 +84,11 @@ def _tap(x: Tensor, axis: int, win: Windows, j: int) -> tuple[Tensor, Tensor | N
         widths[axis] = (lo, hi)
         value = view.pad_constant(widths)
     else:  # adaptive windows: a gather of each window's cell (clamped; `has` masks the clamped ones)
-        idx = Tensor(_along(np.clip(pos, 0, win.size - 1).astype(np.int32), axis, x.ndim), device=x.device)
+        idx = limn.Tensor(_along(np.clip(pos, 0, win.size - 1).astype(np.int32), axis, x.ndim), device=x.device)
         full = list(x.shape)
         full[axis] = out
         value = x.gather(axis, idx.expand(tuple(full)))
-    return value, None if has.all() else Tensor(_along(has, axis, x.ndim), device=x.device)
+    return value, None if has.all() else limn.Tensor(_along(has, axis, x.ndim), device=x.device)
 
 
 def _along(a: np.ndarray, axis: int, ndim: int) -> np.ndarray:
@@ -125,13 +127,13 @@ def _sum_along(x: Tensor, axis: int, win: Windows) -> Tensor:
     out, taps = len(win.starts), win.taps
     pos = win.starts[:, None] + np.arange(taps)[None, :] * win.dilation  # (out, taps)
     has = (np.arange(taps)[None, :] < win.lengths[:, None]) & (pos >= 0) & (pos < win.size)
-    idx = Tensor(_along(np.clip(pos, 0, win.size - 1).reshape(-1).astype(np.int32), axis, x.ndim), device=x.device)
+    idx = limn.Tensor(_along(np.clip(pos, 0, win.size - 1).reshape(-1).astype(np.int32), axis, x.ndim), device=x.device)
     full = list(x.shape)
     full[axis] = out * taps
     cells = x.gather(axis, idx.expand(tuple(full)))  # (.., out taps, ..)
     cells = cells.reshape(x.shape[:axis] + (out, taps) + x.shape[axis + 1 :])  # (.., out, taps, ..)
     if not has.all():
-        mask = Tensor(has.reshape((1,) * axis + (out, taps) + (1,) * (x.ndim - axis - 1)), device=x.device)
+        mask = limn.Tensor(has.reshape((1,) * axis + (out, taps) + (1,) * (x.ndim - axis - 1)), device=x.device)
         cells = mask.where(cells, 0.0)
     return cells.sum(axis + 1)  # (.., out, ..)
 
@@ -200,7 +202,7 @@ def _max_pool(x: Tensor, wins: list[Windows], return_indices: bool, unbatched: b
     max_pool backward) and the value the cell itself (-0.0 and NaN included)."""
     spatial = x.shape[2:]
     flat = np.arange(int(np.prod(spatial))).reshape((1, 1) + spatial).astype(np.int32)
-    best, index = x.detach(), Tensor(flat, device=x.device).expand(x.shape)  # each cell's flat position
+    best, index = x.detach(), limn.Tensor(flat, device=x.device).expand(x.shape)  # each cell's flat position
     for d in reversed(range(len(wins))):  # the last dim first: a row's first max, then the first row holding one
         best, index = _max_along(best, 2 + d, wins[d], index)
     n, c = x.shape[:2]
@@ -229,11 +231,6 @@ def max_pool(
     return _max_pool(x, wins, return_indices, x is not input)
 
 
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """torch.nn.functional.max_pool1d: (N, C, L) -> (N, C, L_out); see max_pool2d."""
-    return max_pool(input, 1, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
-
-
 def max_pool2d(
     input: Tensor,
     kernel_size: IntOrSeq = (2, 2),
@@ -255,30 +252,6 @@ def max_pool2d(
     [[[[4.0]]]]
     """
     return max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
-
-
-def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """torch.nn.functional.max_pool3d: (N, C, D, H, W) -> (N, C, D_out, H_out, W_out); see max_pool2d."""
-    return max_pool(input, 3, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
-
-
-def max_pool_method(
-    self: Tensor,
-    kernel_size: IntOrSeq = (2, 2),
-    stride: IntOrSeq | None = None,
-    padding: IntOrSeq = 0,
-    dilation: IntOrSeq = 1,
-    ceil_mode: bool = False,
-    return_indices: bool = False,
-) -> Tensor | tuple[Tensor, Tensor]:
-    """Tensor.max_pool2d, as tinygrad's: a max pool over as many spatial dims as kernel_size has ints (an int
-    kernel is 2-d), so kernel_size=(3,) pools (N, C, L) and (2, 2, 2) pools (N, C, D, H, W); otherwise
-    max_pool2d's arguments and rules (limn.nn.max_pool2d keeps torch's 2-d rank check).
-
-    >>> Tensor.ones((1, 1, 6)).max_pool2d((3,)).shape
-    (1, 1, 2)
-    """
-    return max_pool(self, _method_dims(kernel_size), kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
 def _method_dims(kernel_size: IntOrSeq) -> int:
@@ -328,13 +301,8 @@ def _average(x: Tensor, wins: list[Windows], divisor: np.ndarray, unbatched: boo
     total = x.cast(dtype.compute)
     for d in reversed(range(len(wins))):
         total = _sum_along(total, 2 + d, wins[d])
-    out = (total / Tensor(divisor.astype(np.float64), dtype=dtype.compute, device=x.device)).cast(dtype)
+    out = (total / limn.Tensor(divisor.astype(np.float64), dtype=dtype.compute, device=x.device)).cast(dtype)
     return out.squeeze(0) if unbatched else out
-
-
-def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    """torch.nn.functional.avg_pool1d: (N, C, L) -> (N, C, L_out); see avg_pool2d."""
-    return avg_pool(input, 1, kernel_size, stride, padding, ceil_mode, count_include_pad)
 
 
 def avg_pool2d(
@@ -357,115 +325,67 @@ def avg_pool2d(
     return avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
-def avg_pool3d(
-    input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None
-):
-    """torch.nn.functional.avg_pool3d: (N, C, D, H, W) -> (N, C, D_out, H_out, W_out); see avg_pool2d."""
-    return avg_pool(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+class PoolingMixin:
+    """Tensor's max and average pools, by conv2d's rules."""
 
+    __slots__ = ()
 
-def avg_pool_method(
-    self: Tensor,
-    kernel_size: IntOrSeq = (2, 2),
-    stride: IntOrSeq | None = None,
-    padding: IntOrSeq = 0,
-    ceil_mode: bool = False,
-    count_include_pad: bool = True,
-    divisor_override: int | None = None,
-) -> Tensor:
-    """Tensor.avg_pool2d, as tinygrad's: an average pool over as many spatial dims as kernel_size has ints
-    (an int kernel is 2-d), so kernel_size=(8, 8, 8) pools (N, C, D, H, W); otherwise avg_pool2d's arguments
-    and rules (limn.nn.avg_pool2d keeps torch's 2-d rank check).
+    def max_pool1d(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+        """torch.nn.functional.max_pool1d: (N, C, L) -> (N, C, L_out); see max_pool2d."""
+        return max_pool(self, 1, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
-    >>> Tensor.ones((1, 1, 4, 4, 4)).avg_pool2d((2, 2, 2)).shape
-    (1, 1, 2, 2, 2)
-    """
-    n = _method_dims(kernel_size)
-    return avg_pool(self, n, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    def max_pool3d(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+        """torch.nn.functional.max_pool3d: (N, C, D, H, W) -> (N, C, D_out, H_out, W_out); see max_pool2d."""
+        return max_pool(self, 3, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
+    def max_pool2d(
+        self,
+        kernel_size: IntOrSeq = (2, 2),
+        stride: IntOrSeq | None = None,
+        padding: IntOrSeq = 0,
+        dilation: IntOrSeq = 1,
+        ceil_mode: bool = False,
+        return_indices: bool = False,
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        """Tensor.max_pool2d, as tinygrad's: a max pool over as many spatial dims as kernel_size has ints (an int
+        kernel is 2-d), so kernel_size=(3,) pools (N, C, L) and (2, 2, 2) pools (N, C, D, H, W); otherwise
+        max_pool2d's arguments and rules (limn.nn.max_pool2d keeps torch's 2-d rank check).
 
-# ---- adaptive pools ----
+        >>> Tensor.ones((1, 1, 6)).max_pool2d((3,)).shape
+        (1, 1, 2)
+        """
+        return max_pool(
+            self, _method_dims(kernel_size), kernel_size, stride, padding, dilation, ceil_mode, return_indices
+        )
 
+    def avg_pool1d(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+        """torch.nn.functional.avg_pool1d: (N, C, L) -> (N, C, L_out); see avg_pool2d."""
+        return avg_pool(self, 1, kernel_size, stride, padding, ceil_mode, count_include_pad)
 
-def _adaptive_windows(x: Tensor, n: int, output_size: OutputSize, what: str) -> list[Windows]:
-    sizes = (output_size,) * n if isinstance(output_size, int) or output_size is None else tuple(output_size)
-    if len(sizes) != n:
-        raise ArgumentError(f"{what}: output_size must be an int or {n} ints (None keeps a dim), got {output_size!r}")
-    sizes = tuple(i if o is None else o for o, i in zip(sizes, x.shape[2:]))
-    if any(not isinstance(o, int) or o < 0 for o in sizes):
-        raise ArgumentError(f"{what}: output_size must be non-negative ints, got {output_size!r}")
-    return [adaptive(i, o) for i, o in zip(x.shape[2:], sizes)]
+    def avg_pool3d(
+        self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None
+    ):
+        """torch.nn.functional.avg_pool3d: (N, C, D, H, W) -> (N, C, D_out, H_out, W_out); see avg_pool2d."""
+        return avg_pool(self, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
+    def avg_pool2d(
+        self,
+        kernel_size: IntOrSeq = (2, 2),
+        stride: IntOrSeq | None = None,
+        padding: IntOrSeq = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        divisor_override: int | None = None,
+    ) -> Tensor:
+        """Tensor.avg_pool2d, as tinygrad's: an average pool over as many spatial dims as kernel_size has ints
+        (an int kernel is 2-d), so kernel_size=(8, 8, 8) pools (N, C, D, H, W); otherwise avg_pool2d's arguments
+        and rules (limn.nn.avg_pool2d keeps torch's 2-d rank check).
 
-def _empty(x: Tensor, wins: list[Windows], unbatched: bool) -> Tensor:
-    """The (N, C, *out) result of a pool with an output size of 0: an empty view of x (the gradient is 0)."""
-    out = x.shrink([(0, 0 if d == 2 else s) for d, s in enumerate(x.shape)])
-    out = out.reshape(x.shape[:2] + tuple(len(w.starts) for w in wins))
-    return out.squeeze(0) if unbatched else out
-
-
-def adaptive_avg_pool(input: Tensor, n: int, output_size: OutputSize) -> Tensor:
-    """The adaptive average pool over n spatial dims: window i of a dim of size L covers
-    [floor(i L / out), ceil((i + 1) L / out)), so the windows tile the input and may overlap by one cell."""
-    what = f"adaptive_avg_pool{n}d"
-    _check_dtype(input, True, what)
-    x = _spatial(input, n, what)
-    wins = _adaptive_windows(x, n, output_size, what)
-    if any(len(w.starts) == 0 for w in wins):
-        return _empty(x, wins, x is not input)
-    divisor = np.ones(())
-    for win in wins:
-        divisor = np.multiply.outer(divisor, win.lengths)
-    return _average(x, wins, divisor, x is not input)
-
-
-def adaptive_avg_pool1d(input: Tensor, output_size: OutputSize) -> Tensor:
-    """torch.nn.functional.adaptive_avg_pool1d: (N, C, L) -> (N, C, output_size)."""
-    return adaptive_avg_pool(input, 1, output_size)
-
-
-def adaptive_avg_pool2d(input: Tensor, output_size: OutputSize) -> Tensor:
-    """torch.nn.functional.adaptive_avg_pool2d: (N, C, H, W) -> (N, C, *output_size), each output cell the
-    mean of its window (see adaptive_avg_pool); None in output_size keeps that dim.
-
-    >>> x = Tensor([[[[1.0, 2.0, 3.0, 4.0, 5.0]]]])
-    >>> adaptive_avg_pool2d(x, (1, 3)).tolist()
-    [[[[1.5, 3.0, 4.5]]]]
-    """
-    return adaptive_avg_pool(input, 2, output_size)
-
-
-def adaptive_avg_pool3d(input: Tensor, output_size: OutputSize) -> Tensor:
-    """torch.nn.functional.adaptive_avg_pool3d: (N, C, D, H, W) -> (N, C, *output_size)."""
-    return adaptive_avg_pool(input, 3, output_size)
-
-
-def adaptive_max_pool(input: Tensor, n: int, output_size: OutputSize, return_indices: bool = False):
-    """The adaptive max pool over n spatial dims: adaptive_avg_pool's windows, max_pool2d's choice of cell.
-    Floats only, as torch."""
-    what = f"adaptive_max_pool{n}d"
-    _check_dtype(input, True, what)
-    x = _spatial(input, n, what)
-    wins = _adaptive_windows(x, n, output_size, what)
-    if any(len(w.starts) == 0 for w in wins):
-        out = _empty(x, wins, x is not input)
-        return (out, out.detach().cast(dtypes.int32)) if return_indices else out
-    return _max_pool(x, wins, return_indices, x is not input)
-
-
-def adaptive_max_pool1d(input: Tensor, output_size: OutputSize, return_indices: bool = False):
-    """torch.nn.functional.adaptive_max_pool1d: (N, C, L) -> (N, C, output_size)."""
-    return adaptive_max_pool(input, 1, output_size, return_indices)
-
-
-def adaptive_max_pool2d(input: Tensor, output_size: OutputSize, return_indices: bool = False):
-    """torch.nn.functional.adaptive_max_pool2d: (N, C, H, W) -> (N, C, *output_size)."""
-    return adaptive_max_pool(input, 2, output_size, return_indices)
-
-
-def adaptive_max_pool3d(input: Tensor, output_size: OutputSize, return_indices: bool = False):
-    """torch.nn.functional.adaptive_max_pool3d: (N, C, D, H, W) -> (N, C, *output_size)."""
-    return adaptive_max_pool(input, 3, output_size, return_indices)
+        >>> Tensor.ones((1, 1, 4, 4, 4)).avg_pool2d((2, 2, 2)).shape
+        (1, 1, 2, 2, 2)
+        """
+        n = _method_dims(kernel_size)
+        return avg_pool(self, n, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
 # ---- power-average pools ----
@@ -497,3 +417,7 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size: IntOrSeq, stride=Non
 def lp_pool3d(input: Tensor, norm_type: float, kernel_size: IntOrSeq, stride=None, ceil_mode: bool = False):
     """torch.nn.functional.lp_pool3d: (N, C, D, H, W) -> (N, C, *out), each window's p-norm."""
     return lp_pool(input, 3, norm_type, kernel_size, stride, ceil_mode)
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

@@ -3,7 +3,7 @@
 Takes (N, C, *in) and a size or a scale factor and gives (N, C, *out). Each spatial dim is resized on its
 own, the last first, as torch's kernels nest them: the source cells of each output cell are found on the
 host with torch's formulas (in its float precision), and read with one GATHER each, so the gradient is a
-SCATTER that adds up what each source cell fed. "area" is limn.composed.functional.pooling's adaptive average pool.
+SCATTER that adds up what each source cell fed. "area" is limn.composed.functional.adaptive_pooling's average pool.
 uint8 takes torch's fixed-point kernel (int16 weights, a rounded shift per dim, saturated back to uint8).
 Pipeline: **tensor (composed ops)** -> graph (GATHER) -> schedule -> IR -> renderer -> device.
 """
@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn import dtypes
-from limn.composed.functional import pooling
+from limn.composed.functional import adaptive_pooling
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor
 
 # the linear modes and the spatial rank each belongs to, as torch pairs them
 LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}
@@ -71,7 +72,7 @@ def interpolate(
         raise ArgumentError(f"interpolate: align_corners goes only with the linear and bicubic modes, not {mode!r}")
     sizes, scales = _output_size(input, n, size, scale_factor, recompute_scale_factor)
     if mode == "area":
-        return pooling.adaptive_avg_pool(input, n, sizes)
+        return adaptive_pooling.adaptive_avg_pool(input, n, sizes)
     x = input
     for d in reversed(range(n)):
         axis, i, o = 2 + d, input.shape[2 + d], sizes[d]
@@ -151,8 +152,8 @@ def _linear_along(x: Tensor, axis: int, i: int, o: int, factor: float | None, al
     i1 = i0 + (i0 < i - 1)
     shape = [1] * x.ndim
     shape[axis] = o
-    w0 = Tensor((1 - l1).reshape(shape), dtype=x.dtype, device=x.device)
-    w1 = Tensor(l1.reshape(shape), dtype=x.dtype, device=x.device)
+    w0 = limn.Tensor((1 - l1).reshape(shape), dtype=x.dtype, device=x.device)
+    w1 = limn.Tensor(l1.reshape(shape), dtype=x.dtype, device=x.device)
     return x.gather(axis, _index(x, axis, i0)) * w0 + x.gather(axis, _index(x, axis, i1)) * w1
 
 
@@ -199,7 +200,7 @@ def _blend(x: Tensor, axis: int, cells: np.ndarray, weights: np.ndarray) -> Tens
     for j in range(cells.shape[1]):
         if not weights[:, j].any():
             continue
-        w = Tensor(_along(weights[:, j], axis, x.ndim), dtype=x.dtype, device=x.device)
+        w = limn.Tensor(_along(weights[:, j], axis, x.ndim), dtype=x.dtype, device=x.device)
         term = x.gather(axis, _index(x, axis, cells[:, j])) * w
         out = term if out is None else out + term
     return out
@@ -212,12 +213,12 @@ def _fixed_point_along(
     the weights rounded to int16 at p bits of precision (UpSampleKernel's compute_indices_int16_weights_aa)."""
     starts, weights, precision = _int16_weights(i, o, factor, align_corners, cubic, antialias)
     wide = x.cast(dtypes.int32)
-    total = Tensor.full((), 1 << (precision - 1), dtype=dtypes.int32, device=x.device)
+    total = limn.Tensor.full((), 1 << (precision - 1), dtype=dtypes.int32, device=x.device)
     for j in range(weights.shape[1]):
         if not weights[:, j].any():
             continue
         cells = np.minimum(starts + j, i - 1)  # the taps past the end have weight 0
-        w = Tensor(_along(weights[:, j], axis, x.ndim).astype(np.int32), device=x.device)
+        w = limn.Tensor(_along(weights[:, j], axis, x.ndim).astype(np.int32), device=x.device)
         total = total + wide.gather(axis, _index(wide, axis, cells)) * w
     return (total >> precision).clamp(0, 255).cast(dtypes.uint8)
 
@@ -293,17 +294,26 @@ def _index(x: Tensor, axis: int, cells: np.ndarray) -> Tensor:
     shape[axis] = len(cells)
     full = list(x.shape)
     full[axis] = len(cells)
-    return Tensor(cells.astype(np.int32).reshape(shape), device=x.device).expand(tuple(full))
+    return limn.Tensor(cells.astype(np.int32).reshape(shape), device=x.device).expand(tuple(full))
 
 
-def interpolate_method(x: Tensor, size: Sequence[int], mode: str = "linear", align_corners: bool = False) -> Tensor:
-    """Tensor.interpolate, as tinygrad's: to `size` (the spatial shape), where mode "linear" means the
-    linear mode of x's rank (linear, bilinear or trilinear); align_corners applies to it alone.
+class ResampleMixin:
+    """Tensor.interpolate, torch's F.interpolate."""
 
-    >>> Tensor.ones((1, 1, 2, 2)).interpolate((3, 3)).shape
-    (1, 1, 3, 3)
-    """
-    n = x.ndim - 2
-    if mode == "linear":
-        mode = {1: "linear", 2: "bilinear", 3: "trilinear"}.get(n, mode)
-    return interpolate(x, tuple(size), None, mode, align_corners if mode in RANKS else None)
+    __slots__ = ()
+
+    def interpolate(self, size: Sequence[int], mode: str = "linear", align_corners: bool = False) -> Tensor:
+        """Tensor.interpolate, as tinygrad's: to `size` (the spatial shape), where mode "linear" means the
+        linear mode of x's rank (linear, bilinear or trilinear); align_corners applies to it alone.
+
+        >>> Tensor.ones((1, 1, 2, 2)).interpolate((3, 3)).shape
+        (1, 1, 3, 3)
+        """
+        n = self.ndim - 2
+        if mode == "linear":
+            mode = {1: "linear", 2: "bilinear", 3: "trilinear"}.get(n, mode)
+        return interpolate(self, tuple(size), None, mode, align_corners if mode in RANKS else None)
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

@@ -23,7 +23,7 @@ Pipeline: tensor -> **custom_call.apply("sdpa")** -> graph (CUSTOM nodes) -> dev
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,7 +31,6 @@ from limn import dtypes
 from limn.composed.functional import attention
 from limn.dtypes import DType
 from limn.frontend import custom_call
-from limn.frontend.primitives import Tensor
 from limn.graph import custom
 from limn.graph.ops import Shape
 
@@ -235,3 +234,7 @@ SDPA_BWD_Q = custom.register(
 SDPA_BWD_KV = custom.register(
     custom.CustomOp("sdpa_bwd_kv", 2, _backward_kv_signature, _backward_kv_reference, _backward_kv_compose)
 )
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

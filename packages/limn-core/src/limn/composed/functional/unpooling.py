@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn.composed.functional.convolution import IntOrSeq, as_tuple
-from limn.composed.indexed.scatter import scatter
 from limn.composed.math.derivative import carry
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor
 
 
 def max_unpool(
@@ -48,11 +48,11 @@ def max_unpool(
     cells = math.prod(input.shape[2:])
     values, index = input.reshape(b, c, cells), indices.reshape(b, c, cells)
     # unpool: zeros (N, C, prod(out)), each value written at its index (a repeated index: one of its writes)
-    plane = Tensor.zeros((b, c, math.prod(out)), dtype=input.dtype, device=input.device)
-    flat = scatter(plane, 2, index, values.detach())  # (N, C, prod(out))
+    plane = limn.Tensor.zeros((b, c, math.prod(out)), dtype=input.dtype, device=input.device)
+    flat = plane.scatter(2, index, values.detach())  # (N, C, prod(out))
     # torch's gradient, every write's value gets the output's gradient at its index (grad.gather(indices)),
     # is the gradient of the sum of the writes, whatever their values (inf and NaN too): carried from it
-    writes = Tensor.zeros(plane.shape, dtype=input.dtype, device=input.device).scatter_add(2, index, values)
+    writes = limn.Tensor.zeros(plane.shape, dtype=input.dtype, device=input.device).scatter_add(2, index, values)
     flat = carry(flat, (writes,), lambda writes, out: (1.0,))
     return flat.reshape((b, c) + out)  # (N, C, *out)
 
@@ -90,11 +90,6 @@ def _output_size(
     return tuple(int(o) for o in sizes)
 
 
-def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
-    """torch.nn.functional.max_unpool1d: (N, C, L) and max_pool1d's indices -> (N, C, L_out); see max_unpool2d."""
-    return max_unpool(input, indices, 1, kernel_size, stride, padding, output_size)
-
-
 def max_unpool2d(
     input: Tensor,
     indices: Tensor,
@@ -117,20 +112,32 @@ def max_unpool2d(
     return max_unpool(input, indices, 2, kernel_size, stride, padding, output_size)
 
 
-def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
-    """torch.nn.functional.max_unpool3d: (N, C, D, H, W) and max_pool3d's indices -> (N, C, *out)."""
-    return max_unpool(input, indices, 3, kernel_size, stride, padding, output_size)
+class UnpoolingMixin:
+    """Tensor's max unpools, the inverse of a max pool with its indices."""
+
+    __slots__ = ()
+
+    def max_unpool1d(self, indices, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+        """torch.nn.functional.max_unpool1d: (N, C, L) and max_pool1d's indices -> (N, C, L_out); see max_unpool2d."""
+        return max_unpool(self, indices, 1, kernel_size, stride, padding, output_size)
+
+    def max_unpool3d(self, indices, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+        """torch.nn.functional.max_unpool3d: (N, C, D, H, W) and max_pool3d's indices -> (N, C, *out)."""
+        return max_unpool(self, indices, 3, kernel_size, stride, padding, output_size)
+
+    def max_unpool2d(
+        self,
+        indices: Tensor,
+        kernel_size: IntOrSeq = (2, 2),
+        stride: IntOrSeq | None = None,
+        padding: IntOrSeq = 0,
+        output_size: Sequence[int] | None = None,
+    ) -> Tensor:
+        """Tensor.max_unpool2d, as tinygrad's: over as many spatial dims as kernel_size has ints (an int kernel is
+        2-d), so it undoes Tensor.max_pool2d of any rank; otherwise max_unpool2d's arguments."""
+        n = 2 if isinstance(kernel_size, int) else len(kernel_size)
+        return max_unpool(self, indices, n, kernel_size, stride, padding, output_size)
 
 
-def max_unpool_method(
-    self: Tensor,
-    indices: Tensor,
-    kernel_size: IntOrSeq = (2, 2),
-    stride: IntOrSeq | None = None,
-    padding: IntOrSeq = 0,
-    output_size: Sequence[int] | None = None,
-) -> Tensor:
-    """Tensor.max_unpool2d, as tinygrad's: over as many spatial dims as kernel_size has ints (an int kernel is
-    2-d), so it undoes Tensor.max_pool2d of any rank; otherwise max_unpool2d's arguments."""
-    n = 2 if isinstance(kernel_size, int) else len(kernel_size)
-    return max_unpool(self, indices, n, kernel_size, stride, padding, output_size)
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

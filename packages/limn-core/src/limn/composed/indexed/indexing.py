@@ -4,25 +4,25 @@ getitem takes a tensor and an index (ints, slices with any positive step, `...`,
 lists, bool masks) and gives a tensor: basic indexing is a view (shrinks, a pad and a reshape per stepped
 dim); advanced indices become one GATHER over the indexed dims flattened. A bool mask's result size depends
 on its values, so the mask is computed at the call (its nonzero positions are host ints). setitem writes a
-new value into x: a WHERE over x (an ASSIGN into its buffer, or a new node when gradients flow).
+new value into x: a WHERE over x (an ASSIGN into its buffer, or a new node when gradients flow), by
+limn.composed.indexed.in_place's rules.
 Pipeline: **tensor (composed ops)** -> graph (VIEW, GATHER, WHERE, ASSIGN) -> schedule -> IR -> device.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from limn import autograd, dtypes
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
+from limn import dtypes
+from limn.composed.indexed.in_place import update
 from limn.composed.movement.rearrange import take_at
 from limn.errors import ArgumentError
 from limn.frontend.arguments import broadcast_shape
-from limn.frontend.primitives import Tensor
 from limn.graph.view import prod
-from limn.runtime.engine import realize
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def _parse(i: Any) -> list:
         raise TypeError("indexing with a python bool: limn does not add a dim for True/False; use None or a mask")
     if isinstance(i, (int, np.integer)):
         return [int(i)]
-    if isinstance(i, Tensor):
+    if isinstance(i, limn.Tensor):
         if i.dtype == dtypes.bool_:
             return [Mask(i)]
         if not i.dtype.is_int:
@@ -103,7 +103,7 @@ def _expand_masks(x: Tensor, items: list) -> list:
     out, dim = [], 0
     for i in items:
         if isinstance(i, Mask):
-            mask = i.values.numpy() if isinstance(i.values, Tensor) else i.values
+            mask = i.values.numpy() if isinstance(i.values, limn.Tensor) else i.values
             covered = x.shape[dim : dim + mask.ndim]
             if mask.ndim == 0 or mask.shape != covered:
                 raise IndexError(
@@ -120,35 +120,13 @@ def _expand_masks(x: Tensor, items: list) -> list:
 
 def _checked(adv: Advanced, size: int, dim: int) -> Advanced:
     """Host indices wrapped (negative count from the end) and checked now; a tensor's are checked when computed."""
-    if isinstance(adv.index, Tensor):
+    if isinstance(adv.index, limn.Tensor):
         return adv
     idx = adv.index
     bad = (idx < -size) | (idx >= size)
     if bad.any():
         raise IndexError(f"index {int(idx[bad].reshape(-1)[0])} is out of bounds for dimension {dim} with size {size}")
     return Advanced(np.where(idx < 0, idx + size, idx))
-
-
-# ---- getitem ----
-
-
-def getitem(x: Tensor, index: Any) -> Tensor:
-    """x[index], with torch's rules.
-
-    Basic indexing (ints, slices with a positive step, `...`, None) is a view. Advanced indexing (int
-    tensors, lists, numpy arrays, bool masks) gathers: the advanced indices broadcast to one shape B, which
-    takes the place of the indexed dims when they are adjacent and goes first when something separates
-    them. Ints select first, as in torch, so they neither separate advanced indices nor join them: torch's
-    x[0, :, [1, 2]] of a (2, 3, 4) tensor is (3, 2), where numpy's is (2, 3). Negative indices wrap.
-    Out of range: a python or host index raises IndexError here; a tensor index raises IndexError when
-    the value is computed.
-    Trap: a bool mask is computed at this call, since the result's size is how many values are True.
-
-    >>> x = Tensor([[1, 2, 3], [4, 5, 6]])
-    >>> x[1, ::2].tolist(), x[:, [2, 0]].tolist(), x[x > 3].tolist()
-    ([4, 6], [[3, 1], [6, 4]], [4, 5, 6])
-    """
-    return _index(x, _expand_masks(x, _items(x, index)))
 
 
 def _index(x: Tensor, items: list) -> Tensor:
@@ -249,7 +227,7 @@ def _linear(indices: list[Advanced], sizes: list[int], b_shape: tuple, device: s
         return np.ravel_multi_index(parts, sizes) if parts[0].size else np.zeros(b_shape, np.int64)
     linear, valid = None, None
     for a, size, stride in zip(indices, sizes, _strides(sizes)):
-        i = a.index if isinstance(a.index, Tensor) else Tensor(a.index.astype(np.int32), device=device)
+        i = a.index if isinstance(a.index, limn.Tensor) else limn.Tensor(a.index.astype(np.int32), device=device)
         i = i.cast(dtypes.int32)
         i = i.lt(0).where(i + size, i)  # negative indices count from the end
         ok = i.lt(size).logical_and(i.ge(0))
@@ -268,29 +246,6 @@ def _strides(sizes: list[int]) -> list[int]:
     return list(reversed(strides))
 
 
-# ---- setitem ----
-
-
-def setitem(x: Tensor, index: Any, value: Any) -> None:
-    """x[index] = value: value (cast to x's dtype) broadcast to the shape of x[index] and written there.
-
-    limn has value semantics, so this changes x alone: a value built from x before still computes what x
-    held then, and x[0][1] = v writes into the temporary x[0], not into x (torch's x[0] is a view that
-    aliases x; write x[0, 1] = v). x becomes a WHERE over its old value: an ASSIGN into its buffer, or, when
-    gradients flow (x or value requires grad), a new node of the graph, so the gradient reaches both. As in
-    torch, a leaf that requires grad cannot be written while gradients are recorded (use limn.no_grad()).
-    Repeated advanced indices: the last write wins. Advanced indices (and masks) are computed now.
-
-    >>> x = Tensor.zeros((2, 3))
-    >>> x[:, 1] = 5.0
-    >>> x.tolist()
-    [[0.0, 5.0, 0.0], [0.0, 5.0, 0.0]]
-    """
-    value = _as_value(x, value)
-    index_tensors = [i for i in (index if isinstance(index, tuple) else (index,)) if isinstance(i, Tensor)]
-    _update(x, lambda old: _written(old, index, value), [value, *index_tensors])
-
-
 def _written(x: Tensor, index: Any, value: Any) -> Tensor:
     """x with value written at x[index], a new tensor (setitem's value, before x takes it)."""
     value = _as_value(x, value)
@@ -300,11 +255,13 @@ def _written(x: Tensor, index: Any, value: Any) -> Tensor:
 
 
 def _as_value(x: Tensor, value: Any) -> Tensor:
-    if isinstance(value, Tensor):
+    if isinstance(value, limn.Tensor):
         return value.cast(x.dtype)
     if isinstance(value, (bool, int, float, np.generic)):
-        return Tensor.full((), value.item() if isinstance(value, np.generic) else value, dtype=x.dtype, device=x.device)
-    return Tensor(value, dtype=x.dtype, device=x.device)
+        return limn.Tensor.full(
+            (), value.item() if isinstance(value, np.generic) else value, dtype=x.dtype, device=x.device
+        )
+    return limn.Tensor(value, dtype=x.dtype, device=x.device)
 
 
 def _fitted(value: Tensor, shape: tuple[int, ...]) -> Tensor:
@@ -337,7 +294,7 @@ def _write_box(x: Tensor, items: list, value: Tensor) -> Tensor:
     extents = tuple(e - s for s, e in box)
     widths = [(s, n - e) for (s, e), n in zip(box, x.shape)]
     padded = value.reshape(extents).pad_constant(widths)  # the box's shape: ints as size-1 dims, no Nones
-    inside = Tensor.full(extents, True, device=x.device).pad_constant(widths)
+    inside = limn.Tensor.full(extents, True, device=x.device).pad_constant(widths)
     return inside.where(padded, x)
 
 
@@ -345,7 +302,7 @@ def _write_positions(x: Tensor, items: list, value: Tensor) -> Tensor:
     """x with `value` written at the positions x[index] reads (steps, advanced indices, masks), computed now:
     each written cell reads its value element through a GATHER, the last one written there when an index
     repeats."""
-    grid = Tensor(np.arange(x.size, dtype=np.int32).reshape(x.shape), device=x.device)
+    grid = limn.Tensor(np.arange(x.size, dtype=np.int32).reshape(x.shape), device=x.device)
     positions = _index(grid, items).numpy()  # x[index] of x's flat positions: torch's shape and order
     flat_value = _fitted(value, positions.shape).reshape(-1)
     positions = positions.reshape(-1)
@@ -358,7 +315,7 @@ def _write_positions(x: Tensor, items: list, value: Tensor) -> Tensor:
     written = take_at(flat_value, 0, source)  # (x.size,)
     if x.dtype.is_float and len(np.unique(positions)) < positions.size:
         written = _every_write_gets_the_gradient(x, positions, flat_value, written)
-    return Tensor(hit, device=x.device).where(written, x.reshape(-1)).reshape(x.shape)
+    return limn.Tensor(hit, device=x.device).where(written, x.reshape(-1)).reshape(x.shape)
 
 
 def _every_write_gets_the_gradient(x: Tensor, positions: np.ndarray, values: Tensor, written: Tensor) -> Tensor:
@@ -366,91 +323,92 @@ def _every_write_gets_the_gradient(x: Tensor, positions: np.ndarray, values: Ten
     gradient, overwritten or not. written - (S - S) is written exactly while the gradient flows through S,
     the sum of the writes (limn.composed.indexed.scatter's scatter does the same; where S is not finite, the last
     write's)."""
-    idx = Tensor(positions.astype(np.int32), device=x.device)
-    total = Tensor.zeros((x.size,), dtype=x.dtype, device=x.device).scatter_add(0, idx, values)
+    idx = limn.Tensor(positions.astype(np.int32), device=x.device)
+    total = limn.Tensor.zeros((x.size,), dtype=x.dtype, device=x.device).scatter_add(0, idx, values)
     zero = total.detach() - total  # +0 where finite
     return zero.isfinite().where(written.detach() - zero, written)
 
 
-def _previous(x: Tensor) -> Tensor:
-    """x's value now, as a tensor of its own: the parent of the value that replaces it."""
-    old = Tensor._from_node(x.node, x.device, x._ctx)
-    old.requires_grad = x.requires_grad
-    return old
+class IndexingMixin:
+    """Tensor's x[index] and x[index] = value, index_put, fill_ and copy_."""
+
+    __slots__ = ()
+
+    # ---- getitem ----
+    def __getitem__(self, index: Any) -> Tensor:
+        """x[index], with torch's rules.
+
+        Basic indexing (ints, slices with a positive step, `...`, None) is a view. Advanced indexing (int
+        tensors, lists, numpy arrays, bool masks) gathers: the advanced indices broadcast to one shape B, which
+        takes the place of the indexed dims when they are adjacent and goes first when something separates
+        them. Ints select first, as in torch, so they neither separate advanced indices nor join them: torch's
+        x[0, :, [1, 2]] of a (2, 3, 4) tensor is (3, 2), where numpy's is (2, 3). Negative indices wrap.
+        Out of range: a python or host index raises IndexError here; a tensor index raises IndexError when
+        the value is computed.
+        Trap: a bool mask is computed at this call, since the result's size is how many values are True.
+
+        >>> x = Tensor([[1, 2, 3], [4, 5, 6]])
+        >>> x[1, ::2].tolist(), x[:, [2, 0]].tolist(), x[x > 3].tolist()
+        ([4, 6], [[3, 1], [6, 4]], [4, 5, 6])
+        """
+        return _index(self, _expand_masks(self, _items(self, index)))
+
+    # ---- setitem ----
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """x[index] = value: value (cast to x's dtype) broadcast to the shape of x[index] and written there.
+
+        limn has value semantics, so this changes x alone: a value built from x before still computes what x
+        held then, and x[0][1] = v writes into the temporary x[0], not into x (torch's x[0] is a view that
+        aliases x; write x[0, 1] = v). x becomes a WHERE over its old value: an ASSIGN into its buffer, or, when
+        gradients flow (x or value requires grad), a new node of the graph, so the gradient reaches both. As in
+        torch, a leaf that requires grad cannot be written while gradients are recorded (use limn.no_grad()).
+        Repeated advanced indices: the last write wins. Advanced indices (and masks) are computed now.
+
+        >>> x = Tensor.zeros((2, 3))
+        >>> x[:, 1] = 5.0
+        >>> x.tolist()
+        [[0.0, 5.0, 0.0], [0.0, 5.0, 0.0]]
+        """
+        value = _as_value(self, value)
+        index_tensors = [i for i in (index if isinstance(index, tuple) else (index,)) if isinstance(i, limn.Tensor)]
+        update(self, lambda old: _written(old, index, value), [value, *index_tensors])
+
+    def index_put(self, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
+        """x with `values` written at x[indices] (a tuple of index tensors), as torch.index_put: overwritten
+        (x[indices] = values), or with accumulate=True added, every repeat of an index adding (a SCATTER). The
+        indices are computed now."""
+        indices = tuple(indices) if isinstance(indices, (tuple, list)) else (indices,)
+        if not accumulate:
+            return _written(self, indices, values)
+        items = _expand_masks(self, _items(self, indices))
+        grid = limn.Tensor(np.arange(self.size, dtype=np.int32).reshape(self.shape), device=self.device)
+        positions = _index(grid, items).numpy()  # the flat cell of x each value lands in
+        flat = _fitted(_as_value(self, values), positions.shape).reshape(-1)
+        idx = limn.Tensor(positions.reshape(-1).astype(np.int32), device=self.device)
+        return self.reshape(-1).scatter_add(0, idx, flat).reshape(self.shape) if idx.size else self
+
+    def fill_(self, value: Any) -> Tensor:
+        """value (a number or a 0-d tensor) everywhere in x, in place, as torch's; x's old value gets a zero
+        gradient."""
+        return _overwrite(self, value)
+
+    def copy_(self, src: Any) -> Tensor:
+        """src, broadcast to x's shape and cast to its dtype, written into x in place, as torch's."""
+        return _overwrite(self, src)
 
 
-def in_place(op: Callable[..., Tensor]) -> Callable[..., Tensor]:
-    """torch's in-place spelling of op (x.masked_fill_(m, v) of x.masked_fill(m, v)): x takes op's result,
-    by setitem's rules (an ASSIGN, or a new node when gradients flow), and is returned."""
+def _overwrite(x: Tensor, value: Any) -> Tensor:
+    """x takes value (cast to x's dtype, broadcast to its shape) everywhere, in place, linked to x's old value
+    with a zero gradient, as torch's fill_ and copy_ are."""
 
-    def new_value(x: Tensor, old: Tensor, args: tuple, kwargs: dict) -> Tensor:
-        out = op(old, *args, **kwargs)
-        if _kind(out.dtype) > _kind(x.dtype):  # torch's can_cast: no float into an int, no number into a bool
-            raise ArgumentError(
-                f"{op.__name__}_: the result is {out.dtype.name}, which the {x.dtype.name} tensor cannot hold in "
-                f"place (torch refuses too); write x = x.{op.__name__}(...) for a new tensor"
-            )
-        return out
+    def everywhere(old: Tensor) -> Tensor:
+        return limn.Tensor.full(old.shape, True, device=old.device).where(
+            _fitted(_as_value(old, value), old.shape), old
+        )
 
-    def method(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        _update(x, lambda old: new_value(x, old, args, kwargs), [*args, *kwargs.values()])
-        return x
-
-    method.__name__ = f"{op.__name__}_"
-    method.__doc__ = f"In place: x becomes x.{op.__name__}(...) (limn.composed.indexed.indexing.in_place)."
-    return method
+    update(x, everywhere, [value])
+    return x
 
 
-def index_put(x: Tensor, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
-    """x with `values` written at x[indices] (a tuple of index tensors), as torch.index_put: overwritten
-    (x[indices] = values), or with accumulate=True added, every repeat of an index adding (a SCATTER). The
-    indices are computed now."""
-    indices = tuple(indices) if isinstance(indices, (tuple, list)) else (indices,)
-    if not accumulate:
-        return _written(x, indices, values)
-    items = _expand_masks(x, _items(x, indices))
-    grid = Tensor(np.arange(x.size, dtype=np.int32).reshape(x.shape), device=x.device)
-    positions = _index(grid, items).numpy()  # the flat cell of x each value lands in
-    flat = _fitted(_as_value(x, values), positions.shape).reshape(-1)
-    idx = Tensor(positions.reshape(-1).astype(np.int32), device=x.device)
-    return x.reshape(-1).scatter_add(0, idx, flat).reshape(x.shape) if idx.size else x
-
-
-def fill(x: Tensor, value: Any) -> Tensor:
-    """value (a number or a 0-d tensor) everywhere in x's shape and dtype: what x.fill_(value) writes. It
-    stays linked to x with a zero gradient, as torch's."""
-    return _overwritten(x, _fitted(_as_value(x, value), x.shape))
-
-
-def copy(x: Tensor, src: Any) -> Tensor:
-    """src broadcast to x's shape and cast to its dtype: what x.copy_(src) writes (x's gradient 0, as torch)."""
-    return _overwritten(x, _fitted(_as_value(x, src), x.shape))
-
-
-def _overwritten(x: Tensor, value: Tensor) -> Tensor:
-    return Tensor.full(x.shape, True, device=x.device).where(value, x)  # value, linked to x (gradient 0)
-
-
-def _update(x: Tensor, build: Callable[[Tensor], Tensor], inputs: list) -> None:
-    """x takes build(x's value now). When gradients flow (x or a tensor among `inputs` requires grad) that is
-    a new node of the graph, so the gradient reaches both; otherwise x is computed first and the value is
-    an ASSIGN into its buffer (built after, so one run holds one assign to the buffer)."""
-    flows = x.requires_grad or any(isinstance(t, Tensor) and t.requires_grad for t in inputs)
-    if autograd.is_grad_enabled() and flows:
-        if x.requires_grad and x._ctx is None:
-            raise RuntimeError(
-                f"setitem: x ({x.dtype.name}{list(x.shape)}) is a leaf that requires grad, and writing into it "
-                "while gradients are recorded would lose its history (torch raises too); write under "
-                "`with limn.no_grad():`, or into a copy (x = x.clone())"
-            )
-        new = build(_previous(x))
-        x.node, x._ctx, x.requires_grad = new.node, new._ctx, True
-        return
-    # x and the tensors the write reads are computed first, in one run: an earlier assign to x lands, and
-    # the write's graph holds buffers only, so the run that makes it holds one assign to x's buffer
-    realize(x, *[t for t in inputs if isinstance(t, Tensor)])
-    x.assign(build(_previous(x)))
-
-
-def _kind(dtype: dtypes.DType) -> int:
-    return 0 if dtype == dtypes.bool_ else (1 if dtype.is_int else 2)
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

@@ -12,9 +12,11 @@ Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> de
 
 from __future__ import annotations
 
+from functools import partialmethod
+from typing import TYPE_CHECKING
+
 from limn import dtypes
 from limn.frontend.arguments import TensorLike
-from limn.frontend.primitives import Tensor
 
 _BIG = 2.0**52  # (v + 2**52) - 2**52 rounds a non-negative float64 v < 2**52 to an integer
 
@@ -102,37 +104,6 @@ def _bitwise(x: Tensor, other: TensorLike, op: str, reverse: bool) -> Tensor:
     return _combine(a, b, op)
 
 
-def bitwise_and(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
-    """x & other: logical and on bools, bitwise and on ints (two's complement, every value exact).
-
-    >>> (Tensor([12, -1]) & 10).tolist()
-    [8, 10]
-    """
-    return _bitwise(x, other, "and", reverse)
-
-
-def bitwise_or(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
-    """x | other: logical or on bools, bitwise or on ints."""
-    return _bitwise(x, other, "or", reverse)
-
-
-def bitwise_xor(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
-    """x ^ other: logical xor (x != other) on bools, bitwise xor on ints."""
-    return _bitwise(x, other, "xor", reverse)
-
-
-def bitwise_not(x: Tensor) -> Tensor:
-    """~x: logical not on bools, -x - 1 on ints (exact: ~(-128) is 127 in int8, as the negation wraps).
-
-    >>> (~Tensor([0, 5, -1])).tolist()
-    [-1, -6, 0]
-    """
-    _check_ints(x, "bitwise_not")
-    if x.dtype == dtypes.bool_:
-        return x.logical_not()
-    return x.neg() - 1  # ~x = -x - 1 in two's complement
-
-
 def _shift_operands(x: Tensor, other: TensorLike, what: str, reverse: bool) -> tuple[Tensor, Tensor]:
     """The value and the shift count, promoted (bools become int32, as torch makes them int64)."""
     a, b = x._operands(other, what, reverse)
@@ -154,36 +125,81 @@ def _power_of_two(n: Tensor) -> Tensor:
     return power
 
 
-def left_shift(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
-    """x << other: x * 2**other wrapped to the width, as torch; a count below 0 or from the width up gives 0.
+class BitwiseMixin:
+    """Tensor's bitwise ops on ints and bools, with python's &, |, ^, ~, << and >>."""
 
-    >>> (Tensor([5, -5]) << 2).tolist()
-    [20, -20]
-    """
-    a, n = _shift_operands(x, other, "bitwise_left_shift", reverse)
-    bits = a.dtype.bits
-    inside = n.ge(0).logical_and(n.lt(bits))
-    safe = inside.where(n, 0)
-    power = _power_of_two(safe)
-    # 2**n wrapped to the width: 2**(bits - 1) is the dtype's minimum, which multiplies as 2**(bits - 1) does
-    multiplier = power.ge(2.0 ** (bits - 1)).where(-(2.0 ** (bits - 1)), power).cast(a.dtype)
-    return inside.where(a * multiplier, 0)
+    __slots__ = ()
 
+    def bitwise_and(self, other: TensorLike, reverse: bool = False) -> Tensor:
+        """x & other: logical and on bools, bitwise and on ints (two's complement, every value exact).
 
-def right_shift(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
-    """x >> other: the arithmetic shift floor(x / 2**other), as torch; a count below 0 or from the width up
-    gives 0 for x >= 0 and -1 below.
+        >>> (Tensor([12, -1]) & 10).tolist()
+        [8, 10]
+        """
+        return _bitwise(self, other, "and", reverse)
 
-    >>> (Tensor([5, -5]) >> 1).tolist()
-    [2, -3]
-    """
-    a, n = _shift_operands(x, other, "bitwise_right_shift", reverse)
-    bits = a.dtype.bits
-    inside = n.ge(0).logical_and(n.lt(bits))
-    count = inside.where(n, bits)  # past the width: a shift by the width, which leaves only the sign
-    if a.dtype == dtypes.int64:
-        return _right_shift_64(a, count)
-    return _floor_shift(a.cast(dtypes.float64), count).cast(a.dtype)
+    def bitwise_or(self, other: TensorLike, reverse: bool = False) -> Tensor:
+        """x | other: logical or on bools, bitwise or on ints."""
+        return _bitwise(self, other, "or", reverse)
+
+    def bitwise_xor(self, other: TensorLike, reverse: bool = False) -> Tensor:
+        """x ^ other: logical xor (x != other) on bools, bitwise xor on ints."""
+        return _bitwise(self, other, "xor", reverse)
+
+    def bitwise_not(self) -> Tensor:
+        """~x: logical not on bools, -x - 1 on ints (exact: ~(-128) is 127 in int8, as the negation wraps).
+
+        >>> (~Tensor([0, 5, -1])).tolist()
+        [-1, -6, 0]
+        """
+        _check_ints(self, "bitwise_not")
+        if self.dtype == dtypes.bool_:
+            return self.logical_not()
+        return self.neg() - 1  # ~x = -x - 1 in two's complement
+
+    def left_shift(self, other: TensorLike, reverse: bool = False) -> Tensor:
+        """x << other: x * 2**other wrapped to the width, as torch; a count below 0 or from the width up gives 0.
+
+        >>> (Tensor([5, -5]) << 2).tolist()
+        [20, -20]
+        """
+        a, n = _shift_operands(self, other, "bitwise_left_shift", reverse)
+        bits = a.dtype.bits
+        inside = n.ge(0).logical_and(n.lt(bits))
+        safe = inside.where(n, 0)
+        power = _power_of_two(safe)
+        # 2**n wrapped to the width: 2**(bits - 1) is the dtype's minimum, which multiplies as 2**(bits - 1) does
+        multiplier = power.ge(2.0 ** (bits - 1)).where(-(2.0 ** (bits - 1)), power).cast(a.dtype)
+        return inside.where(a * multiplier, 0)
+
+    def right_shift(self, other: TensorLike, reverse: bool = False) -> Tensor:
+        """x >> other: the arithmetic shift floor(x / 2**other), as torch; a count below 0 or from the width up
+        gives 0 for x >= 0 and -1 below.
+
+        >>> (Tensor([5, -5]) >> 1).tolist()
+        [2, -3]
+        """
+        a, n = _shift_operands(self, other, "bitwise_right_shift", reverse)
+        bits = a.dtype.bits
+        inside = n.ge(0).logical_and(n.lt(bits))
+        count = inside.where(n, bits)  # past the width: a shift by the width, which leaves only the sign
+        if a.dtype == dtypes.int64:
+            return _right_shift_64(a, count)
+        return _floor_shift(a.cast(dtypes.float64), count).cast(a.dtype)
+
+    __and__ = bitwise_and
+    __or__ = bitwise_or
+    __xor__ = bitwise_xor
+    __invert__ = bitwise_not
+    bitwise_left_shift = left_shift
+    __lshift__ = left_shift
+    bitwise_right_shift = right_shift
+    __rshift__ = right_shift
+    __rand__ = partialmethod(bitwise_and, reverse=True)
+    __ror__ = partialmethod(bitwise_or, reverse=True)
+    __rxor__ = partialmethod(bitwise_xor, reverse=True)
+    __rlshift__ = partialmethod(left_shift, reverse=True)
+    __rrshift__ = partialmethod(right_shift, reverse=True)
 
 
 def _floor_shift(v: Tensor, count: Tensor) -> Tensor:
@@ -202,3 +218,7 @@ def _right_shift_64(a: Tensor, count: Tensor) -> Tensor:
     top = (hi * _power_of_two(32 - n)).cast(dtypes.int64) + _floor_shift(lo, n).cast(dtypes.int64)
     rest = _floor_shift(hi, low_count.where(32, count) - 32).cast(dtypes.int64)
     return low_count.where(top, rest)
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

@@ -10,10 +10,11 @@ Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> de
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+import limn
 from limn import autograd, dtypes
 from limn.frontend.arguments import TensorLike
-from limn.frontend.primitives import Tensor
 
 
 def carry(value: Tensor, inputs: tuple[Tensor, ...], partials: Callable[..., tuple[Tensor | None, ...]]) -> Tensor:
@@ -33,7 +34,7 @@ def carry(value: Tensor, inputs: tuple[Tensor, ...], partials: Callable[..., tup
     if not (autograd.is_grad_enabled() and any(t.requires_grad for t in inputs)):
         return value
     ctx = autograd.Context(autograd.CARRIED, tuple(inputs), value.node, partials)
-    return Tensor._from_node(value.node, value.device, ctx)
+    return limn.Tensor._from_node(value.node, value.device, ctx)
 
 
 def unary(x: Tensor, value: Callable[[Tensor], Tensor], derivative: Callable[[Tensor, Tensor], Tensor]) -> Tensor:
@@ -74,3 +75,7 @@ def binary(
         return dx(x64, y64, seen, a.dtype), dy(x64, y64, seen, a.dtype)
 
     return carry(out, (wa, wb), partials).cast(a.dtype)
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

@@ -10,176 +10,20 @@ Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> de
 from __future__ import annotations
 
 import math
+from functools import partialmethod
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn import dtypes
 from limn.composed.math import derivative, rounding
 from limn.errors import ArgumentError
 from limn.frontend.arguments import Scalar, TensorLike
-from limn.frontend.primitives import Tensor, times_alpha
-
-# ---- arithmetic ----
-
-
-def sub(x: Tensor, other: TensorLike, reverse: bool = False, alpha: Scalar = 1) -> Tensor:
-    """x - alpha * other (other - x with reverse=True), promoted and broadcast as in +, as torch.sub. Ints wrap."""
-    a, b = x._operands(times_alpha(x, other, alpha, "sub"), "sub", reverse)
-    return a + b.neg()  # a - b = a + (-b)
-
-
-def div(x: Tensor, other: TensorLike, rounding_mode: str | None = None, reverse: bool = False) -> Tensor:
-    """x / other (other / x with reverse=True), true division: int and bool operands give float32, as in
-    torch. Trap: it is x * (1 / other), which can differ from a correctly rounded x / other in the last bit.
-    rounding_mode "trunc" or "floor" rounds the quotient as torch.div does
-    (limn.composed.math.rounding.divide_rounded)."""
-    if rounding_mode is not None:
-        return rounding.divide_rounded(x, other, rounding_mode, reverse)
-    a, b = x._float()._operands(other, "div", reverse)
-    a, b = a._float(), b._float()
-    return a * b.reciprocal()  # a / b = a * (1/b)
-
-
-# ---- comparisons: CMPLT is False whenever a side is NaN (IEEE), and everything below is composed so
-# that eq is False, ne True, and le/ge False with a NaN on either side, as in torch ----
-
-
-def eq(x: Tensor, other: TensorLike) -> Tensor:
-    """x == other as a bool tensor, promoted and broadcast; False where either side is NaN."""
-    a, b = x._operands(other, "eq")
-    neither_below = a.lt(b).where(False, b.lt(a).where(False, True))
-    if not a.dtype.is_float:
-        return neither_below  # ints and bools have no NaN
-    # a NaN is below nothing and above nothing, so it passes the test above: rule it out. a + b is NaN
-    # when a side is (and for inf + -inf, which that test already rejects), one isnan for both sides
-    return neither_below.where((a + b).isnan().logical_not(), False)
-
-
-def ne(x: Tensor, other: TensorLike) -> Tensor:
-    """x != other as a bool tensor; True where either side is NaN."""
-    return x.eq(other).logical_not()
-
-
-def gt(x: Tensor, other: TensorLike) -> Tensor:
-    """x > other as a bool tensor; False where either side is NaN."""
-    return x.lt(other, reverse=True)
-
-
-def le(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
-    """x <= other as a bool tensor (other <= x with reverse=True); False where either side is NaN."""
-    a, b = x._operands(other, "le", reverse)
-    if not a.dtype.is_float:
-        return b.lt(a).logical_not()  # a <= b: b is not below a
-    return a.lt(b).where(True, a.eq(b))  # a <= b: a is below b or equal to it (so neither is NaN)
-
-
-def ge(x: Tensor, other: TensorLike) -> Tensor:
-    """x >= other as a bool tensor; False where either side is NaN."""
-    return x.le(other, reverse=True)
-
-
-def isnan(x: Tensor) -> Tensor:
-    """True where the value is NaN: the one value neither below inf nor above -inf. Ints and bools
-    have no NaN, so it is all False for them, as in torch.
-
-    >>> Tensor([float("nan"), 1.0, float("inf")]).isnan().tolist()
-    [True, False, False]
-    """
-    if not x.dtype.is_float:
-        return Tensor.full(x.shape, False, device=x.device)
-    return x.lt(math.inf).where(False, x.gt(-math.inf).where(False, True))  # not (x < inf or -inf < x)
-
-
-def isinf(x: Tensor) -> Tensor:
-    """True where the value is inf or -inf (never for ints and bools).
-
-    >>> Tensor([float("-inf"), 1.0, float("nan")]).isinf().tolist()
-    [True, False, False]
-    """
-    if not x.dtype.is_float:
-        return Tensor.full(x.shape, False, device=x.device)
-    below_inf, above_minus_inf = x.lt(math.inf), x.gt(-math.inf)
-    # isinf(x) = (x < inf) xor (-inf < x): a finite x passes both tests, NaN neither, inf and -inf one
-    return below_inf.where(above_minus_inf.logical_not(), above_minus_inf)
-
-
-def isfinite(x: Tensor) -> Tensor:
-    """True where the value is neither inf, -inf nor NaN (always for ints and bools).
-
-    >>> Tensor([float("-inf"), 1.0, float("nan")]).isfinite().tolist()
-    [False, True, False]
-    """
-    if not x.dtype.is_float:
-        return Tensor.full(x.shape, True, device=x.device)
-    return x.lt(math.inf).logical_and(x.gt(-math.inf))  # isfinite(x) = x < inf and -inf < x
-
-
-# ---- logic: any value is true where it is nonzero (NaN included) ----
-
-
-def logical_not(x: Tensor) -> Tensor:
-    """not x, elementwise, as a bool tensor (True where x is 0)."""
-    return x.cast(dtypes.bool_).where(False, True)
-
-
-def logical_and(x: Tensor, other: TensorLike) -> Tensor:
-    """x and other, elementwise, as a bool tensor."""
-    return x.cast(dtypes.bool_).where(other, False).cast(dtypes.bool_)
-
-
-def logical_or(x: Tensor, other: TensorLike) -> Tensor:
-    """x or other, elementwise, as a bool tensor."""
-    return x.cast(dtypes.bool_).where(True, other).cast(dtypes.bool_)
-
-
-# ---- activations ----
-
-
-def relu(x: Tensor) -> Tensor:
-    """max(x, 0) as torch computes it: 0 below 0, x itself elsewhere (so relu(-0.0) is -0.0 and
-    relu(nan) is nan). The gradient flows where x > 0 or x is NaN, and is 0 at 0, as torch's."""
-    if not x.dtype.is_float:
-        return x.gt(0).where(x, 0)  # relu(x) = x if x > 0 else 0
-    flows = x.gt(0).where(True, x.lt(math.inf).logical_not())  # x > 0, or NaN (NaN is not below inf)
-    return flows.where(x, x.lt(0).where(0.0, x.detach()))  # relu(x) = 0 if x < 0 else x
-
-
-def sigmoid(x: Tensor) -> Tensor:
-    """1 / (1 + e**-x), computed so that it neither overflows nor loses its gradient for large |x|."""
-    # sigmoid(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) below, with e = e**-|x| in (0, 1]: the plain
-    # 1 / (1 + e**-x) overflows to inf below x = -88 in float32, and inf * 0 makes its gradient NaN
-    x = x._float()
-    nonneg = x.ge(0)
-    e = nonneg.where(-x, x).exp()
-    return nonneg.where(1.0, e) / (1 + e)
-
+from limn.frontend.primitives import times_alpha
 
 # tanh's Taylor series x (1 + z (c3 + z (c5 + ...))), z = x**2, to x**15: within 4e-15 of tanh below 0.2
 _TANH_SERIES = (-1 / 3, 2 / 15, -17 / 315, 62 / 2835, -1382 / 155925, 21844 / 6081075, -929569 / 638512875)
-
-
-def tanh(x: Tensor) -> Tensor:
-    """The hyperbolic tangent: 2 sigmoid(2x) - 1, and below |x| = 0.2 its Taylor series, where that
-    difference would cancel (tanh(1e-8) is 1e-8, not 0; tanh(-0.0) is -0.0). Differentiable to any order."""
-    x = x._float()
-    small = x.abs().lt(0.2)
-    xs = small.where(x, 0.0)  # the series sees 0 where it is not used, so its gradient stays finite there
-    z = xs * xs
-    acc = z * _TANH_SERIES[-1] + _TANH_SERIES[-2]
-    for c in reversed(_TANH_SERIES[:-2]):
-        acc = acc * z + c
-    series = xs * (1 + z * acc)  # x (1 + ...) keeps the sign of -0.0
-    return small.where(series, 2 * (2 * x).sigmoid() - 1)  # tanh(x) = 2 sigmoid(2x) - 1
-
-
-def erf(x: Tensor) -> Tensor:
-    """The error function, as torch.erf: computed in float64 to within 1e-15 of it (float32 results are the
-    float64 value rounded), with the derivative 2/sqrt(pi) e**(-x**2).
-
-    >>> round(Tensor([0.5]).erf().item(), 6)
-    0.5205
-    """
-    return derivative.unary(x, _erf64, lambda x, out: (2 / math.sqrt(math.pi)) * (-(x * x)).exp())
 
 
 ERF_SERIES_BELOW, ERF_SERIES_TERMS, ERF_FRACTION_TERMS = 2.5, 36, 30  # 7e-16 relative over the float64 range
@@ -193,7 +37,7 @@ def _erf64(x: Tensor) -> Tensor:
     # erf(s) = 2/sqrt(pi) e**(-s**2) * s * (1 + 2s**2/3 (1 + 2s**2/5 (1 + ...))), every term positive
     s = small.where(a, 0.0)
     s2 = s * s
-    acc = Tensor.ones_like(s)
+    acc = limn.Tensor.ones_like(s)
     for n in range(ERF_SERIES_TERMS, 0, -1):
         acc = 1 + acc * (s2 * (2 / (2 * n + 1)))
     series = (2 / math.sqrt(math.pi)) * (-s2).exp() * s * acc
@@ -217,73 +61,6 @@ def _erf_fast(x: Tensor) -> Tensor:
     return x.sign() * y
 
 
-def gelu(x: Tensor, approximate: str = "none") -> Tensor:
-    """x * Phi(x), with erf (torch's default, "none") or with torch's "tanh" approximation."""
-    x = x._float()
-    if approximate == "tanh":
-        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
-        return 0.5 * x * (1 + inner.tanh())
-    if approximate != "none":
-        raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
-    # x * (1 + erf(x / sqrt 2)) / 2, in torch's order (x * (1 + erf) overflows to inf past 1.7e38, as torch's);
-    # torch's gelu(+inf) is NaN (its erf kernel meets inf * 0), and so is its gradient there
-    inner = x * (1 / math.sqrt(2))
-    value = x * (1 + (inner.erf() if x.dtype == dtypes.float64 else _erf_fast(inner))) * 0.5
-    at_inf = x.eq(math.inf)
-    nan_there = at_inf.where(x, 1.0) * at_inf.where(math.nan, 1.0)  # NaN with gradient NaN at +inf, 1 elsewhere
-    return at_inf.where(nan_there, value)
-
-
-def silu(x: Tensor) -> Tensor:
-    """x * sigmoid(x) (swish)."""
-    return x * x.sigmoid()
-
-
-def sign(x: Tensor) -> Tensor:
-    """-1, 0 or 1 in x's dtype: 0 at 0 and at NaN, as torch."""
-    value = x.gt(0).cast(x.dtype) - x.lt(0).cast(x.dtype)  # (x > 0) - (x < 0): 0 at 0 and NaN, as torch
-    return rounding.zero_gradient(x, value) if x.dtype.is_float else value  # linked to x, gradient 0 as torch
-
-
-def abs(x: Tensor) -> Tensor:
-    """|x|: |-0.0| is +0.0 and the gradient is sign(x), so 0 at 0, as torch. Ints wrap at their minimum."""
-    if not x.dtype.is_float:
-        return x * x.sign()  # |x| = x sign(x)
-    # |x| = x sign(x) + 0: the + 0 makes |-0.0| +0.0, as torch; gradient sign(x), so 0 at 0 and at NaN
-    return x * x.sign() + 0.0
-
-
-def square(x: Tensor) -> Tensor:
-    """x * x."""
-    return x * x
-
-
-def rsqrt(x: Tensor) -> Tensor:
-    """1 / sqrt(x): inf at 0 and -inf at -0.0, as torch's rsqrt."""
-    return x.sqrt().reciprocal()
-
-
-# ---- maximum, minimum and clip ----
-
-
-def maximum(x: Tensor, other: TensorLike) -> Tensor:
-    """The larger of x and other, elementwise, in their promoted dtype, as torch.maximum: exact for
-    every value (ints at their limits, inf, subnormals), NaN wins, a tie gives x's value with half the
-    gradient to each side, and a NaN gives each side the whole gradient.
-
-    >>> Tensor([1.0, 5.0]).maximum(Tensor([3.0, 2.0])).tolist()
-    [3.0, 5.0]
-    """
-    a, b = x._operands(other, "maximum")
-    return b.lt(a).where(a, a.lt(b).where(b, _tie_or_nan(a, b)))
-
-
-def minimum(x: Tensor, other: TensorLike) -> Tensor:
-    """The smaller of x and other, by the rules of maximum."""
-    a, b = x._operands(other, "minimum")
-    return a.lt(b).where(a, b.lt(a).where(b, _tie_or_nan(a, b)))
-
-
 def _tie_or_nan(a: Tensor, b: Tensor) -> Tensor:
     """maximum's (and minimum's) answer where neither of a, b is below the other: a tie, or a NaN.
 
@@ -297,37 +74,6 @@ def _tie_or_nan(a: Tensor, b: Tensor) -> Tensor:
     finite_tie = difference.lt(math.inf)  # difference is 0 or NaN here, and only 0 is below inf
     infinite_or_nan = total.isnan().where(total, total * 0.5)
     return finite_tie.where(a - (difference * 0.5 + 0.0), infinite_or_nan)
-
-
-def clamp(x: Tensor, min: TensorLike | None = None, max: TensorLike | None = None) -> Tensor:
-    """torch's spelling of clip: x.clamp(min=0.0), x.clamp(lo_tensor, hi_tensor). See clip."""
-    return clip(x, min, max)
-
-
-def clamp_min(x: Tensor, min: TensorLike) -> Tensor:
-    """clip(x, min, None), as torch.clamp_min."""
-    return clip(x, min, None)
-
-
-def clamp_max(x: Tensor, max: TensorLike) -> Tensor:
-    """clip(x, None, max), as torch.clamp_max."""
-    return clip(x, None, max)
-
-
-def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
-    """x with NaN, inf and -inf replaced (by 0 and the dtype's largest and lowest finite values unless given),
-    as torch.nan_to_num; ints and bools come back as they are. The gradient flows where x is finite.
-
-    >>> Tensor([float("nan"), float("-inf"), 2.0]).nan_to_num(posinf=9.0).tolist()[::2]
-    [0.0, 2.0]
-    """
-    if not x.dtype.is_float:
-        return x
-    info = np.finfo(x.dtype.np)
-    high = float(info.max) if posinf is None else posinf
-    low = float(info.min) if neginf is None else neginf
-    # nan_to_num(x) = nan if x is NaN, high if inf, low if -inf, else x
-    return x.isnan().where(nan, x.eq(math.inf).where(high, x.eq(-math.inf).where(low, x)))
 
 
 def _clip_both(x: Tensor, lo: TensorLike, hi: TensorLike) -> Tensor:
@@ -372,47 +118,296 @@ def _int_bounds(x: Tensor, lo: TensorLike | None, hi: TensorLike | None) -> tupl
     return lo, hi
 
 
-def clip(
-    x: Tensor,
-    lo: TensorLike | None = None,
-    hi: TensorLike | None = None,
-    *,
-    min: TensorLike | None = None,  # torch's names: x.clip(min=0.0)
-    max: TensorLike | None = None,
-) -> Tensor:
-    """Clamps into [lo, hi], as torch.clamp: min(max(x, lo), hi), so NaN stays NaN and lo > hi gives hi.
-    The bounds go by position, as lo= and hi=, or by torch's names min= and max=; at least one is given.
+class ElementwiseMixin:
+    """Tensor's elementwise ops composed from the primitives: subtraction, division, comparisons, the logical ops,
+    clamps and the common activations, with python's operators."""
 
-    With number bounds the gradient flows only strictly inside (lo < x < hi), so it is 0 at the bounds
-    and at NaN, as torch's. One tensor bound is maximum(x, lo) (or minimum(x, hi)), whose ties split the
-    gradient between x and the bound, torch's rule; two (see _clip_both) follow torch's two-bound rule.
+    __slots__ = ()
+    __hash__ = object.__hash__  # __eq__ below is elementwise: a tensor stays hashable by identity, a dict key
 
-    >>> Tensor([-2.0, 0.5, 3.0]).clip(-1.0, 1.0).tolist()
-    [-1.0, 0.5, 1.0]
-    """
-    if (lo is not None and min is not None) or (hi is not None and max is not None):
-        raise TypeError(f"clip: a bound given twice (lo={lo!r}, min={min!r}, hi={hi!r}, max={max!r}); give one of each")
-    lo, hi = (min if lo is None else lo), (max if hi is None else hi)
-    if lo is None and hi is None:
-        raise ArgumentError(
-            f"clip/clamp of a {x.dtype.name} tensor of shape {x.shape}: both bounds are None, and at least one "
-            "of min and max must be given (torch raises too); pass min=, max= or both"
-        )
-    if isinstance(lo, Tensor) or isinstance(hi, Tensor):
-        if lo is not None and hi is not None:
-            return _clip_both(x, lo, hi)
-        return x.maximum(lo) if hi is None else x.minimum(hi)
-    if x.dtype.is_int:
-        lo, hi = _int_bounds(x, lo, hi)
-    value, inside = x.detach(), None
-    if lo is not None:
-        value = value.lt(lo).where(lo, value)  # max(x, lo)
-        inside = x.gt(lo)
-    if hi is not None:
-        value = value.gt(hi).where(hi, value)  # min(., hi)
-        inside = x.lt(hi) if inside is None else inside.logical_and(x.lt(hi))
-    if inside is None:
-        return x  # an int tensor's bounds past its range on both sides: no bound left
-    if any(isinstance(bound, float) and math.isnan(bound) for bound in (lo, hi)):
-        value = value.where(math.nan, math.nan)  # a NaN bound makes every value NaN, as in torch
-    return inside.where(x, value)  # x where it is strictly inside, so the gradient flows only there
+    # ---- arithmetic ----
+    def sub(self, other: TensorLike, reverse: bool = False, alpha: Scalar = 1) -> Tensor:
+        """x - alpha * other (other - x with reverse=True), promoted and broadcast as in +, as torch.sub. Ints wrap."""
+        a, b = self._operands(times_alpha(self, other, alpha, "sub"), "sub", reverse)
+        return a + b.neg()  # a - b = a + (-b)
+
+    def div(self, other: TensorLike, rounding_mode: str | None = None, reverse: bool = False) -> Tensor:
+        """x / other (other / x with reverse=True), true division: int and bool operands give float32, as in
+        torch. Trap: it is x * (1 / other), which can differ from a correctly rounded x / other in the last bit.
+        rounding_mode "trunc" or "floor" rounds the quotient as torch.div does
+        (limn.composed.math.rounding.divide_rounded)."""
+        if rounding_mode is not None:
+            return rounding.divide_rounded(self, other, rounding_mode, reverse)
+        a, b = self._float()._operands(other, "div", reverse)
+        a, b = a._float(), b._float()
+        return a * b.reciprocal()  # a / b = a * (1/b)
+
+    # ---- comparisons: CMPLT is False whenever a side is NaN (IEEE), and everything below is composed so
+    # that eq is False, ne True, and le/ge False with a NaN on either side, as in torch ----
+    def eq(self, other: TensorLike) -> Tensor:
+        """x == other as a bool tensor, promoted and broadcast; False where either side is NaN."""
+        a, b = self._operands(other, "eq")
+        neither_below = a.lt(b).where(False, b.lt(a).where(False, True))
+        if not a.dtype.is_float:
+            return neither_below  # ints and bools have no NaN
+        # a NaN is below nothing and above nothing, so it passes the test above: rule it out. a + b is NaN
+        # when a side is (and for inf + -inf, which that test already rejects), one isnan for both sides
+        return neither_below.where((a + b).isnan().logical_not(), False)
+
+    def ne(self, other: TensorLike) -> Tensor:
+        """x != other as a bool tensor; True where either side is NaN."""
+        return self.eq(other).logical_not()
+
+    def gt(self, other: TensorLike) -> Tensor:
+        """x > other as a bool tensor; False where either side is NaN."""
+        return self.lt(other, reverse=True)
+
+    def le(self, other: TensorLike, reverse: bool = False) -> Tensor:
+        """x <= other as a bool tensor (other <= x with reverse=True); False where either side is NaN."""
+        a, b = self._operands(other, "le", reverse)
+        if not a.dtype.is_float:
+            return b.lt(a).logical_not()  # a <= b: b is not below a
+        return a.lt(b).where(True, a.eq(b))  # a <= b: a is below b or equal to it (so neither is NaN)
+
+    def ge(self, other: TensorLike) -> Tensor:
+        """x >= other as a bool tensor; False where either side is NaN."""
+        return self.le(other, reverse=True)
+
+    def isnan(self) -> Tensor:
+        """True where the value is NaN: the one value neither below inf nor above -inf. Ints and bools
+        have no NaN, so it is all False for them, as in torch.
+
+        >>> Tensor([float("nan"), 1.0, float("inf")]).isnan().tolist()
+        [True, False, False]
+        """
+        if not self.dtype.is_float:
+            return limn.Tensor.full(self.shape, False, device=self.device)
+        return self.lt(math.inf).where(False, self.gt(-math.inf).where(False, True))  # not (x < inf or -inf < x)
+
+    def isinf(self) -> Tensor:
+        """True where the value is inf or -inf (never for ints and bools).
+
+        >>> Tensor([float("-inf"), 1.0, float("nan")]).isinf().tolist()
+        [True, False, False]
+        """
+        if not self.dtype.is_float:
+            return limn.Tensor.full(self.shape, False, device=self.device)
+        below_inf, above_minus_inf = self.lt(math.inf), self.gt(-math.inf)
+        # isinf(x) = (x < inf) xor (-inf < x): a finite x passes both tests, NaN neither, inf and -inf one
+        return below_inf.where(above_minus_inf.logical_not(), above_minus_inf)
+
+    def isfinite(self) -> Tensor:
+        """True where the value is neither inf, -inf nor NaN (always for ints and bools).
+
+        >>> Tensor([float("-inf"), 1.0, float("nan")]).isfinite().tolist()
+        [False, True, False]
+        """
+        if not self.dtype.is_float:
+            return limn.Tensor.full(self.shape, True, device=self.device)
+        return self.lt(math.inf).logical_and(self.gt(-math.inf))  # isfinite(x) = x < inf and -inf < x
+
+    # ---- logic: any value is true where it is nonzero (NaN included) ----
+    def logical_not(self) -> Tensor:
+        """not x, elementwise, as a bool tensor (True where x is 0)."""
+        return self.cast(dtypes.bool_).where(False, True)
+
+    def logical_and(self, other: TensorLike) -> Tensor:
+        """x and other, elementwise, as a bool tensor."""
+        return self.cast(dtypes.bool_).where(other, False).cast(dtypes.bool_)
+
+    def logical_or(self, other: TensorLike) -> Tensor:
+        """x or other, elementwise, as a bool tensor."""
+        return self.cast(dtypes.bool_).where(True, other).cast(dtypes.bool_)
+
+    # ---- activations ----
+    def relu(self) -> Tensor:
+        """max(x, 0) as torch computes it: 0 below 0, x itself elsewhere (so relu(-0.0) is -0.0 and
+        relu(nan) is nan). The gradient flows where x > 0 or x is NaN, and is 0 at 0, as torch's."""
+        if not self.dtype.is_float:
+            return self.gt(0).where(self, 0)  # relu(x) = x if x > 0 else 0
+        flows = self.gt(0).where(True, self.lt(math.inf).logical_not())  # x > 0, or NaN (NaN is not below inf)
+        return flows.where(self, self.lt(0).where(0.0, self.detach()))  # relu(x) = 0 if x < 0 else x
+
+    def sigmoid(self) -> Tensor:
+        """1 / (1 + e**-x), computed so that it neither overflows nor loses its gradient for large |x|."""
+        x = self
+        # sigmoid(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) below, with e = e**-|x| in (0, 1]: the plain
+        # 1 / (1 + e**-x) overflows to inf below x = -88 in float32, and inf * 0 makes its gradient NaN
+        x = x._float()
+        nonneg = x.ge(0)
+        e = nonneg.where(-x, x).exp()
+        return nonneg.where(1.0, e) / (1 + e)
+
+    def tanh(self) -> Tensor:
+        """The hyperbolic tangent: 2 sigmoid(2x) - 1, and below |x| = 0.2 its Taylor series, where that
+        difference would cancel (tanh(1e-8) is 1e-8, not 0; tanh(-0.0) is -0.0). Differentiable to any order."""
+        x = self
+        x = x._float()
+        small = x.abs().lt(0.2)
+        xs = small.where(x, 0.0)  # the series sees 0 where it is not used, so its gradient stays finite there
+        z = xs * xs
+        acc = z * _TANH_SERIES[-1] + _TANH_SERIES[-2]
+        for c in reversed(_TANH_SERIES[:-2]):
+            acc = acc * z + c
+        series = xs * (1 + z * acc)  # x (1 + ...) keeps the sign of -0.0
+        return small.where(series, 2 * (2 * x).sigmoid() - 1)  # tanh(x) = 2 sigmoid(2x) - 1
+
+    def erf(self) -> Tensor:
+        """The error function, as torch.erf: computed in float64 to within 1e-15 of it (float32 results are the
+        float64 value rounded), with the derivative 2/sqrt(pi) e**(-x**2).
+
+        >>> round(Tensor([0.5]).erf().item(), 6)
+        0.5205
+        """
+        return derivative.unary(self, _erf64, lambda x, out: (2 / math.sqrt(math.pi)) * (-(x * x)).exp())
+
+    def gelu(self, approximate: str = "none") -> Tensor:
+        """x * Phi(x), with erf (torch's default, "none") or with torch's "tanh" approximation."""
+        x = self
+        x = x._float()
+        if approximate == "tanh":
+            inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
+            return 0.5 * x * (1 + inner.tanh())
+        if approximate != "none":
+            raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
+        # x * (1 + erf(x / sqrt 2)) / 2, in torch's order (x * (1 + erf) overflows to inf past 1.7e38, as torch's);
+        # torch's gelu(+inf) is NaN (its erf kernel meets inf * 0), and so is its gradient there
+        inner = x * (1 / math.sqrt(2))
+        value = x * (1 + (inner.erf() if x.dtype == dtypes.float64 else _erf_fast(inner))) * 0.5
+        at_inf = x.eq(math.inf)
+        nan_there = at_inf.where(x, 1.0) * at_inf.where(math.nan, 1.0)  # NaN with gradient NaN at +inf, 1 elsewhere
+        return at_inf.where(nan_there, value)
+
+    def silu(self) -> Tensor:
+        """x * sigmoid(x) (swish)."""
+        return self * self.sigmoid()
+
+    def sign(self) -> Tensor:
+        """-1, 0 or 1 in x's dtype: 0 at 0 and at NaN, as torch."""
+        value = self.gt(0).cast(self.dtype) - self.lt(0).cast(self.dtype)  # (x > 0) - (x < 0): 0 at 0 and NaN, as torch
+        return rounding.zero_gradient(self, value) if self.dtype.is_float else value  # linked to x, gradient 0 as torch
+
+    def abs(self) -> Tensor:
+        """|x|: |-0.0| is +0.0 and the gradient is sign(x), so 0 at 0, as torch. Ints wrap at their minimum."""
+        if not self.dtype.is_float:
+            return self * self.sign()  # |x| = x sign(x)
+        # |x| = x sign(x) + 0: the + 0 makes |-0.0| +0.0, as torch; gradient sign(x), so 0 at 0 and at NaN
+        return self * self.sign() + 0.0
+
+    def square(self) -> Tensor:
+        """x * x."""
+        return self * self
+
+    def rsqrt(self) -> Tensor:
+        """1 / sqrt(x): inf at 0 and -inf at -0.0, as torch's rsqrt."""
+        return self.sqrt().reciprocal()
+
+    # ---- maximum, minimum and clip ----
+    def maximum(self, other: TensorLike) -> Tensor:
+        """The larger of x and other, elementwise, in their promoted dtype, as torch.maximum: exact for
+        every value (ints at their limits, inf, subnormals), NaN wins, a tie gives x's value with half the
+        gradient to each side, and a NaN gives each side the whole gradient.
+
+        >>> Tensor([1.0, 5.0]).maximum(Tensor([3.0, 2.0])).tolist()
+        [3.0, 5.0]
+        """
+        a, b = self._operands(other, "maximum")
+        return b.lt(a).where(a, a.lt(b).where(b, _tie_or_nan(a, b)))
+
+    def minimum(self, other: TensorLike) -> Tensor:
+        """The smaller of x and other, by the rules of maximum."""
+        a, b = self._operands(other, "minimum")
+        return a.lt(b).where(a, b.lt(a).where(b, _tie_or_nan(a, b)))
+
+    def clamp(self, min: TensorLike | None = None, max: TensorLike | None = None) -> Tensor:
+        """torch's spelling of clip: x.clamp(min=0.0), x.clamp(lo_tensor, hi_tensor). See clip."""
+        return self.clip(min, max)
+
+    def clamp_min(self, min: TensorLike) -> Tensor:
+        """clip(x, min, None), as torch.clamp_min."""
+        return self.clip(min, None)
+
+    def clamp_max(self, max: TensorLike) -> Tensor:
+        """clip(x, None, max), as torch.clamp_max."""
+        return self.clip(None, max)
+
+    def nan_to_num(self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+        """x with NaN, inf and -inf replaced (by 0 and the dtype's largest and lowest finite values unless given),
+        as torch.nan_to_num; ints and bools come back as they are. The gradient flows where x is finite.
+
+        >>> Tensor([float("nan"), float("-inf"), 2.0]).nan_to_num(posinf=9.0).tolist()[::2]
+        [0.0, 2.0]
+        """
+        if not self.dtype.is_float:
+            return self
+        info = np.finfo(self.dtype.np)
+        high = float(info.max) if posinf is None else posinf
+        low = float(info.min) if neginf is None else neginf
+        # nan_to_num(x) = nan if x is NaN, high if inf, low if -inf, else x
+        return self.isnan().where(nan, self.eq(math.inf).where(high, self.eq(-math.inf).where(low, self)))
+
+    def clip(
+        self,
+        lo: TensorLike | None = None,
+        hi: TensorLike | None = None,
+        *,
+        min: TensorLike | None = None,  # torch's names: x.clip(min=0.0)
+        max: TensorLike | None = None,
+    ) -> Tensor:
+        """Clamps into [lo, hi], as torch.clamp: min(max(x, lo), hi), so NaN stays NaN and lo > hi gives hi.
+        The bounds go by position, as lo= and hi=, or by torch's names min= and max=; at least one is given.
+
+        With number bounds the gradient flows only strictly inside (lo < x < hi), so it is 0 at the bounds
+        and at NaN, as torch's. One tensor bound is maximum(x, lo) (or minimum(x, hi)), whose ties split the
+        gradient between x and the bound, torch's rule; two (see _clip_both) follow torch's two-bound rule.
+
+        >>> Tensor([-2.0, 0.5, 3.0]).clip(-1.0, 1.0).tolist()
+        [-1.0, 0.5, 1.0]
+        """
+        if (lo is not None and min is not None) or (hi is not None and max is not None):
+            raise TypeError(
+                f"clip: a bound given twice (lo={lo!r}, min={min!r}, hi={hi!r}, max={max!r}); give one of each"
+            )
+        lo, hi = (min if lo is None else lo), (max if hi is None else hi)
+        if lo is None and hi is None:
+            raise ArgumentError(
+                f"clip/clamp of a {self.dtype.name} tensor of shape {self.shape}: both bounds are None, and at least "
+                "one of min and max must be given (torch raises too); pass min=, max= or both"
+            )
+        if isinstance(lo, limn.Tensor) or isinstance(hi, limn.Tensor):
+            if lo is not None and hi is not None:
+                return _clip_both(self, lo, hi)
+            return self.maximum(lo) if hi is None else self.minimum(hi)
+        if self.dtype.is_int:
+            lo, hi = _int_bounds(self, lo, hi)
+        value, inside = self.detach(), None
+        if lo is not None:
+            value = value.lt(lo).where(lo, value)  # max(x, lo)
+            inside = self.gt(lo)
+        if hi is not None:
+            value = value.gt(hi).where(hi, value)  # min(., hi)
+            inside = self.lt(hi) if inside is None else inside.logical_and(self.lt(hi))
+        if inside is None:
+            return self  # an int tensor's bounds past its range on both sides: no bound left
+        if any(isinstance(bound, float) and math.isnan(bound) for bound in (lo, hi)):
+            value = value.where(math.nan, math.nan)  # a NaN bound makes every value NaN, as in torch
+        return inside.where(self, value)  # x where it is strictly inside, so the gradient flows only there
+
+    subtract = sub
+    __sub__ = sub
+    __rsub__ = partialmethod(sub, reverse=True)
+    true_divide = div
+    divide = div
+    __truediv__ = div
+    __rtruediv__ = partialmethod(div, reverse=True)
+    __eq__ = eq
+    __ne__ = ne
+    __gt__ = gt
+    __le__ = le
+    __ge__ = ge
+    sgn = sign
+    absolute = abs
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

@@ -7,27 +7,36 @@ hold no infinity). Pipeline: **tensor (composed ops)** -> graph -> schedule -> I
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-from limn.frontend.primitives import Tensor
-
-
-def isposinf(x: Tensor) -> Tensor:
-    """True where the value is +inf, as torch.isposinf (never for ints and bools, nor for NaN).
-
-    >>> Tensor([float("inf"), float("-inf"), 1.0, float("nan")]).isposinf().tolist()
-    [True, False, False, False]
-    """
-    if not x.dtype.is_float:
-        return Tensor.full(x.shape, False, device=x.device)
-    return x.eq(math.inf)  # isposinf(x) = (x == inf)
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 
 
-def isneginf(x: Tensor) -> Tensor:
-    """True where the value is -inf, as torch.isneginf (never for ints and bools, nor for NaN).
+class InfinityMixin:
+    """Tensor's tests for +inf and -inf."""
 
-    >>> Tensor([float("inf"), float("-inf"), 1.0, float("nan")]).isneginf().tolist()
-    [False, True, False, False]
-    """
-    if not x.dtype.is_float:
-        return Tensor.full(x.shape, False, device=x.device)
-    return x.eq(-math.inf)  # isneginf(x) = (x == -inf)
+    __slots__ = ()
+
+    def isposinf(self) -> Tensor:
+        """True where the value is +inf, as torch.isposinf (never for ints and bools, nor for NaN).
+
+        >>> Tensor([float("inf"), float("-inf"), 1.0, float("nan")]).isposinf().tolist()
+        [True, False, False, False]
+        """
+        if not self.dtype.is_float:
+            return limn.Tensor.full(self.shape, False, device=self.device)
+        return self.eq(math.inf)  # isposinf(x) = (x == inf)
+
+    def isneginf(self) -> Tensor:
+        """True where the value is -inf, as torch.isneginf (never for ints and bools, nor for NaN).
+
+        >>> Tensor([float("inf"), float("-inf"), 1.0, float("nan")]).isneginf().tolist()
+        [False, True, False, False]
+        """
+        if not self.dtype.is_float:
+            return limn.Tensor.full(self.shape, False, device=self.device)
+        return self.eq(-math.inf)  # isneginf(x) = (x == -inf)
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

@@ -11,11 +11,11 @@ Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> de
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn.composed.math import derivative
-from limn.composed.math.rounding import signbit
 from limn.frontend.arguments import TensorLike
-from limn.frontend.primitives import Tensor
 
 _LN2, _LN10 = math.log(2), math.log(10)
 
@@ -41,36 +41,6 @@ def _expm1_64(x: Tensor) -> Tensor:
     return exact.where(x, saturated.where(u - 1.0, corrected))
 
 
-def exp2(x: Tensor) -> Tensor:
-    """2**x, elementwise (e**(x ln 2) in float64). The gradient is 2**x ln 2.
-
-    >>> Tensor([3.0, -1.0]).exp2().tolist()
-    [8.0, 0.5]
-    """
-    return derivative.unary(x, lambda x: (x * _LN2).exp(), lambda x, out: out * _LN2)
-
-
-def log2(x: Tensor) -> Tensor:
-    """The base-2 log (-inf at 0, NaN below). The gradient is 1 / (x ln 2)."""
-    return derivative.unary(x, lambda x: x.log() * (1 / _LN2), lambda x, out: (x * _LN2).reciprocal())
-
-
-def log10(x: Tensor) -> Tensor:
-    """The base-10 log (-inf at 0, NaN below). The gradient is 1 / (x ln 10)."""
-    return derivative.unary(x, lambda x: x.log() * (1 / _LN10), lambda x, out: (x * _LN10).reciprocal())
-
-
-def log1p(x: Tensor) -> Tensor:
-    """log(1 + x), exact for tiny x (log1p(1e-30) is 1e-30, log1p(-0.0) is -0.0); -inf at -1, NaN below.
-    The gradient is 1 / (1 + x): inf at -1."""
-    return derivative.unary(x, _log1p64, lambda x, out: (x + 1.0).reciprocal())
-
-
-def expm1(x: Tensor) -> Tensor:
-    """e**x - 1, exact for tiny x (expm1(1e-30) is 1e-30); -1 at -inf. The gradient is e**x (out + 1)."""
-    return derivative.unary(x, _expm1_64, lambda x, out: out + 1.0)
-
-
 def _logaddexp64(a: Tensor, b: Tensor, base_log: float) -> Tensor:
     """torch's logaddexp (base_log 1) and logaddexp2 (base_log ln 2): max + log1p(base**-|a - b|) / base_log,
     and a itself where a and b are one infinity (inf - inf would be NaN)."""
@@ -79,34 +49,6 @@ def _logaddexp64(a: Tensor, b: Tensor, base_log: float) -> Tensor:
     gap = same_infinity.where(0.0, (a - b).abs())
     out = high + _log1p64((-gap * base_log).exp()) * (1 / base_log)
     return same_infinity.where(a, out)
-
-
-def logaddexp(x: Tensor, other: TensorLike) -> Tensor:
-    """log(e**x + e**other) without overflow. Gradients 1 / (1 + e**(other - x)) and its mirror, as torch's.
-
-    >>> round(Tensor([1000.0]).logaddexp(Tensor([1000.0])).item(), 3)
-    1000.693
-    """
-    return derivative.binary(
-        x,
-        other,
-        "logaddexp",
-        lambda a, b: _logaddexp64(a, b, 1.0),
-        lambda a, b, out, dtype: (1.0 + (b - a).exp()).reciprocal(),
-        lambda a, b, out, dtype: (1.0 + (a - b).exp()).reciprocal(),
-    )
-
-
-def logaddexp2(x: Tensor, other: TensorLike) -> Tensor:
-    """log2(2**x + 2**other) without overflow. Gradients 1 / (1 + 2**(other - x)) and its mirror."""
-    return derivative.binary(
-        x,
-        other,
-        "logaddexp2",
-        lambda a, b: _logaddexp64(a, b, _LN2),
-        lambda a, b, out, dtype: (1.0 + ((b - a) * _LN2).exp()).reciprocal(),
-        lambda a, b, out, dtype: (1.0 + ((a - b) * _LN2).exp()).reciprocal(),
-    )
 
 
 def _hypot64(a: Tensor, b: Tensor) -> Tensor:
@@ -120,72 +62,129 @@ def _hypot64(a: Tensor, b: Tensor) -> Tensor:
     return a.isinf().logical_or(b.isinf()).where(math.inf, out)
 
 
-def hypot(x: Tensor, other: TensorLike) -> Tensor:
-    """sqrt(x**2 + other**2) without overflow or underflow. Gradients x / hypot and other / hypot: NaN at the
-    origin, as torch's."""
-    return derivative.binary(
-        x, other, "hypot", _hypot64, lambda a, b, out, dtype: a / out, lambda a, b, out, dtype: b / out
-    )
+class LogExpMixin:
+    """Tensor's logarithms and exponentials in other bases, and the functions built on them (logaddexp, hypot, lerp,
+    isclose)."""
 
+    __slots__ = ()
 
-def copysign(x: Tensor, other: TensorLike) -> Tensor:
-    """|x| with the sign bit of other (-0.0 counts as negative), as torch.copysign; ints give float32. The
-    gradient is out / x (0 where x is 0) to x and 0 to other, as torch's.
-    Trap: a NaN in other reads as positive (limn cannot see a NaN's sign bit)."""
-    return derivative.binary(
-        x,
-        other,
-        "copysign",
-        lambda a, b: signbit(b).where(-a.abs(), a.abs()),
-        lambda a, b, out, dtype: a.eq(0.0).where(0.0, out / a),
-        lambda a, b, out, dtype: Tensor.full(b.shape, 0.0, dtype=b.dtype, device=b.device),
-    )
+    def exp2(self) -> Tensor:
+        """2**x, elementwise (e**(x ln 2) in float64). The gradient is 2**x ln 2.
 
+        >>> Tensor([3.0, -1.0]).exp2().tolist()
+        [8.0, 0.5]
+        """
+        return derivative.unary(self, lambda x: (x * _LN2).exp(), lambda x, out: out * _LN2)
 
-def lerp(x: Tensor, end: TensorLike, weight: TensorLike) -> Tensor:
-    """x + weight (end - x), by torch's two-sided formula: from x where |weight| < 0.5, from end otherwise
-    (end - (end - x)(1 - weight)), so weight 1 gives end exactly. Gradients 1 - weight, weight, end - x.
+    def log2(self) -> Tensor:
+        """The base-2 log (-inf at 0, NaN below). The gradient is 1 / (x ln 2)."""
+        return derivative.unary(self, lambda x: x.log() * (1 / _LN2), lambda x, out: (x * _LN2).reciprocal())
 
-    >>> Tensor([1.0]).lerp(Tensor([3.0]), 0.25).tolist()
-    [1.5]
-    """
-    if not x.dtype.is_float:
-        raise TypeError(f"lerp: a {x.dtype.name} start (torch has no int kernel); cast it to a float dtype")
-    start, end = x._operands(end, "lerp")
-    gap = end - start
-    if isinstance(weight, Tensor):
-        w, _ = weight._operands(start, "lerp")
-        near = w.abs().lt(0.5)
-    else:
-        w, near = weight, abs(weight) < 0.5
-    if isinstance(near, bool):
-        return start + w * gap if near else end - gap * (1 - w)
-    return near.where(start + w * gap, end - gap * (1 - w))
+    def log10(self) -> Tensor:
+        """The base-10 log (-inf at 0, NaN below). The gradient is 1 / (x ln 10)."""
+        return derivative.unary(self, lambda x: x.log() * (1 / _LN10), lambda x, out: (x * _LN10).reciprocal())
 
+    def log1p(self) -> Tensor:
+        """log(1 + x), exact for tiny x (log1p(1e-30) is 1e-30, log1p(-0.0) is -0.0); -inf at -1, NaN below.
+        The gradient is 1 / (1 + x): inf at -1."""
+        return derivative.unary(self, _log1p64, lambda x, out: (x + 1.0).reciprocal())
 
-def isclose(x: Tensor, other: TensorLike, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
-    """|x - other| <= atol + rtol |other| as a bool tensor, as torch.isclose: equal values (infinities too) are
-    close, NaNs only with equal_nan. x and other must share a dtype (torch raises too); ints compare in float32.
+    def expm1(self) -> Tensor:
+        """e**x - 1, exact for tiny x (expm1(1e-30) is 1e-30); -1 at -inf. The gradient is e**x (out + 1)."""
+        return derivative.unary(self, _expm1_64, lambda x, out: out + 1.0)
 
-    >>> Tensor([1.0, 2.0]).isclose(Tensor([1.0 + 1e-7, 2.1])).tolist()
-    [True, False]
-    """
-    if isinstance(other, Tensor) and other.dtype != x.dtype:
-        raise TypeError(
-            f"isclose: x is {x.dtype.name} and other {other.dtype.name}; torch requires one dtype: cast one side"
+    def logaddexp(self, other: TensorLike) -> Tensor:
+        """log(e**x + e**other) without overflow. Gradients 1 / (1 + e**(other - x)) and its mirror, as torch's.
+
+        >>> round(Tensor([1000.0]).logaddexp(Tensor([1000.0])).item(), 3)
+        1000.693
+        """
+        return derivative.binary(
+            self,
+            other,
+            "logaddexp",
+            lambda a, b: _logaddexp64(a, b, 1.0),
+            lambda a, b, out, dtype: (1.0 + (b - a).exp()).reciprocal(),
+            lambda a, b, out, dtype: (1.0 + (a - b).exp()).reciprocal(),
         )
-    a, b = x._operands(other, "isclose")
-    close = a.eq(b)
-    if equal_nan:
-        close = close.logical_or(a.isnan().logical_and(b.isnan()))
-    if rtol == 0 and atol == 0:
-        return close
-    a, b = a._float(), b._float()
-    allowed = atol + (rtol * b).abs()
-    actual = (a - b).abs()
-    return close.logical_or(actual.isfinite().logical_and(actual.le(allowed)))
+
+    def logaddexp2(self, other: TensorLike) -> Tensor:
+        """log2(2**x + 2**other) without overflow. Gradients 1 / (1 + 2**(other - x)) and its mirror."""
+        return derivative.binary(
+            self,
+            other,
+            "logaddexp2",
+            lambda a, b: _logaddexp64(a, b, _LN2),
+            lambda a, b, out, dtype: (1.0 + ((b - a) * _LN2).exp()).reciprocal(),
+            lambda a, b, out, dtype: (1.0 + ((a - b) * _LN2).exp()).reciprocal(),
+        )
+
+    def hypot(self, other: TensorLike) -> Tensor:
+        """sqrt(x**2 + other**2) without overflow or underflow. Gradients x / hypot and other / hypot: NaN at the
+        origin, as torch's."""
+        return derivative.binary(
+            self, other, "hypot", _hypot64, lambda a, b, out, dtype: a / out, lambda a, b, out, dtype: b / out
+        )
+
+    def copysign(self, other: TensorLike) -> Tensor:
+        """|x| with the sign bit of other (-0.0 counts as negative), as torch.copysign; ints give float32. The
+        gradient is out / x (0 where x is 0) to x and 0 to other, as torch's.
+        Trap: a NaN in other reads as positive (limn cannot see a NaN's sign bit)."""
+        return derivative.binary(
+            self,
+            other,
+            "copysign",
+            lambda a, b: b.signbit().where(-a.abs(), a.abs()),
+            lambda a, b, out, dtype: a.eq(0.0).where(0.0, out / a),
+            lambda a, b, out, dtype: limn.Tensor.full(b.shape, 0.0, dtype=b.dtype, device=b.device),
+        )
+
+    def lerp(self, end: TensorLike, weight: TensorLike) -> Tensor:
+        """x + weight (end - x), by torch's two-sided formula: from x where |weight| < 0.5, from end otherwise
+        (end - (end - x)(1 - weight)), so weight 1 gives end exactly. Gradients 1 - weight, weight, end - x.
+
+        >>> Tensor([1.0]).lerp(Tensor([3.0]), 0.25).tolist()
+        [1.5]
+        """
+        if not self.dtype.is_float:
+            raise TypeError(f"lerp: a {self.dtype.name} start (torch has no int kernel); cast it to a float dtype")
+        start, end = self._operands(end, "lerp")
+        gap = end - start
+        if isinstance(weight, limn.Tensor):
+            w, _ = weight._operands(start, "lerp")
+            near = w.abs().lt(0.5)
+        else:
+            w, near = weight, abs(weight) < 0.5
+        if isinstance(near, bool):
+            return start + w * gap if near else end - gap * (1 - w)
+        return near.where(start + w * gap, end - gap * (1 - w))
+
+    def isclose(self, other: TensorLike, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+        """|x - other| <= atol + rtol |other| as a bool tensor, as torch.isclose: equal values (infinities too) are
+        close, NaNs only with equal_nan. x and other must share a dtype (torch raises too); ints compare in float32.
+
+        >>> Tensor([1.0, 2.0]).isclose(Tensor([1.0 + 1e-7, 2.1])).tolist()
+        [True, False]
+        """
+        if isinstance(other, limn.Tensor) and other.dtype != self.dtype:
+            raise TypeError(
+                f"isclose: x is {self.dtype.name} and other {other.dtype.name}; torch requires one dtype: cast one side"
+            )
+        a, b = self._operands(other, "isclose")
+        close = a.eq(b)
+        if equal_nan:
+            close = close.logical_or(a.isnan().logical_and(b.isnan()))
+        if rtol == 0 and atol == 0:
+            return close
+        a, b = a._float(), b._float()
+        allowed = atol + (rtol * b).abs()
+        actual = (a - b).abs()
+        return close.logical_or(actual.isfinite().logical_and(actual.le(allowed)))
+
+    def allclose(self, other: TensorLike, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+        """Whether every element is isclose, as a python bool; it computes now (realizes). Empty is True."""
+        return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
 
 
-def allclose(x: Tensor, other: TensorLike, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
-    """Whether every element is isclose, as a python bool; it computes now (realizes). Empty is True."""
-    return bool(isclose(x, other, rtol, atol, equal_nan).all().item())
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

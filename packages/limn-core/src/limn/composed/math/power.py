@@ -12,50 +12,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn import dtypes
 from limn.composed.math import bitwise, derivative
 from limn.errors import ArgumentError
 from limn.frontend.arguments import Scalar, TensorLike
-from limn.frontend.primitives import Tensor
-
-
-def pow(x: Tensor, exponent: TensorLike) -> Tensor:
-    """x ** exponent, with torch's values and gradients.
-
-    A python int exponent (or an integer-valued float) multiplies by squaring: exact for negative bases
-    and for every n, and x ** 0 is 1 still linked to x (its gradient is 0, as torch's). 0.5 and -0.5 are
-    sqrt and 1/sqrt, as torch computes them. Any other exponent, tensors included, follows C's pow (see
-    _pow): a negative base to an integer-valued power is real, odd powers keeping the sign, and 0 ** 0,
-    inf ** 0 and 1 ** nan are 1. The dtype is torch's: an int tensor to a python int stays int (a negative
-    int power raises, as in torch), to a python float (2.0 too) it is float32, to an int tensor it is exact
-    and wraps, as torch's (see _int_tensor_pow).
-
-    >>> (Tensor([-2.0, 3.0]) ** 3).tolist()
-    [-8.0, 27.0]
-    >>> (Tensor([-1.0]) ** 65).tolist()
-    [-1.0]
-    >>> (Tensor([-2.0, 0.0]) ** Tensor([3.0, 0.0])).tolist()
-    [-8.0, 1.0]
-    """
-    if isinstance(exponent, np.generic):
-        exponent = exponent.item()
-    if isinstance(exponent, (bool, int)):
-        return _int_pow(x, int(exponent))
-    # an integer-valued float power is float (int32 ** 2.0 is float32, as torch's), by squaring; larger
-    # integer-valued floats are all even: _pow's |x| ** y
-    if isinstance(exponent, float) and exponent.is_integer() and abs(exponent) <= 2**64:
-        return _int_pow(x._float(), int(exponent))
-    if isinstance(exponent, float):
-        return _float_pow(x._float(), exponent)
-    base = x if isinstance(exponent, Tensor) else x._float()
-    b, y = base._operands(exponent, "pow")
-    if not b.dtype.is_float:
-        return _int_tensor_pow(b, y)
-    dtype = b.dtype  # half widths compute in float32 and round once
-    return _pow(b.cast(dtype.compute), y.cast(dtype.compute)).cast(dtype)
 
 
 def _float_pow(x: Tensor, c: float) -> Tensor:
@@ -69,8 +34,8 @@ def _float_pow(x: Tensor, c: float) -> Tensor:
         value = root if c > 0 else root.reciprocal()
     else:
         compute = x.dtype.compute  # half widths compute in float32 and round once
-        value = _pow(xd.cast(compute), Tensor.full(x.shape, c, dtype=compute, device=x.device)).cast(x.dtype)
-    return derivative.carry(value, (x,), lambda x, out: (pow(x, c - 1) * c,))
+        value = _pow(xd.cast(compute), limn.Tensor.full(x.shape, c, dtype=compute, device=x.device)).cast(x.dtype)
+    return derivative.carry(value, (x,), lambda x, out: (x.pow(c - 1) * c,))
 
 
 def _int_pow(x: Tensor, n: int) -> Tensor:
@@ -82,7 +47,7 @@ def _int_pow(x: Tensor, n: int) -> Tensor:
         )
     x = x.cast(dtypes.int32) if x.dtype == dtypes.bool_ else x
     if n == 0:
-        return Tensor.full(x.shape, True, device=x.device).where(1, x)  # x ** 0 = 1, linked to x (gradient 0)
+        return limn.Tensor.full(x.shape, True, device=x.device).where(1, x)  # x ** 0 = 1, linked to x (gradient 0)
     dtype = x.dtype
     x = x.cast(dtype.compute)  # half widths multiply in float32 and round once
     result, square, k = None, x if n > 0 else x.reciprocal(), abs(n)
@@ -95,16 +60,60 @@ def _int_pow(x: Tensor, n: int) -> Tensor:
     return result.cast(dtype)
 
 
-def rpow(x: Tensor, base: Scalar) -> Tensor:
-    """base ** x for a python number base, by the rules of pow: (-5.5) ** 2.0 = 30.25, 0 ** 0 = 1. An int
-    base to an int tensor power is an int of x's dtype, as torch's (2 ** int32 tensor is int32)."""
-    if isinstance(base, np.generic):
-        base = base.item()
-    if not x.dtype.is_float and not isinstance(base, float):
-        b, y = x._operands(base, "pow", reverse=True)
-        return _int_tensor_pow(b, y)
-    x = x._float()
-    return Tensor.full(x.shape, base, dtype=x.dtype, device=x.device).pow(x)
+class PowerMixin:
+    """Tensor's powers: x ** y with torch's int and float rules, and y ** x."""
+
+    __slots__ = ()
+
+    def pow(self, exponent: TensorLike) -> Tensor:
+        """x ** exponent, with torch's values and gradients.
+
+        A python int exponent (or an integer-valued float) multiplies by squaring: exact for negative bases
+        and for every n, and x ** 0 is 1 still linked to x (its gradient is 0, as torch's). 0.5 and -0.5 are
+        sqrt and 1/sqrt, as torch computes them. Any other exponent, tensors included, follows C's pow (see
+        _pow): a negative base to an integer-valued power is real, odd powers keeping the sign, and 0 ** 0,
+        inf ** 0 and 1 ** nan are 1. The dtype is torch's: an int tensor to a python int stays int (a negative
+        int power raises, as in torch), to a python float (2.0 too) it is float32, to an int tensor it is exact
+        and wraps, as torch's (see _int_tensor_pow).
+
+        >>> (Tensor([-2.0, 3.0]) ** 3).tolist()
+        [-8.0, 27.0]
+        >>> (Tensor([-1.0]) ** 65).tolist()
+        [-1.0]
+        >>> (Tensor([-2.0, 0.0]) ** Tensor([3.0, 0.0])).tolist()
+        [-8.0, 1.0]
+        """
+        if isinstance(exponent, np.generic):
+            exponent = exponent.item()
+        if isinstance(exponent, (bool, int)):
+            return _int_pow(self, int(exponent))
+        # an integer-valued float power is float (int32 ** 2.0 is float32, as torch's), by squaring; larger
+        # integer-valued floats are all even: _pow's |x| ** y
+        if isinstance(exponent, float) and exponent.is_integer() and abs(exponent) <= 2**64:
+            return _int_pow(self._float(), int(exponent))
+        if isinstance(exponent, float):
+            return _float_pow(self._float(), exponent)
+        base = self if isinstance(exponent, limn.Tensor) else self._float()
+        b, y = base._operands(exponent, "pow")
+        if not b.dtype.is_float:
+            return _int_tensor_pow(b, y)
+        dtype = b.dtype  # half widths compute in float32 and round once
+        return _pow(b.cast(dtype.compute), y.cast(dtype.compute)).cast(dtype)
+
+    def rpow(self, base: Scalar) -> Tensor:
+        """base ** x for a python number base, by the rules of pow: (-5.5) ** 2.0 = 30.25, 0 ** 0 = 1. An int
+        base to an int tensor power is an int of x's dtype, as torch's (2 ** int32 tensor is int32)."""
+        x = self
+        if isinstance(base, np.generic):
+            base = base.item()
+        if not x.dtype.is_float and not isinstance(base, float):
+            b, y = x._operands(base, "pow", reverse=True)
+            return _int_tensor_pow(b, y)
+        x = x._float()
+        return limn.Tensor.full(x.shape, base, dtype=x.dtype, device=x.device).pow(x)
+
+    __pow__ = pow
+    __rpow__ = rpow
 
 
 def _int_tensor_pow(b: Tensor, y: Tensor) -> Tensor:
@@ -117,7 +126,7 @@ def _int_tensor_pow(b: Tensor, y: Tensor) -> Tensor:
             "side to an int, e.g. x.cast('int32') ** y"
         )
     k = y.lt(0).where(0, y)  # the non-negative exponents, by squaring
-    result, square = Tensor.full(b.shape, 1, dtype=b.dtype, device=b.device), b
+    result, square = limn.Tensor.full(b.shape, 1, dtype=b.dtype, device=b.device), b
     for bit in _bits(k):
         result = bit.eq(1).where(result * square, result)  # b ** k = product of b ** (2 ** i) over k's bits i
         square = square * square
@@ -221,3 +230,7 @@ def _pow_partials(x: Tensor, y: Tensor, out: Tensor) -> tuple[Tensor, Tensor]:
     dx = y.eq(0).where(0.0, y * _pow(x, y - 1))
     dy = x.eq(0).logical_and(y.ge(0)).where(0.0, out * x.log())
     return dx, dy
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

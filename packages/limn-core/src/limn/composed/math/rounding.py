@@ -9,25 +9,14 @@ as torch (tests/core/test_rounding.py). Pipeline: **tensor (composed ops)** -> g
 
 from __future__ import annotations
 
+from functools import partialmethod
+from typing import TYPE_CHECKING
+
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn import dtypes
 from limn.composed.math import derivative, exact
 from limn.errors import ArgumentError
 from limn.frontend.arguments import TensorLike
-from limn.frontend.primitives import Tensor
-
-
-def signbit(x: Tensor) -> Tensor:
-    """True where x's sign bit is set: below 0, or -0.0 (1 / -0.0 is -inf), as torch.signbit.
-
-    Trap: limn cannot read a NaN's sign bit (no bitcast in the op set): a NaN reads as positive, where
-    torch.signbit(-nan) is True.
-
-    >>> Tensor([-0.0, 0.0, -2.0]).signbit().tolist()
-    [True, False, True]
-    """
-    if not x.dtype.is_float:
-        return x.lt(0) if x.dtype.is_int else x.lt(False)
-    return x.lt(0).logical_or(x.reciprocal().lt(0))
 
 
 def zero_gradient(x: Tensor, value: Tensor) -> Tensor:
@@ -35,7 +24,7 @@ def zero_gradient(x: Tensor, value: Tensor) -> Tensor:
     takes value: where sends x a zero)."""
     if not x.requires_grad:
         return value
-    return Tensor.full(x.shape, True, device=x.device).where(value, x)
+    return limn.Tensor.full(x.shape, True, device=x.device).where(value, x)
 
 
 def _integer_limit(x: Tensor) -> float:
@@ -46,7 +35,7 @@ def _integer_limit(x: Tensor) -> float:
 def _nearest(x: Tensor) -> Tensor:
     """x rounded to the nearest integer, ties to even, for a float tensor in its compute dtype (no gradient)."""
     big = _integer_limit(x)
-    negative = signbit(x)
+    negative = x.signbit()
     a = negative.where(-x, x)  # |x|, and +0.0 for -0.0
     r = a.lt(big).where((a + big) - big, a)  # below 2**23 the add rounds to an integer; above, a is one
     return negative.where(-r, r)  # the sign back: round(-0.3) is -0.0, as torch
@@ -65,7 +54,7 @@ def _ceil(x: Tensor) -> Tensor:
 
 def _trunc(x: Tensor) -> Tensor:
     """x rounded toward zero: floor(|x|) with x's sign, so trunc(-0.5) is -0.0."""
-    negative = signbit(x)
+    negative = x.signbit()
     down = _floor(negative.where(-x, x))
     return negative.where(-down, down)
 
@@ -79,57 +68,6 @@ def _rounded(x: Tensor, how, what: str) -> Tensor:
         return x  # integers are their own floor, ceil, round and trunc
     value = how(x.detach().cast(x.dtype.compute)).cast(x.dtype)
     return zero_gradient(x, value)
-
-
-def floor(x: Tensor) -> Tensor:
-    """The largest integer <= x, elementwise, in x's dtype (ints as they are). Gradient 0, as torch's.
-
-    >>> Tensor([-1.5, -0.0, 2.7]).floor().tolist()
-    [-2.0, -0.0, 2.0]
-    """
-    return _rounded(x, _floor, "floor")
-
-
-def ceil(x: Tensor) -> Tensor:
-    """The smallest integer >= x (ceil(-0.5) is -0.0). Gradient 0."""
-    return _rounded(x, _ceil, "ceil")
-
-
-def trunc(x: Tensor) -> Tensor:
-    """x rounded toward zero (trunc(-0.5) is -0.0); torch's fix is the same. Gradient 0."""
-    return _rounded(x, _trunc, "trunc")
-
-
-def round(x: Tensor, decimals: int = 0) -> Tensor:
-    """x to the nearest integer, ties to even (round(2.5) is 2), as torch.round; with `decimals`, to that many
-    decimal places by torch's formula: nearest(x * 10**d) / 10**d (for d < 0: nearest(x / 10**-d) * 10**-d).
-    Gradient 0. Ints raise with decimals (torch has no kernel for them) and come back as they are without.
-
-    >>> Tensor([0.5, 1.5, 2.5, -0.5]).round().tolist()
-    [0.0, 2.0, 2.0, -0.0]
-    """
-    if decimals == 0:
-        return _rounded(x, _nearest, "round")
-    if not x.dtype.is_float:
-        raise TypeError(f"round: decimals={decimals} on a {x.dtype.name} tensor (torch has no int kernel); cast first")
-
-    scale = float(10 ** abs(decimals))
-
-    def scaled(v: Tensor) -> Tensor:
-        # torch's formulas; each quotient is taken in float64 and rounded once to v's dtype
-        if decimals > 0:
-            return (_nearest(v * scale).cast(dtypes.float64) * (1 / scale)).cast(v.dtype)  # nearest(x 10**d) / 10**d
-        quotient = (v.cast(dtypes.float64) * (1 / scale)).cast(v.dtype)
-        return _nearest(quotient) * scale  # nearest(x / 10**-d) * 10**-d
-
-    return _rounded(x, scaled, "round")
-
-
-def frac(x: Tensor) -> Tensor:
-    """x - trunc(x), with x's sign (frac(-1.5) is -0.5), NaN for inf; gradient 1, as torch. Ints raise."""
-    if not x.dtype.is_float:
-        raise TypeError(f"frac: a {x.dtype.name} tensor (torch has no int kernel); cast it to a float dtype first")
-    return x - trunc(x)
 
 
 # ---- division with rounding: fmod (C's), remainder (Python's %), floor_divide and div's rounding modes ----
@@ -176,64 +114,13 @@ def _float_floor_quotient(a: Tensor, b: Tensor, remainder: Tensor | None = None)
         div = b.isinf().logical_and(a.isfinite()).where(past.where(-1.0, 0.0), div)
     down = _floor(div)
     snapped = (div - down).gt(0.5).where(down + 1.0, down)
-    zero = signbit(a).ne(signbit(b)).where(-0.0, 0.0)
+    zero = a.signbit().ne(b.signbit()).where(-0.0, 0.0)
     out = div.eq(0).where(zero, snapped)
     return b.eq(0).where(a * b.reciprocal(), out)
 
 
-def fmod(x: Tensor, other: TensorLike) -> Tensor:
-    """C's fmod: x - trunc(x / other) other, exact, with x's sign (fmod(-3, 3) is -0.0), as torch.fmod. Floats:
-    NaN for other = 0, x itself for an infinite other; ints: an int result, and a zero divisor raises
-    ZeroDivisionError, as torch. Gradients 1 and -trunc(x / other), as torch's.
-
-    >>> Tensor([-7.0, 7.0]).fmod(3.0).tolist()
-    [-1.0, 1.0]
-    """
-    a, b = x._operands(other, "fmod")
-    _check_divisible(a, b, "fmod")
-    if not a.dtype.is_float:
-        q = _int_quotient(a, b, "trunc")
-        return (a.cast(dtypes.float64) - q * b.cast(dtypes.float64)).cast(a.dtype)
-    return derivative.binary(
-        a,
-        b,
-        "fmod",
-        exact.fmod,
-        lambda a, b, out, dtype: _ones(a),
-        lambda a, b, out, dtype: -_trunc(exact.divide(a, b).cast(dtype).cast(dtypes.float64)),
-    )
-
-
-def remainder(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
-    """Python's %: x - floor(x / other) other, with other's sign (-7 % 3 is 2), as torch.remainder (and x % y):
-    fmod(x, other) + other where the two signs differ. Ints stay ints and raise ZeroDivisionError for a zero
-    divisor. Gradients 1 and -floor(x / other), as torch's.
-
-    >>> Tensor([-7.0, 7.0]).remainder(3.0).tolist()
-    [2.0, 1.0]
-    """
-    a, b = x._operands(other, "remainder", reverse)
-    _check_divisible(a, b, "remainder")
-    if not a.dtype.is_float:
-        q = _int_quotient(a, b, "floor")
-        return (a.cast(dtypes.float64) - q * b.cast(dtypes.float64)).cast(a.dtype)
-
-    def value(a: Tensor, b: Tensor) -> Tensor:
-        mod = exact.fmod(a, b)
-        return mod.ne(0).logical_and(b.lt(0).ne(mod.lt(0))).where(mod + b, mod)  # torch's remainder
-
-    return derivative.binary(
-        a,
-        b,
-        "remainder",
-        value,
-        lambda a, b, out, dtype: _ones(a),
-        lambda a, b, out, dtype: -_float_floor_quotient(a, b, out).cast(dtype).cast(dtypes.float64),
-    )
-
-
 def _ones(like: Tensor) -> Tensor:
-    return Tensor.full(like.shape, 1.0, dtype=like.dtype, device=like.device)
+    return limn.Tensor.full(like.shape, 1.0, dtype=like.dtype, device=like.device)
 
 
 def divide_rounded(x: Tensor, other: TensorLike, rounding_mode: str, reverse: bool = False) -> Tensor:
@@ -255,10 +142,140 @@ def divide_rounded(x: Tensor, other: TensorLike, rounding_mode: str, reverse: bo
     return zero_gradient(b, value)
 
 
-def floor_divide(x: Tensor, other: TensorLike, reverse: bool = False) -> Tensor:
-    """x // other: floor(x / other), as torch.floor_divide (div with rounding_mode="floor").
+class RoundingMixin:
+    """Tensor's roundings and divisions with rounding (floor, ceil, round, fmod, remainder, floor_divide), with // and
+    %."""
 
-    >>> (Tensor([7, -7]) // 2).tolist()
-    [3, -4]
-    """
-    return divide_rounded(x, other, "floor", reverse)
+    __slots__ = ()
+
+    def signbit(self) -> Tensor:
+        """True where x's sign bit is set: below 0, or -0.0 (1 / -0.0 is -inf), as torch.signbit.
+
+        Trap: limn cannot read a NaN's sign bit (no bitcast in the op set): a NaN reads as positive, where
+        torch.signbit(-nan) is True.
+
+        >>> Tensor([-0.0, 0.0, -2.0]).signbit().tolist()
+        [True, False, True]
+        """
+        if not self.dtype.is_float:
+            return self.lt(0) if self.dtype.is_int else self.lt(False)
+        return self.lt(0).logical_or(self.reciprocal().lt(0))
+
+    def floor(self) -> Tensor:
+        """The largest integer <= x, elementwise, in x's dtype (ints as they are). Gradient 0, as torch's.
+
+        >>> Tensor([-1.5, -0.0, 2.7]).floor().tolist()
+        [-2.0, -0.0, 2.0]
+        """
+        return _rounded(self, _floor, "floor")
+
+    def ceil(self) -> Tensor:
+        """The smallest integer >= x (ceil(-0.5) is -0.0). Gradient 0."""
+        return _rounded(self, _ceil, "ceil")
+
+    def trunc(self) -> Tensor:
+        """x rounded toward zero (trunc(-0.5) is -0.0); torch's fix is the same. Gradient 0."""
+        return _rounded(self, _trunc, "trunc")
+
+    def round(self, decimals: int = 0) -> Tensor:
+        """x to the nearest integer, ties to even (round(2.5) is 2), as torch.round; with `decimals`, to that many
+        decimal places by torch's formula: nearest(x * 10**d) / 10**d (for d < 0: nearest(x / 10**-d) * 10**-d).
+        Gradient 0. Ints raise with decimals (torch has no kernel for them) and come back as they are without.
+
+        >>> Tensor([0.5, 1.5, 2.5, -0.5]).round().tolist()
+        [0.0, 2.0, 2.0, -0.0]
+        """
+        if decimals == 0:
+            return _rounded(self, _nearest, "round")
+        if not self.dtype.is_float:
+            raise TypeError(
+                f"round: decimals={decimals} on a {self.dtype.name} tensor (torch has no int kernel); cast first"
+            )
+
+        scale = float(10 ** abs(decimals))
+
+        def scaled(v: Tensor) -> Tensor:
+            # torch's formulas; each quotient is taken in float64 and rounded once to v's dtype
+            if decimals > 0:
+                return (_nearest(v * scale).cast(dtypes.float64) * (1 / scale)).cast(
+                    v.dtype
+                )  # nearest(x 10**d) / 10**d
+            quotient = (v.cast(dtypes.float64) * (1 / scale)).cast(v.dtype)
+            return _nearest(quotient) * scale  # nearest(x / 10**-d) * 10**-d
+
+        return _rounded(self, scaled, "round")
+
+    def frac(self) -> Tensor:
+        """x - trunc(x), with x's sign (frac(-1.5) is -0.5), NaN for inf; gradient 1, as torch. Ints raise."""
+        if not self.dtype.is_float:
+            raise TypeError(
+                f"frac: a {self.dtype.name} tensor (torch has no int kernel); cast it to a float dtype first"
+            )
+        return self - self.trunc()
+
+    def fmod(self, other: TensorLike) -> Tensor:
+        """C's fmod: x - trunc(x / other) other, exact, with x's sign (fmod(-3, 3) is -0.0), as torch.fmod. Floats:
+        NaN for other = 0, x itself for an infinite other; ints: an int result, and a zero divisor raises
+        ZeroDivisionError, as torch. Gradients 1 and -trunc(x / other), as torch's.
+
+        >>> Tensor([-7.0, 7.0]).fmod(3.0).tolist()
+        [-1.0, 1.0]
+        """
+        a, b = self._operands(other, "fmod")
+        _check_divisible(a, b, "fmod")
+        if not a.dtype.is_float:
+            q = _int_quotient(a, b, "trunc")
+            return (a.cast(dtypes.float64) - q * b.cast(dtypes.float64)).cast(a.dtype)
+        return derivative.binary(
+            a,
+            b,
+            "fmod",
+            exact.fmod,
+            lambda a, b, out, dtype: _ones(a),
+            lambda a, b, out, dtype: -_trunc(exact.divide(a, b).cast(dtype).cast(dtypes.float64)),
+        )
+
+    def remainder(self, other: TensorLike, reverse: bool = False) -> Tensor:
+        """Python's %: x - floor(x / other) other, with other's sign (-7 % 3 is 2), as torch.remainder (and x % y):
+        fmod(x, other) + other where the two signs differ. Ints stay ints and raise ZeroDivisionError for a zero
+        divisor. Gradients 1 and -floor(x / other), as torch's.
+
+        >>> Tensor([-7.0, 7.0]).remainder(3.0).tolist()
+        [2.0, 1.0]
+        """
+        a, b = self._operands(other, "remainder", reverse)
+        _check_divisible(a, b, "remainder")
+        if not a.dtype.is_float:
+            q = _int_quotient(a, b, "floor")
+            return (a.cast(dtypes.float64) - q * b.cast(dtypes.float64)).cast(a.dtype)
+
+        def value(a: Tensor, b: Tensor) -> Tensor:
+            mod = exact.fmod(a, b)
+            return mod.ne(0).logical_and(b.lt(0).ne(mod.lt(0))).where(mod + b, mod)  # torch's remainder
+
+        return derivative.binary(
+            a,
+            b,
+            "remainder",
+            value,
+            lambda a, b, out, dtype: _ones(a),
+            lambda a, b, out, dtype: -_float_floor_quotient(a, b, out).cast(dtype).cast(dtypes.float64),
+        )
+
+    def floor_divide(self, other: TensorLike, reverse: bool = False) -> Tensor:
+        """x // other: floor(x / other), as torch.floor_divide (div with rounding_mode="floor").
+
+        >>> (Tensor([7, -7]) // 2).tolist()
+        [3, -4]
+        """
+        return divide_rounded(self, other, "floor", reverse)
+
+    fix = trunc
+    __mod__ = remainder
+    __floordiv__ = floor_divide
+    __rfloordiv__ = partialmethod(floor_divide, reverse=True)
+    __rmod__ = partialmethod(remainder, reverse=True)
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

@@ -8,7 +8,7 @@ Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> de
 
 from __future__ import annotations
 
-from limn.frontend.primitives import Tensor
+from typing import TYPE_CHECKING
 
 
 def with_gradient_of(value: Tensor, surrogate: Tensor) -> Tensor:
@@ -71,3 +71,7 @@ def log1p_exp(u: Tensor) -> Tensor:
     positive = u.gt(0)
     tail = log1p(positive.where(-u, u).exp())  # log1p(e**-|u|), e**-|u| in [0, 1]
     return positive.where(u + tail, tail)
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

@@ -11,14 +11,14 @@ and on limn.composed.math.logexp. Pipeline: **tensor (composed ops)** -> graph -
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn import autograd, dtypes
 from limn.composed.math import derivative, logexp
-from limn.composed.math.rounding import signbit
 from limn.frontend.arguments import TensorLike
-from limn.frontend.primitives import Tensor
 
 HALF_PI = math.pi / 2
 TINY = 2.0**-27  # below it sin x, tan x, asin x, atan x (and the hyperbolic ones) round to x itself in float64
@@ -93,7 +93,7 @@ def _quadrant(ax: Tensor) -> tuple[Tensor, Tensor]:
     n = ax.shape[0]
     e0 = (ax.log() * (1 / math.log(2))).cast(dtypes.int32)  # the exponent, or one off near a power of 2
     e0 = e0.lt(-1).where(-1, e0.gt(1023).where(1023, e0))
-    mantissa = ax * Tensor(SCALES, device=ax.device).gather(0, e0 + 2)  # |x| 2**(52 - e0)
+    mantissa = ax * limn.Tensor(SCALES, device=ax.device).gather(0, e0 + 2)  # |x| 2**(52 - e0)
     up, down = mantissa.ge(2.0**53), mantissa.lt(2.0**52)
     mantissa = up.where(mantissa * 0.5, down.where(mantissa * 2.0, mantissa))  # now an integer in [2**52, 2**53)
     e = e0 + up.cast(dtypes.int32) - down.cast(dtypes.int32)
@@ -101,7 +101,7 @@ def _quadrant(ax: Tensor) -> tuple[Tensor, Tensor]:
     rest = mantissa - high * 2.0**29
     middle = _floor_positive(rest * 2.0**-5)
     low = rest - middle * 2.0**5
-    table = Tensor(TABLE, device=ax.device)
+    table = limn.Tensor(TABLE, device=ax.device)
     total = None
     for piece, shift in ((high, 29), (middle, 5), (low, 0)):
         rows = (e - 52 + shift - G_LOWEST).reshape(n, 1).expand(n, CHUNKS)  # (N,) -> (N, CHUNKS)
@@ -152,7 +152,7 @@ def _sin_cos(x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
 
 def _constant(x: Tensor, value: float) -> Tensor:
     """value as a 0-d tensor of x's dtype (a where of two python floats would make float32)."""
-    return Tensor.full((), value, dtype=x.dtype, device=x.device)
+    return limn.Tensor.full((), value, dtype=x.dtype, device=x.device)
 
 
 def _odd(x: Tensor, value: Tensor) -> Tensor:
@@ -185,35 +185,6 @@ def _with_shared_reduction(x: Tensor, value, derivative_of, live) -> Tensor:
         return derivative_of(*parts[0], x64, out)
 
     return derivative.unary(x, forward, gradient)
-
-
-def sin(x: Tensor) -> Tensor:
-    """The sine, within an ulp or two of float64's at every x (1e10 and 3e38 too: the reduction is exact);
-    sin(-0.0) is -0.0, sin(inf) NaN. The gradient is cos x.
-
-    >>> round(Tensor([1e10]).sin().item(), 5)
-    -0.48751
-    """
-    return _with_shared_reduction(
-        x, lambda s, c, sign, x: _odd(x, sign * s), lambda s, c, sign, x, out: c, lambda x, out: x.cos()
-    )
-
-
-def cos(x: Tensor) -> Tensor:
-    """The cosine (exact reduction, as sin); cos(inf) is NaN. The gradient is -sin x."""
-    return _with_shared_reduction(
-        x, lambda s, c, sign, x: c, lambda s, c, sign, x, out: -_odd(x, sign * s), lambda x, out: -x.sin()
-    )
-
-
-def tan(x: Tensor) -> Tensor:
-    """The tangent, sin x / cos x after the exact reduction; tan(-0.0) is -0.0. The gradient is 1 + tan**2."""
-    return _with_shared_reduction(
-        x,
-        lambda s, c, sign, x: _odd(x, sign * s / c),
-        lambda s, c, sign, x, out: 1.0 + out * out,
-        lambda x, out: 1.0 + out * out,
-    )
 
 
 # ---- inverse trigonometric functions ----
@@ -271,21 +242,6 @@ def _acos64(x: Tensor) -> Tensor:
     return 2.0 * _atan64(((1.0 - x) / (1.0 + x)).sqrt())
 
 
-def atan(x: Tensor) -> Tensor:
-    """The arctangent, in (-pi/2, pi/2); atan(+-inf) is +-pi/2. The gradient is 1 / (1 + x**2)."""
-    return derivative.unary(x, _atan64, lambda x, out: 1.0 / (1.0 + x * x))
-
-
-def asin(x: Tensor) -> Tensor:
-    """The arcsine, NaN outside [-1, 1]. The gradient is 1 / sqrt(1 - x**2): inf at +-1, as torch's."""
-    return derivative.unary(x, _asin64, lambda x, out: (1.0 - x * x).sqrt().reciprocal())
-
-
-def acos(x: Tensor) -> Tensor:
-    """The arccosine, in [0, pi], NaN outside [-1, 1]. The gradient is -1 / sqrt(1 - x**2)."""
-    return derivative.unary(x, _acos64, lambda x, out: -((1.0 - x * x).sqrt().reciprocal()))
-
-
 def _atan2_64(y: Tensor, x: Tensor) -> Tensor:
     """C's atan2: the angle of (x, y), signed zeros and infinities included."""
     ay, ax = y.abs(), x.abs()
@@ -293,27 +249,9 @@ def _atan2_64(y: Tensor, x: Tensor) -> Tensor:
     both_zero = ay.eq(0).logical_and(ax.eq(0))
     ratio = both_inf.where(1.0, both_zero.where(0.0, ay / ax))  # inf/inf and 0/0 as their limits, 1 and 0
     angle = _atan64(ratio)  # in [0, pi/2]
-    angle = signbit(x).where((math.pi - angle) + 1.2246467991473532e-16, angle)  # pi - angle, pi in two parts
+    angle = x.signbit().where((math.pi - angle) + 1.2246467991473532e-16, angle)  # pi - angle, pi in two parts
     angle = (ay + ax).isnan().where(math.nan, angle)
-    return signbit(y).where(-angle, angle)
-
-
-def atan2(y: Tensor, other: TensorLike) -> Tensor:
-    """The angle of the point (other, y) from the x axis, in [-pi, pi], as torch.atan2(y, other): atan2(0, -1)
-    is pi, atan2(-0.0, -1) is -pi, atan2(inf, inf) pi/4. Gradients x / (x**2 + y**2) to y and -y / (x**2 + y**2)
-    to other, 0 where x**2 + y**2 is 0 in the result's dtype, as torch's.
-
-    >>> round(Tensor([1.0]).atan2(Tensor([-1.0])).item(), 4)
-    2.3562
-    """
-    return derivative.binary(
-        y,
-        other,
-        "atan2",
-        _atan2_64,
-        lambda y, x, out, dtype: x * _atan2_scale(y, x, dtype),
-        lambda y, x, out, dtype: -y * _atan2_scale(y, x, dtype),
-    )
+    return y.signbit().where(-angle, angle)
 
 
 def _atan2_scale(y: Tensor, x: Tensor, dtype: dtypes.DType) -> Tensor:
@@ -343,16 +281,6 @@ def _cosh64(x: Tensor) -> Tensor:
     half = (0.5 * a.lt(_OVERFLOW_HALF).where(0.0, a)).exp()
     e = a.lt(_OVERFLOW_HALF).where(a, 0.0).exp()
     return a.lt(_OVERFLOW_HALF).where(0.5 * e + 0.5 / e, 0.5 * half * half)  # cosh a = (e**a + e**-a) / 2
-
-
-def sinh(x: Tensor) -> Tensor:
-    """The hyperbolic sine, accurate near 0 (through expm1) and up to the overflow. The gradient is cosh x."""
-    return derivative.unary(x, _sinh64, lambda x, out: _cosh64(x))
-
-
-def cosh(x: Tensor) -> Tensor:
-    """The hyperbolic cosine; inf past float's range. The gradient is sinh x."""
-    return derivative.unary(x, _cosh64, lambda x, out: _sinh64(x))
 
 
 _LN2 = math.log(2)
@@ -390,16 +318,94 @@ def _atanh64(x: Tensor) -> Tensor:
     return _odd(x, x.lt(0).where(-out, out))
 
 
-def asinh(x: Tensor) -> Tensor:
-    """The inverse hyperbolic sine. The gradient is 1 / sqrt(x**2 + 1)."""
-    return derivative.unary(x, _asinh64, lambda x, out: (x * x + 1.0).sqrt().reciprocal())
+class TrigMixin:
+    """Tensor's trigonometric and hyperbolic functions and their inverses, with numpy's arc* names."""
+
+    __slots__ = ()
+
+    def sin(self) -> Tensor:
+        """The sine, within an ulp or two of float64's at every x (1e10 and 3e38 too: the reduction is exact);
+        sin(-0.0) is -0.0, sin(inf) NaN. The gradient is cos x.
+
+        >>> round(Tensor([1e10]).sin().item(), 5)
+        -0.48751
+        """
+        return _with_shared_reduction(
+            self, lambda s, c, sign, x: _odd(x, sign * s), lambda s, c, sign, x, out: c, lambda x, out: x.cos()
+        )
+
+    def cos(self) -> Tensor:
+        """The cosine (exact reduction, as sin); cos(inf) is NaN. The gradient is -sin x."""
+        return _with_shared_reduction(
+            self, lambda s, c, sign, x: c, lambda s, c, sign, x, out: -_odd(x, sign * s), lambda x, out: -x.sin()
+        )
+
+    def tan(self) -> Tensor:
+        """The tangent, sin x / cos x after the exact reduction; tan(-0.0) is -0.0. The gradient is 1 + tan**2."""
+        return _with_shared_reduction(
+            self,
+            lambda s, c, sign, x: _odd(x, sign * s / c),
+            lambda s, c, sign, x, out: 1.0 + out * out,
+            lambda x, out: 1.0 + out * out,
+        )
+
+    def atan(self) -> Tensor:
+        """The arctangent, in (-pi/2, pi/2); atan(+-inf) is +-pi/2. The gradient is 1 / (1 + x**2)."""
+        return derivative.unary(self, _atan64, lambda x, out: 1.0 / (1.0 + x * x))
+
+    def asin(self) -> Tensor:
+        """The arcsine, NaN outside [-1, 1]. The gradient is 1 / sqrt(1 - x**2): inf at +-1, as torch's."""
+        return derivative.unary(self, _asin64, lambda x, out: (1.0 - x * x).sqrt().reciprocal())
+
+    def acos(self) -> Tensor:
+        """The arccosine, in [0, pi], NaN outside [-1, 1]. The gradient is -1 / sqrt(1 - x**2)."""
+        return derivative.unary(self, _acos64, lambda x, out: -((1.0 - x * x).sqrt().reciprocal()))
+
+    def atan2(self, other: TensorLike) -> Tensor:
+        """The angle of the point (other, y) from the x axis, in [-pi, pi], as torch.atan2(y, other): atan2(0, -1)
+        is pi, atan2(-0.0, -1) is -pi, atan2(inf, inf) pi/4. Gradients x / (x**2 + y**2) to y and -y / (x**2 + y**2)
+        to other, 0 where x**2 + y**2 is 0 in the result's dtype, as torch's.
+
+        >>> round(Tensor([1.0]).atan2(Tensor([-1.0])).item(), 4)
+        2.3562
+        """
+        return derivative.binary(
+            self,
+            other,
+            "atan2",
+            _atan2_64,
+            lambda y, x, out, dtype: x * _atan2_scale(y, x, dtype),
+            lambda y, x, out, dtype: -y * _atan2_scale(y, x, dtype),
+        )
+
+    def sinh(self) -> Tensor:
+        """The hyperbolic sine, accurate near 0 (through expm1) and up to the overflow. The gradient is cosh x."""
+        return derivative.unary(self, _sinh64, lambda x, out: _cosh64(x))
+
+    def cosh(self) -> Tensor:
+        """The hyperbolic cosine; inf past float's range. The gradient is sinh x."""
+        return derivative.unary(self, _cosh64, lambda x, out: _sinh64(x))
+
+    def asinh(self) -> Tensor:
+        """The inverse hyperbolic sine. The gradient is 1 / sqrt(x**2 + 1)."""
+        return derivative.unary(self, _asinh64, lambda x, out: (x * x + 1.0).sqrt().reciprocal())
+
+    def acosh(self) -> Tensor:
+        """The inverse hyperbolic cosine: acosh(1) is 0, NaN below 1. The gradient is 1 / sqrt(x**2 - 1): inf at 1."""
+        return derivative.unary(self, _acosh64, lambda x, out: (x * x - 1.0).sqrt().reciprocal())
+
+    def atanh(self) -> Tensor:
+        """The inverse hyperbolic tangent: atanh(+-1) is +-inf, NaN outside [-1, 1]. The gradient is 1 / (1 - x**2)."""
+        return derivative.unary(self, _atanh64, lambda x, out: (1.0 - x * x).reciprocal())
+
+    arcsin = asin
+    arccos = acos
+    arctan = atan
+    arctan2 = atan2
+    arcsinh = asinh
+    arccosh = acosh
+    arctanh = atanh
 
 
-def acosh(x: Tensor) -> Tensor:
-    """The inverse hyperbolic cosine: acosh(1) is 0, NaN below 1. The gradient is 1 / sqrt(x**2 - 1): inf at 1."""
-    return derivative.unary(x, _acosh64, lambda x, out: (x * x - 1.0).sqrt().reciprocal())
-
-
-def atanh(x: Tensor) -> Tensor:
-    """The inverse hyperbolic tangent: atanh(+-1) is +-inf, NaN outside [-1, 1]. The gradient is 1 / (1 - x**2)."""
-    return derivative.unary(x, _atanh64, lambda x, out: (1.0 - x * x).reciprocal())
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

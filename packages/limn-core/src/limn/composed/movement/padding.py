@@ -10,6 +10,7 @@ Pipeline: **tensor (composed ops)** -> graph (VIEW, WHERE, GATHER) -> schedule -
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,7 +18,6 @@ from limn import dtypes
 from limn.composed.movement.rearrange import take_at
 from limn.errors import ArgumentError
 from limn.frontend.arguments import Scalar
-from limn.frontend.primitives import Tensor
 
 MODES = {"constant": None, "reflect": "reflect", "replicate": "edge", "circular": "wrap"}  # -> numpy.pad's mode
 
@@ -26,58 +26,64 @@ class UnknownModeError(ArgumentError, NotImplementedError):
     """A pad mode limn does not know: an ArgumentError, and a NotImplementedError, which torch raises for it."""
 
 
-def pad(
-    x: Tensor,
-    widths: Sequence[int] | Sequence[tuple[int, int]] | None = None,
-    mode: str = "constant",
-    value: Scalar | None = None,
-    *,
-    pad: Sequence[int] | None = None,
-    padding: Sequence[int] | Sequence[tuple[int, int]] | None = None,
-) -> Tensor:
-    """x padded by `widths`, as torch.nn.functional.pad.
+class PaddingMixin:
+    """Tensor.pad, torch's F.pad: widths from the last dim and the four modes."""
 
-    widths is one (before, after) pair per dim, first dim first (limn's spelling), or torch's flat list,
-    last dim first: (left, right) of the last dim, then (top, bottom) of the one before, and so on; dims it
-    does not reach are not padded. A negative width crops (reflect and replicate, as torch's, pad x first
-    and crop the result, so (-1, 2) mirrors x's own edge; circular crops first). mode is "constant" (filled
-    with value, 0 by default, cast to x's dtype), "reflect" (mirrored, the edge not repeated), "replicate"
-    (the edge repeated) or "circular" (wrapped around). The widths may also be passed as pad= (torch's
-    keyword) or padding= (tinygrad's).
+    __slots__ = ()
 
-    >>> Tensor([1, 2, 3]).pad((2, 1), mode="reflect").tolist()
-    [3, 2, 1, 2, 3, 2]
-    >>> Tensor([[1, 2]]).pad(((0, 0), (1, 0)), value=9).tolist()
-    [[9, 1, 2]]
-    """
-    given = [w for w in (widths, pad, padding) if w is not None]
-    if len(given) != 1:
-        raise ArgumentError(f"pad: give the widths once (positionally, pad= or padding=), got {len(given)} of them")
-    if not isinstance(mode, str):
-        raise TypeError(f"pad: mode is a string ({', '.join(map(repr, MODES))}), got {mode!r}; a fill is value=")
-    pairs = _pairs(x, given[0])
-    if mode not in MODES:
-        raise UnknownModeError(f"pad: mode {mode!r} is not one of {', '.join(map(repr, MODES))}")
-    if mode != "constant" and value not in (None, 0):
-        raise ArgumentError(f"pad: mode {mode!r} takes no value (got value={value})")
-    if all(b >= 0 and a >= 0 for b, a in pairs) and mode == "constant":
-        return x.pad_constant(pairs, _fill(x, value))  # the common case: one PAD movement
-    if mode in ("reflect", "replicate"):
-        return _pad_then_crop(x, pairs, mode)
-    box = []
-    for d, ((b, a), n) in enumerate(zip(pairs, x.shape)):
-        start, end = max(-b, 0), n - max(-a, 0)
-        if start > end:
-            raise ArgumentError(f"pad: widths {pairs[d]} crop more than the {n} elements of dim {d} of {x.shape}")
-        box.append((start, end))
-    x = x.shrink(box)  # the negative widths: a crop
-    grow = [(max(b, 0), max(a, 0)) for b, a in pairs]
-    if mode == "constant":
-        return x.pad_constant(grow, _fill(x, value))
-    for d, (b, a) in enumerate(grow):
-        if b or a:
-            x = take_at(x, d, _source_positions(x.shape[d], b, a, mode, d))
-    return x
+    def pad(
+        self,
+        widths: Sequence[int] | Sequence[tuple[int, int]] | None = None,
+        mode: str = "constant",
+        value: Scalar | None = None,
+        *,
+        pad: Sequence[int] | None = None,
+        padding: Sequence[int] | Sequence[tuple[int, int]] | None = None,
+    ) -> Tensor:
+        """x padded by `widths`, as torch.nn.functional.pad.
+
+        widths is one (before, after) pair per dim, first dim first (limn's spelling), or torch's flat list,
+        last dim first: (left, right) of the last dim, then (top, bottom) of the one before, and so on; dims it
+        does not reach are not padded. A negative width crops (reflect and replicate, as torch's, pad x first
+        and crop the result, so (-1, 2) mirrors x's own edge; circular crops first). mode is "constant" (filled
+        with value, 0 by default, cast to x's dtype), "reflect" (mirrored, the edge not repeated), "replicate"
+        (the edge repeated) or "circular" (wrapped around). The widths may also be passed as pad= (torch's
+        keyword) or padding= (tinygrad's).
+
+        >>> Tensor([1, 2, 3]).pad((2, 1), mode="reflect").tolist()
+        [3, 2, 1, 2, 3, 2]
+        >>> Tensor([[1, 2]]).pad(((0, 0), (1, 0)), value=9).tolist()
+        [[9, 1, 2]]
+        """
+        x = self
+        given = [w for w in (widths, pad, padding) if w is not None]
+        if len(given) != 1:
+            raise ArgumentError(f"pad: give the widths once (positionally, pad= or padding=), got {len(given)} of them")
+        if not isinstance(mode, str):
+            raise TypeError(f"pad: mode is a string ({', '.join(map(repr, MODES))}), got {mode!r}; a fill is value=")
+        pairs = _pairs(x, given[0])
+        if mode not in MODES:
+            raise UnknownModeError(f"pad: mode {mode!r} is not one of {', '.join(map(repr, MODES))}")
+        if mode != "constant" and value not in (None, 0):
+            raise ArgumentError(f"pad: mode {mode!r} takes no value (got value={value})")
+        if all(b >= 0 and a >= 0 for b, a in pairs) and mode == "constant":
+            return x.pad_constant(pairs, _fill(x, value))  # the common case: one PAD movement
+        if mode in ("reflect", "replicate"):
+            return _pad_then_crop(x, pairs, mode)
+        box = []
+        for d, ((b, a), n) in enumerate(zip(pairs, x.shape)):
+            start, end = max(-b, 0), n - max(-a, 0)
+            if start > end:
+                raise ArgumentError(f"pad: widths {pairs[d]} crop more than the {n} elements of dim {d} of {x.shape}")
+            box.append((start, end))
+        x = x.shrink(box)  # the negative widths: a crop
+        grow = [(max(b, 0), max(a, 0)) for b, a in pairs]
+        if mode == "constant":
+            return x.pad_constant(grow, _fill(x, value))
+        for d, (b, a) in enumerate(grow):
+            if b or a:
+                x = take_at(x, d, _source_positions(x.shape[d], b, a, mode, d))
+        return x
 
 
 def _pad_then_crop(x: Tensor, pairs: Sequence[tuple[int, int]], mode: str) -> Tensor:
@@ -147,3 +153,7 @@ def _source_positions(n: int, before: int, after: int, mode: str, dim: int) -> n
             "(a wrap goes around once; torch reads memory outside the input there)"
         )
     return np.pad(np.arange(n), (before, after), mode=MODES[mode])
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

@@ -12,12 +12,13 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+import limn
 from limn import dtypes
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor
 from limn.graph.ops import Node, Op
 from limn.runtime.device import current_device, get_device
 
@@ -78,7 +79,7 @@ def limbs_of(value: int) -> list[float]:
 
 # ---- the generator, as a graph: 64-bit words as four float64 limbs ----
 
-Word = tuple[Tensor, Tensor, Tensor, Tensor]  # a 64-bit unsigned integer, four 16-bit limbs, low first
+Word = tuple["Tensor", "Tensor", "Tensor", "Tensor"]  # a 64-bit unsigned integer, four 16-bit limbs, low first
 
 
 def _floor_div(x: Tensor, power: float) -> Tensor:
@@ -146,8 +147,8 @@ class Generator:
     """
 
     def __init__(self, seed: int = 0, device: str | None = None) -> None:
-        self.key = Tensor(np.array(limbs_of(_key(seed))), dtype=dtypes.float64, device=device)
-        self.counter = Tensor(np.zeros(4), dtype=dtypes.float64, device=device)
+        self.key = limn.Tensor(np.array(limbs_of(_key(seed))), dtype=dtypes.float64, device=device)
+        self.counter = limn.Tensor(np.zeros(4), dtype=dtypes.float64, device=device)
         self.device = self.key.device
         self.seed = int(seed)
         self._pending = 0  # words drawn since the counter's bytes were written (see words)
@@ -175,7 +176,7 @@ class Generator:
         counters = (np.arange(n, dtype=np.uint64) + np.uint64(start)) if n else np.zeros(0, np.uint64)
         words = squares32_host(counters, _value(self.key.numpy()))
         _write(self.counter, np.array(limbs_of((start + n) & MASK64)))
-        return Tensor(words.astype(np.float64).reshape(shape), device="numpy")
+        return limn.Tensor(words.astype(np.float64).reshape(shape), device="numpy")
 
     def words(self, shape: tuple[int, ...]) -> Tensor:
         """The next prod(shape) Squares words, float64 in [0, 2**32) in row-major order, lazily; the counter
@@ -191,19 +192,19 @@ class Generator:
         if self.counter.node.op is Op.BUFFER:
             self._pending = 0
         target = self.counter.node if self.counter.node.op is Op.BUFFER else self.counter.node.srcs[0]
-        counter = Tensor._from_node(target, self.device)  # the counter's bytes, before any pending advance
+        counter = limn.Tensor._from_node(target, self.device)  # the counter's bytes, before any pending advance
         if self._pending + n >= 2**32:
             raise ArgumentError("random numbers: a captured step draws 2**32 numbers or more; draw fewer")
         index = np.arange(self._pending, self._pending + n, dtype=np.int64)
         base = [counter[i] for i in range(4)]  # (4,) -> four 0-d limbs
-        low = Tensor(index % LIMB, dtype=dtypes.float64, device=self.device)  # (n,): the index's limbs
-        high = Tensor(index // LIMB, dtype=dtypes.float64, device=self.device)
+        low = limn.Tensor(index % LIMB, dtype=dtypes.float64, device=self.device)  # (n,): the index's limbs
+        high = limn.Tensor(index // LIMB, dtype=dtypes.float64, device=self.device)
         counters = _carried([base[0] + low, base[1] + high, base[2] + low * 0, base[3] + low * 0])
         key = (self.key[0], self.key[1], self.key[2], self.key[3])
         out = squares32(counters, key).reshape(shape)  # (n,) -> shape
         self._pending += n
         step = limbs_of(self._pending)
-        advanced = Tensor.stack(list(_carried([base[i] + step[i] for i in range(4)])))  # 4 0-d limbs -> (4,)
+        advanced = limn.Tensor.stack(list(_carried([base[i] + step[i] for i in range(4)])))  # 4 0-d limbs -> (4,)
         if self.counter.node.op is Op.BUFFER:
             self.counter.assign(advanced)
         else:  # one pending assign, now carrying every draw since the bytes were written
@@ -271,3 +272,7 @@ def manual_seed(seed: int) -> None:
     _seed = int(seed)
     for g in _generators.values():
         g.manual_seed(seed)
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

@@ -11,15 +11,16 @@ Pipeline: **tensor (sources)** -> graph -> schedule -> IR -> renderer -> device.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn import dtypes
 from limn.composed.random import rng
 from limn.composed.random.rng import Generator, default_generator
 from limn.dtypes import DType
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor
 from limn.runtime.device import get_device
 from limn.runtime.engine import realize
 
@@ -47,7 +48,7 @@ def _drop_low_bits(x: Tensor, bits: int) -> Tensor:
     return (x * 2.0**-bits).cast(dtypes.int32).cast(dtypes.float64)
 
 
-Words = Callable[[tuple[int, ...]], Tensor]  # Generator.words or Generator.host_words: shape -> float64 words
+Words = Callable[[tuple[int, ...]], "Tensor"]  # Generator.words or Generator.host_words: shape -> float64 words
 
 
 def _uniform_integers(shape: tuple[int, ...], bits: int, words: Words) -> Tensor:
@@ -117,40 +118,6 @@ def randn(
     return _drawn(g, requires_grad, normal)
 
 
-def randint(
-    low: int,
-    high: int | Sequence[int] | None = None,
-    size: Sequence[int] | int | None = None,
-    *,
-    dtype: DType | str = dtypes.int32,
-    device: str | None = None,
-    generator: Generator | None = None,
-) -> Tensor:
-    """Integers uniform in [low, high), called as torch.randint(low, high, size) or randint(high, size):
-    low + floor(u * (high - low)) of a 53-bit uniform u, int32 (limn's widest int) unless dtype says.
-    Realized at this call (see rand).
-
-    >>> bool((Tensor.randint(3, 10, (1000,)).numpy() >= 3).all()), Tensor.randint(5, (2, 3)).shape
-    (True, (2, 3))
-    """
-    if high is None or isinstance(high, (tuple, list)):
-        low, high, size = 0, low, high if size is None else size  # randint(high, size)
-    low, high = int(low), int(high)
-    dtype = dtypes.as_dtype(dtype)
-    if high <= low:
-        raise ArgumentError(f"randint: needs low < high, got low={low}, high={high}")
-    if dtype.is_int and (low < np.iinfo(dtype.np).min or high - 1 > np.iinfo(dtype.np).max):
-        raise ArgumentError(f"randint: the range [{low}, {high}) does not fit {dtype.name}")
-    span, shape = float(high - low), _shape(() if size is None else size)
-
-    def integers(words: Words) -> Tensor:
-        u = _uniform_integers(shape, 53, words) * 2.0**-53
-        k = _floor(u * span).clip(hi=span - 1)  # u * span can round up to span itself
-        return (k + low).cast(dtype)
-
-    return _drawn(_generator(generator, device), False, integers)
-
-
 def _floor(x: Tensor) -> Tensor:
     """floor(x) of a float64 in [0, 2**47), as two exact casts: the part above 2**16, then the rest."""
     high = (x * 2.0**-16).cast(dtypes.int32).cast(dtypes.float64) * 2.0**16
@@ -166,30 +133,15 @@ def _drawn(g: Generator, requires_grad: bool, make: Callable[[Words], Tensor]) -
     if rng.on_device:
         out = make(g.words)
         realize(out)
-        return Tensor(out, requires_grad=requires_grad)
+        return limn.Tensor(out, requires_grad=requires_grad)
     out = make(g.host_words)
-    return Tensor(host_values(out), dtype=out.dtype, device=g.device, requires_grad=requires_grad)
+    return limn.Tensor(host_values(out), dtype=out.dtype, device=g.device, requires_grad=requires_grad)
 
 
 def host_values(t: Tensor) -> np.ndarray:
     """t's values computed by the numpy reference device itself, whatever device is selected (realize runs
     host tensors on the selected one, which may compile), for a graph over host data only."""
     return get_device("numpy").run([t.node])[0].numpy()
-
-
-def rand_like(x: Tensor, *, dtype: DType | str | None = None, device: str | None = None, **kwargs) -> Tensor:
-    """rand of x's shape, in x's dtype (a float) on x's device unless given."""
-    return rand(x.shape, dtype=dtype or x.dtype, device=device or x.device, **kwargs)
-
-
-def randn_like(x: Tensor, *, dtype: DType | str | None = None, device: str | None = None, **kwargs) -> Tensor:
-    """randn of x's shape, in x's dtype (a float) on x's device unless given."""
-    return randn(x.shape, dtype=dtype or x.dtype, device=device or x.device, **kwargs)
-
-
-def randint_like(x: Tensor, low: int, high: int | None = None, *, dtype: DType | str | None = None, **kwargs) -> Tensor:
-    """randint of x's shape, in x's dtype on x's device unless given."""
-    return randint(low, high, x.shape, dtype=dtype or x.dtype, device=kwargs.pop("device", x.device), **kwargs)
 
 
 # ---- the normal's inverse CDF: Wichura's AS241 (PPND16), three rational approximations ----
@@ -236,111 +188,165 @@ def normal_icdf(p: Tensor) -> Tensor:
     return q.abs().le(0.425).where(central, tail)
 
 
-# ---- lazy draws: masks and samples that fuse into the kernel using them ----
+class SamplingMixin:
+    """Tensor's random numbers, drawn from the device generator: randint, randperm, the *_like draws, bernoulli,
+    dropout, multinomial."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def randint(
+        low: int,
+        high: int | Sequence[int] | None = None,
+        size: Sequence[int] | int | None = None,
+        *,
+        dtype: DType | str = dtypes.int32,
+        device: str | None = None,
+        generator: Generator | None = None,
+    ) -> Tensor:
+        """Integers uniform in [low, high), called as torch.randint(low, high, size) or randint(high, size):
+        low + floor(u * (high - low)) of a 53-bit uniform u, int32 (limn's widest int) unless dtype says.
+        Realized at this call (see rand).
+
+        >>> bool((Tensor.randint(3, 10, (1000,)).numpy() >= 3).all()), Tensor.randint(5, (2, 3)).shape
+        (True, (2, 3))
+        """
+        if high is None or isinstance(high, (tuple, list)):
+            low, high, size = 0, low, high if size is None else size  # randint(high, size)
+        low, high = int(low), int(high)
+        dtype = dtypes.as_dtype(dtype)
+        if high <= low:
+            raise ArgumentError(f"randint: needs low < high, got low={low}, high={high}")
+        if dtype.is_int and (low < np.iinfo(dtype.np).min or high - 1 > np.iinfo(dtype.np).max):
+            raise ArgumentError(f"randint: the range [{low}, {high}) does not fit {dtype.name}")
+        span, shape = float(high - low), _shape(() if size is None else size)
+
+        def integers(words: Words) -> Tensor:
+            u = _uniform_integers(shape, 53, words) * 2.0**-53
+            k = _floor(u * span).clip(hi=span - 1)  # u * span can round up to span itself
+            return (k + low).cast(dtype)
+
+        return _drawn(_generator(generator, device), False, integers)
+
+    def rand_like(self, *, dtype: DType | str | None = None, device: str | None = None, **kwargs) -> Tensor:
+        """rand of x's shape, in x's dtype (a float) on x's device unless given."""
+        return rand(self.shape, dtype=dtype or self.dtype, device=device or self.device, **kwargs)
+
+    def randn_like(self, *, dtype: DType | str | None = None, device: str | None = None, **kwargs) -> Tensor:
+        """randn of x's shape, in x's dtype (a float) on x's device unless given."""
+        return randn(self.shape, dtype=dtype or self.dtype, device=device or self.device, **kwargs)
+
+    def randint_like(self, low: int, high: int | None = None, *, dtype: DType | str | None = None, **kwargs) -> Tensor:
+        """randint of x's shape, in x's dtype on x's device unless given."""
+        return limn.Tensor.randint(
+            low, high, self.shape, dtype=dtype or self.dtype, device=kwargs.pop("device", self.device), **kwargs
+        )
+
+    # ---- lazy draws: masks and samples that fuse into the kernel using them ----
+    def bernoulli(self, p: float | None = None, *, generator: Generator | None = None) -> Tensor:
+        """1 with probability x (or p when given: every entry p), else 0, in x's dtype, as torch.bernoulli; lazy.
+        x must be a float tensor of probabilities in [0, 1]. u < p for a uniform u in [0, 1) of 24 bits
+        (53 for float64), so p = 0 never and p = 1 always gives 1.
+
+        >>> Tensor.zeros(4).bernoulli(1.0).tolist()
+        [1.0, 1.0, 1.0, 1.0]
+        """
+        if not self.dtype.is_float:
+            raise TypeError(f"bernoulli: needs a float tensor of probabilities, got {self.dtype.name}")
+        g = _generator(generator, self.device)
+        wide = dtypes.float64 if self.dtype == dtypes.float64 else dtypes.float32
+        u = uniform(self.shape, wide, g.words)
+        chance = self.cast(wide) if p is None else float(p)
+        return u.lt(chance).cast(self.dtype)
+
+    def dropout(self, p: float = 0.5, training: bool = True, *, generator: Generator | None = None) -> Tensor:
+        """torch.nn.functional.dropout: in training each entry is zeroed with probability p and the others scaled
+        by 1 / (1 - p), as x * mask / (1 - p) (so an inf where the mask is 0 gives NaN, as torch's); the mask is
+        lazy and fuses into the kernel that uses it. Not training, or p = 0, it is x itself.
+
+        >>> x = Tensor.ones(1000)
+        >>> y = x.dropout(0.25).numpy()
+        >>> sorted(set(y.tolist())), bool(0.2 < (y == 0).mean() < 0.3)
+        ([0.0, 1.3333333730697632], True)
+        """
+        if not 0.0 <= p <= 1.0:
+            raise ArgumentError(f"dropout: probability has to be between 0 and 1, but got {p}")
+        if not training or p == 0.0:
+            return self
+        if not self.dtype.is_float:
+            raise TypeError(f"dropout: needs a float tensor, got {self.dtype.name}")
+        g = _generator(generator, self.device)
+        if p == 1.0:
+            return self * 0.0  # torch: every entry dropped, x * 0 (NaN for inf)
+        keep = uniform(self.shape, dtypes.float64 if self.dtype == dtypes.float64 else dtypes.float32, g.words).ge(p)
+        return self * (keep.cast(self.dtype) * (1.0 / (1.0 - p)))
+
+    def multinomial(self, num_samples: int, replacement: bool = False, *, generator: Generator | None = None) -> Tensor:
+        """Category indices (int32) drawn from the rows of `probs` ((K,) or (N, K), weights >= 0, not necessarily
+        summing to 1), as torch.multinomial; lazy. By the Gumbel-max rule: argmax(log w + g) with g = -log(-log u)
+        is category k with probability w_k / sum(w); without replacement the next sample is the argmax over the
+        categories not yet drawn (Gumbel top-k). Cost: (N, num_samples, K) noise with replacement, num_samples
+        argmaxes over (N, K) without. Trap: a row of all zeros gives category 0 (torch raises).
+
+        >>> Tensor([0.0, 0.0, 1.0, 0.0]).multinomial(3, replacement=True).tolist()
+        [2, 2, 2]
+        """
+        if self.ndim not in (1, 2) or not self.dtype.is_float:
+            what = f"{self.dtype.name}{list(self.shape)}"
+            raise ArgumentError(f"multinomial: probs must be a 1-d or 2-d float tensor, got {what}")
+        k = self.shape[-1]
+        if num_samples < 1 or (not replacement and num_samples > k):
+            raise ArgumentError(
+                f"multinomial: cannot draw {num_samples} samples from {k} categories without replacement"
+            )
+        g = _generator(generator, self.device)
+        rows = self.reshape(-1, k).cast(dtypes.float64)  # (K,) or (N, K) -> (N, K)
+        n = rows.shape[0]
+        log_w = rows.log()  # -inf for a weight of 0: never drawn
+        if replacement:
+            u = uniform((n, num_samples, k), dtypes.float64, g.words, open_interval=True)
+            scores = log_w.reshape(n, 1, k) + u.log().neg().log().neg()  # (N, S, K): log w + Gumbel noise
+            index = scores.argmax(-1)  # (N, S)
+        else:
+            u = uniform((n, k), dtypes.float64, g.words, open_interval=True)
+            scores = log_w + u.log().neg().log().neg()  # (N, K)
+            picks = []
+            for _ in range(num_samples):
+                pick = scores.argmax(-1, keepdim=True)  # (N, 1)
+                picks.append(pick)
+                scores = limn.Tensor.arange(k, device=self.device).eq(pick).where(float("-inf"), scores)
+            index = limn.Tensor.cat(picks, 1) if num_samples > 1 else picks[0]  # (N, S)
+        return index if self.ndim == 2 else index.reshape(num_samples)
+
+    @staticmethod
+    def randperm(
+        n: int, *, dtype: DType | str = dtypes.int32, device: str | None = None, generator: Generator | None = None
+    ) -> Tensor:
+        """A random permutation of 0..n-1, as torch.randperm: the indices in the order of n random words (ties
+        by index). Realized at this call: eagerly by a host argsort of the host words; inside a captured step
+        by ranks from an (n, n) compare (the same permutation), so there keep n to a few thousand.
+
+        >>> sorted(Tensor.randperm(5).tolist())
+        [0, 1, 2, 3, 4]
+        """
+        n = int(n)
+        if n < 0:
+            raise ArgumentError(f"randperm: n must be >= 0, got {n}")
+        g = _generator(generator, device)
+        dtype = dtypes.as_dtype(dtype)
+        if not rng.on_device:
+            keys = g.host_words((n,)).numpy()
+            return limn.Tensor(np.argsort(keys, kind="stable"), dtype=dtype, device=g.device)
+        keys = g.words((n,))
+        index = limn.Tensor.arange(n, device=g.device)
+        key_i, key_j = keys.reshape(n, 1), keys.reshape(1, n)  # (n, 1) and (1, n)
+        before = key_j.lt(key_i).logical_or(key_j.eq(key_i).logical_and(index.reshape(1, n).lt(index.reshape(n, 1))))
+        rank = before.cast(dtypes.int32).sum(1)  # (n, n) -> (n,): how many come before i
+        at = rank.reshape(1, n).eq(index.reshape(n, 1))  # (n, n): row r marks the i of rank r
+        out = at.where(index.reshape(1, n), 0).sum(1).cast(dtype)  # (n,): perm[r] = that i
+        realize(out)
+        return limn.Tensor(out)
 
 
-def bernoulli(x: Tensor, p: float | None = None, *, generator: Generator | None = None) -> Tensor:
-    """1 with probability x (or p when given: every entry p), else 0, in x's dtype, as torch.bernoulli; lazy.
-    x must be a float tensor of probabilities in [0, 1]. u < p for a uniform u in [0, 1) of 24 bits
-    (53 for float64), so p = 0 never and p = 1 always gives 1.
-
-    >>> Tensor.zeros(4).bernoulli(1.0).tolist()
-    [1.0, 1.0, 1.0, 1.0]
-    """
-    if not x.dtype.is_float:
-        raise TypeError(f"bernoulli: needs a float tensor of probabilities, got {x.dtype.name}")
-    g = _generator(generator, x.device)
-    wide = dtypes.float64 if x.dtype == dtypes.float64 else dtypes.float32
-    u = uniform(x.shape, wide, g.words)
-    chance = x.cast(wide) if p is None else float(p)
-    return u.lt(chance).cast(x.dtype)
-
-
-def dropout(x: Tensor, p: float = 0.5, training: bool = True, *, generator: Generator | None = None) -> Tensor:
-    """torch.nn.functional.dropout: in training each entry is zeroed with probability p and the others scaled
-    by 1 / (1 - p), as x * mask / (1 - p) (so an inf where the mask is 0 gives NaN, as torch's); the mask is
-    lazy and fuses into the kernel that uses it. Not training, or p = 0, it is x itself.
-
-    >>> x = Tensor.ones(1000)
-    >>> y = x.dropout(0.25).numpy()
-    >>> sorted(set(y.tolist())), bool(0.2 < (y == 0).mean() < 0.3)
-    ([0.0, 1.3333333730697632], True)
-    """
-    if not 0.0 <= p <= 1.0:
-        raise ArgumentError(f"dropout: probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0.0:
-        return x
-    if not x.dtype.is_float:
-        raise TypeError(f"dropout: needs a float tensor, got {x.dtype.name}")
-    g = _generator(generator, x.device)
-    if p == 1.0:
-        return x * 0.0  # torch: every entry dropped, x * 0 (NaN for inf)
-    keep = uniform(x.shape, dtypes.float64 if x.dtype == dtypes.float64 else dtypes.float32, g.words).ge(p)
-    return x * (keep.cast(x.dtype) * (1.0 / (1.0 - p)))
-
-
-def multinomial(
-    probs: Tensor, num_samples: int, replacement: bool = False, *, generator: Generator | None = None
-) -> Tensor:
-    """Category indices (int32) drawn from the rows of `probs` ((K,) or (N, K), weights >= 0, not necessarily
-    summing to 1), as torch.multinomial; lazy. By the Gumbel-max rule: argmax(log w + g) with g = -log(-log u)
-    is category k with probability w_k / sum(w); without replacement the next sample is the argmax over the
-    categories not yet drawn (Gumbel top-k). Cost: (N, num_samples, K) noise with replacement, num_samples
-    argmaxes over (N, K) without. Trap: a row of all zeros gives category 0 (torch raises).
-
-    >>> Tensor([0.0, 0.0, 1.0, 0.0]).multinomial(3, replacement=True).tolist()
-    [2, 2, 2]
-    """
-    if probs.ndim not in (1, 2) or not probs.dtype.is_float:
-        what = f"{probs.dtype.name}{list(probs.shape)}"
-        raise ArgumentError(f"multinomial: probs must be a 1-d or 2-d float tensor, got {what}")
-    k = probs.shape[-1]
-    if num_samples < 1 or (not replacement and num_samples > k):
-        raise ArgumentError(f"multinomial: cannot draw {num_samples} samples from {k} categories without replacement")
-    g = _generator(generator, probs.device)
-    rows = probs.reshape(-1, k).cast(dtypes.float64)  # (K,) or (N, K) -> (N, K)
-    n = rows.shape[0]
-    log_w = rows.log()  # -inf for a weight of 0: never drawn
-    if replacement:
-        u = uniform((n, num_samples, k), dtypes.float64, g.words, open_interval=True)
-        scores = log_w.reshape(n, 1, k) + u.log().neg().log().neg()  # (N, S, K): log w + Gumbel noise
-        index = scores.argmax(-1)  # (N, S)
-    else:
-        u = uniform((n, k), dtypes.float64, g.words, open_interval=True)
-        scores = log_w + u.log().neg().log().neg()  # (N, K)
-        picks = []
-        for _ in range(num_samples):
-            pick = scores.argmax(-1, keepdim=True)  # (N, 1)
-            picks.append(pick)
-            scores = Tensor.arange(k, device=probs.device).eq(pick).where(float("-inf"), scores)
-        index = Tensor.cat(picks, 1) if num_samples > 1 else picks[0]  # (N, S)
-    return index if probs.ndim == 2 else index.reshape(num_samples)
-
-
-def randperm(
-    n: int, *, dtype: DType | str = dtypes.int32, device: str | None = None, generator: Generator | None = None
-) -> Tensor:
-    """A random permutation of 0..n-1, as torch.randperm: the indices in the order of n random words (ties
-    by index). Realized at this call: eagerly by a host argsort of the host words; inside a captured step
-    by ranks from an (n, n) compare (the same permutation), so there keep n to a few thousand.
-
-    >>> sorted(Tensor.randperm(5).tolist())
-    [0, 1, 2, 3, 4]
-    """
-    n = int(n)
-    if n < 0:
-        raise ArgumentError(f"randperm: n must be >= 0, got {n}")
-    g = _generator(generator, device)
-    dtype = dtypes.as_dtype(dtype)
-    if not rng.on_device:
-        keys = g.host_words((n,)).numpy()
-        return Tensor(np.argsort(keys, kind="stable"), dtype=dtype, device=g.device)
-    keys = g.words((n,))
-    index = Tensor.arange(n, device=g.device)
-    key_i, key_j = keys.reshape(n, 1), keys.reshape(1, n)  # (n, 1) and (1, n)
-    before = key_j.lt(key_i).logical_or(key_j.eq(key_i).logical_and(index.reshape(1, n).lt(index.reshape(n, 1))))
-    rank = before.cast(dtypes.int32).sum(1)  # (n, n) -> (n,): how many come before i
-    at = rank.reshape(1, n).eq(index.reshape(n, 1))  # (n, n): row r marks the i of rank r
-    out = at.where(index.reshape(1, n), 0).sum(1).cast(dtype)  # (n,): perm[r] = that i
-    realize(out)
-    return Tensor(out)
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

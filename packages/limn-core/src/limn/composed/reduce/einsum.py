@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor
 from limn.graph.view import prod
 
 ELLIPSIS_LETTERS = "0123456789"  # stand-ins for the dims `...` covers (digits cannot be index letters)
@@ -27,33 +28,39 @@ class Term:
     letters: str
 
 
-def einsum(equation: str, *operands: Tensor | Sequence[Tensor]) -> Tensor:
-    """The sum over the letters the output lacks of the product of the operands, as torch.einsum.
+class EinsumMixin:
+    """Tensor.einsum, torch's."""
 
-    Letters name dims ("bij,bjk->bik" is a batched matmul); a letter repeated in one operand takes that
-    operand's diagonal ("ii->i"); `...` stands for the dims no letter names, broadcast across operands;
-    without "->" the output is the `...` dims then the letters used once, in alphabetical order.
+    __slots__ = ()
 
-    >>> Tensor.einsum("ij,jk->ik", Tensor([[1, 2]]), Tensor([[3], [4]])).tolist()
-    [[11]]
-    """
-    if len(operands) == 1 and not isinstance(operands[0], Tensor):
-        operands = tuple(operands[0])
-    inputs, output = _parse(equation, len(operands))
-    n_ellipsis = max((t.ndim - (len(s) - 3) for s, t in zip(inputs, operands) if "..." in s), default=0)
-    terms = [_term(t, s, n_ellipsis, equation) for s, t in zip(inputs, operands)]
-    if output is None:
-        counts = "".join(inputs).replace("...", "")  # once in the whole equation ("ii" is a trace)
-        named = sorted({c for c in counts if counts.count(c) == 1})
-        output = ELLIPSIS_LETTERS[:n_ellipsis] + "".join(named)
-    else:
-        output = output.replace("...", ELLIPSIS_LETTERS[:n_ellipsis])
-        _check_output(output, terms, equation)
-    sizes = _sizes(terms, equation)
-    terms = [_sum_own(t, terms, output) for t in terms]
-    if len(terms) == 2:
-        return _pair(terms[0], terms[1], output, sizes)
-    return _product(terms, output, sizes)
+    @staticmethod
+    def einsum(equation: str, *operands: Tensor | Sequence[Tensor]) -> Tensor:
+        """The sum over the letters the output lacks of the product of the operands, as torch.einsum.
+
+        Letters name dims ("bij,bjk->bik" is a batched matmul); a letter repeated in one operand takes that
+        operand's diagonal ("ii->i"); `...` stands for the dims no letter names, broadcast across operands;
+        without "->" the output is the `...` dims then the letters used once, in alphabetical order.
+
+        >>> Tensor.einsum("ij,jk->ik", Tensor([[1, 2]]), Tensor([[3], [4]])).tolist()
+        [[11]]
+        """
+        if len(operands) == 1 and not isinstance(operands[0], limn.Tensor):
+            operands = tuple(operands[0])
+        inputs, output = _parse(equation, len(operands))
+        n_ellipsis = max((t.ndim - (len(s) - 3) for s, t in zip(inputs, operands) if "..." in s), default=0)
+        terms = [_term(t, s, n_ellipsis, equation) for s, t in zip(inputs, operands)]
+        if output is None:
+            counts = "".join(inputs).replace("...", "")  # once in the whole equation ("ii" is a trace)
+            named = sorted({c for c in counts if counts.count(c) == 1})
+            output = ELLIPSIS_LETTERS[:n_ellipsis] + "".join(named)
+        else:
+            output = output.replace("...", ELLIPSIS_LETTERS[:n_ellipsis])
+            _check_output(output, terms, equation)
+        sizes = _sizes(terms, equation)
+        terms = [_sum_own(t, terms, output) for t in terms]
+        if len(terms) == 2:
+            return _pair(terms[0], terms[1], output, sizes)
+        return _product(terms, output, sizes)
 
 
 def _parse(equation: str, n: int) -> tuple[list[str], str | None]:
@@ -160,3 +167,7 @@ def _product(terms: list[Term], output: str, sizes: dict[str, int]) -> Tensor:
         out = out.sum(summed)
     full = tuple(sizes[c] for c in output)
     return out.expand(full) if out.shape != full else out
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

@@ -5,41 +5,58 @@ Pipeline: **tensor (composed ops)** -> graph (MUL, SUM) -> schedule -> IR -> ren
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn import dtypes
 from limn.errors import ArgumentError
-from limn.frontend.primitives import Tensor
+from limn.frontend.arguments import TensorLike
 
 
-def matmul(x: Tensor, other: Tensor) -> Tensor:
-    """(..., n, k) @ (..., k, m) -> (..., n, m) as a broadcast multiply and a sum over k, which the
-    scheduler fuses into one kernel. 1-D operands act as a row or a column, as in numpy; batch dims
-    broadcast. Half widths multiply and sum in float32 and round once.
+class MatmulMixin:
+    """Tensor's matmul and @."""
 
-    Trap: the numpy device builds the whole (..., n, m, k) product before summing it, so a large matmul
-    runs out of memory there rather than slowly; the compiled devices walk it in one loop nest."""
-    a, b = x, other if isinstance(other, Tensor) else Tensor(other)
-    b_shape = b.shape
-    if a.ndim == 0 or b.ndim == 0:
-        raise ArgumentError("matmul: both operands need at least one dim; use * for scalars")
-    squeeze_a, squeeze_b = a.ndim == 1, b.ndim == 1
-    if squeeze_a:
-        a = a.reshape(1, a.shape[0])
-    if squeeze_b:
-        b = b.reshape(b.shape[0], 1)
-    if a.shape[-1] != b.shape[-2]:
-        raise ArgumentError(f"matmul {x.shape} @ {b_shape}: inner sizes {a.shape[-1]} and {b.shape[-2]} differ")
-    dtype = dtypes.promote(a.dtype, b.dtype)
-    compute = dtype.compute  # half widths: multiply and sum in float32, round once at the end
-    a, b = a.cast(compute), b.cast(compute)
-    prod_ = a.unsqueeze(-2) * b.transpose(-1, -2).unsqueeze(-3)  # (..., n, 1, k) * (..., 1, m, k)
-    out = prod_.sum(-1).cast(dtype)  # (..., n, m, k) -> (..., n, m)
-    if squeeze_a:
-        out = out.squeeze(-2)
-    if squeeze_b:
-        out = out.squeeze(-1)
-    return out
+    __slots__ = ()
+
+    def matmul(self, other: Tensor) -> Tensor:
+        """(..., n, k) @ (..., k, m) -> (..., n, m) as a broadcast multiply and a sum over k, which the
+        scheduler fuses into one kernel. 1-D operands act as a row or a column, as in numpy; batch dims
+        broadcast. Half widths multiply and sum in float32 and round once.
+
+        Trap: the numpy device builds the whole (..., n, m, k) product before summing it, so a large matmul
+        runs out of memory there rather than slowly; the compiled devices walk it in one loop nest."""
+        a, b = self, other if isinstance(other, limn.Tensor) else limn.Tensor(other)
+        b_shape = b.shape
+        if a.ndim == 0 or b.ndim == 0:
+            raise ArgumentError("matmul: both operands need at least one dim; use * for scalars")
+        squeeze_a, squeeze_b = a.ndim == 1, b.ndim == 1
+        if squeeze_a:
+            a = a.reshape(1, a.shape[0])
+        if squeeze_b:
+            b = b.reshape(b.shape[0], 1)
+        if a.shape[-1] != b.shape[-2]:
+            raise ArgumentError(f"matmul {self.shape} @ {b_shape}: inner sizes {a.shape[-1]} and {b.shape[-2]} differ")
+        dtype = dtypes.promote(a.dtype, b.dtype)
+        compute = dtype.compute  # half widths: multiply and sum in float32, round once at the end
+        a, b = a.cast(compute), b.cast(compute)
+        prod_ = a.unsqueeze(-2) * b.transpose(-1, -2).unsqueeze(-3)  # (..., n, 1, k) * (..., 1, m, k)
+        out = prod_.sum(-1).cast(dtype)  # (..., n, m, k) -> (..., n, m)
+        if squeeze_a:
+            out = out.squeeze(-2)
+        if squeeze_b:
+            out = out.squeeze(-1)
+        return out
+
+    def dot(self, other: Tensor) -> Tensor:
+        """x @ other (matmul). Unlike torch.dot it is not limited to 1-D operands."""
+        return self.matmul(other)
+
+    __matmul__ = matmul
+
+    def __rmatmul__(self, other: TensorLike) -> Tensor:
+        """other @ x, where other is host data (a numpy array or nested lists)."""
+        return limn.Tensor(other).matmul(self)
 
 
-def dot(x: Tensor, other: Tensor) -> Tensor:
-    """x @ other (matmul). Unlike torch.dot it is not limited to 1-D operands."""
-    return x.matmul(other)
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn import dtypes
 from limn.dtypes import DType
 from limn.frontend.arguments import normalize_axis
-from limn.frontend.primitives import Tensor
 from limn.graph.ops import Op
 from limn.graph.view import prod as size_of
 
@@ -67,69 +67,6 @@ def _dim(axis: Axis, dim: Axis, what: str) -> Axis:
     return dim
 
 
-def sum(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
-    """The sum over axis (or torch's dim=). Bools sum as int32; half widths keep the running total in float32
-    and round once; dtype= casts the input first, as torch. The sum of no values is 0.
-
-    Trap: an int8 or int16 tensor sums in its own dtype and wraps there (torch sums every int in int64);
-    pass dtype="int32" for a wide total.
-
-    >>> Tensor([[1, 2], [3, 4]]).sum(dim=0).tolist()
-    [4, 6]
-    """
-    x = x if dtype is None else x.cast(dtype)
-    return x._reduce(Op.SUM, _dim(axis, dim, "sum"), keepdim)
-
-
-def nansum(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
-    """torch.nansum: the sum over axis (or dim=) with NaNs counted as 0 (their gradient is 0), by sum's rules.
-
-    >>> Tensor([1.0, float("nan"), 2.0]).nansum().item()
-    3.0
-    """
-    x = x if dtype is None else x.cast(dtype)
-    return x.isnan().where(0, x).sum(_dim(axis, dim, "nansum"), keepdim)  # nansum = sum(x if x == x else 0)
-
-
-def nanmean(
-    x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None
-) -> Tensor:
-    """torch.nanmean: the mean of the values that are not NaN over axis (or dim=); NaN where every one is.
-    The gradient of a NaN cell is 0, also in a slice of NaNs alone, where torch's is NaN (its inf * 0).
-
-    >>> Tensor([1.0, float("nan"), 2.0]).nanmean().item()
-    1.5
-    """
-    axis = _dim(axis, dim, "nanmean")
-    x = x._float() if dtype is None else x.cast(dtype)
-    count = x.isnan().logical_not().cast(x.dtype).sum(axis, keepdim)
-    return x.nansum(axis, keepdim) / count  # nanmean = nansum / #(not NaN); 0 / 0 is NaN
-
-
-def prod(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
-    """The product over axis (or torch's dim=; every dim when None); 1 over an empty axis. Ints and bools
-    multiply in int32 (torch: int64) and wrap exactly, so an int32 product is torch's truncated to 32 bits;
-    dtype= casts the input first. The gradient is the product of the other values, exact with zeros in the
-    slice (one zero or several), as torch's.
-
-    >>> Tensor([[1.0, 2.0], [3.0, 0.0]]).prod(dim=1).tolist()
-    [2.0, 0.0]
-    """
-    axes = x._axes(_dim(axis, dim, "prod"), "prod")
-    if dtype is not None:
-        x = x.cast(dtype)
-    elif not x.dtype.is_float:
-        x = x.cast(dtypes.int32)
-    out_dtype = x.dtype
-    wide = x.cast(out_dtype.compute)
-    kept = [d for d in range(x.ndim) if d not in axes]
-    n = size_of([x.shape[d] for d in axes])
-    flat = wide.permute(kept + list(axes)).reshape(tuple(x.shape[d] for d in kept) + (n,))  # (*kept, n)
-    out = _multiply_down(flat)  # (*kept, 1)
-    out = out.reshape(tuple(1 if d in axes else s for d, s in enumerate(x.shape))).cast(out_dtype)
-    return _dropped(x, out, axes, keepdim)
-
-
 def _multiply_down(y: Tensor) -> Tensor:
     """The product along the last dim as a tree of pairwise multiplies (an odd level is padded with a 1):
     (..., n) -> (..., 1). Autograd's rule for MUL makes each value's gradient the product of the others, so
@@ -153,45 +90,6 @@ def _multiply_down(y: Tensor) -> Tensor:
     return y
 
 
-def max(x: Tensor, dim: Axis | Tensor = None, keepdim: bool = False, *, axis: Axis = None) -> Tensor | ValuesIndices:
-    """The largest value over a dim, as torch's x.max: with one dim (positional or dim=) it returns torch's
-    (values, indices) pair, the whole gradient of a tie going to the index returned (the first); with limn's
-    axis= (one dim or several) or a tuple of dims it returns the values alone, ties sharing the gradient evenly,
-    as torch.amax; with none, the largest of all. NaN propagates and a bool tensor gives bool; an empty dim
-    raises IndexError, as in torch. x.max(other_tensor) is the elementwise maximum, as torch.max(a, b).
-
-    >>> t = Tensor([[1.0, 5.0], [3.0, 2.0]])
-    >>> values, indices = t.max(1)
-    >>> values.tolist(), indices.tolist(), t.max(axis=1).tolist()
-    ([5.0, 3.0], [1, 0], [5.0, 3.0])
-    """
-    if isinstance(dim, Tensor):
-        return x.maximum(dim)
-    if _one_dim(dim, axis, "max"):
-        return _values_indices(x, dim, keepdim, "max")
-    axis = dim if axis is None else axis
-    _check_nonempty(x, x._axes(axis, "max"), "max")
-    out = x._reduce(Op.MAX, axis, keepdim)
-    return out.cast(dtypes.bool_) if x.dtype == dtypes.bool_ else out  # bools reduce as int32 0/1
-
-
-def min(x: Tensor, dim: Axis | Tensor = None, keepdim: bool = False, *, axis: Axis = None) -> Tensor | ValuesIndices:
-    """The smallest value over a dim, by the rules of max: one dim gives torch's (values, indices), axis= or
-    a tuple the values alone (x.min(other_tensor) is the elementwise minimum)."""
-    if isinstance(dim, Tensor):
-        return x.minimum(dim)
-    if _one_dim(dim, axis, "min"):
-        return _values_indices(x, dim, keepdim, "min")
-    axis = dim if axis is None else axis
-    _check_nonempty(x, x._axes(axis, "min"), "min")
-    if x.dtype == dtypes.bool_:
-        return x.logical_not().max(axis=axis, keepdim=keepdim).logical_not()  # min b = not max(not b)
-    if x.dtype.is_int:
-        # -x overflows at the most negative int; ~x = -x - 1 never does, and min x = ~max(~x)
-        return -((-x - 1).max(axis=axis, keepdim=keepdim)) - 1
-    return -((-x).max(axis=axis, keepdim=keepdim))  # min x = -max(-x)
-
-
 def _one_dim(dim: Axis, axis: Axis, what: str) -> bool:
     """Whether max/min was asked torch's way for one dim (so it returns values and indices)."""
     if dim is not None and axis is not None:
@@ -204,7 +102,7 @@ def _values_indices(x: Tensor, dim: int, keepdim: bool, what: str) -> ValuesIndi
     the gradient goes there alone), and the index, int32."""
     if x.ndim == 0:
         normalize_axis(dim, 1, what)  # a 0-d tensor's dim 0 (or -1), as torch allows
-        return ValuesIndices(x, Tensor.full((), 0, dtype=dtypes.int32, device=x.device))
+        return ValuesIndices(x, limn.Tensor.full((), 0, dtype=dtypes.int32, device=x.device))
     dim = normalize_axis(dim, x.ndim, what)
     _check_nonempty(x, (dim,), what)
     ranked = x.cast(dtypes.int32) if x.dtype == dtypes.bool_ else x
@@ -213,54 +111,6 @@ def _values_indices(x: Tensor, dim: int, keepdim: bool, what: str) -> ValuesIndi
     if not keepdim:
         values, index = values.squeeze(dim), index.squeeze(dim)
     return ValuesIndices(values, index)
-
-
-def amax(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
-    """torch.amax: max over axis (every dim for None or ()); ties share the gradient evenly.
-
-    >>> Tensor([[1, 5], [3, 2]]).amax(dim=0).tolist()
-    [3, 5]
-    """
-    axis = _dim(axis, dim, "amax")
-    return x.max(axis=None if axis == () else axis, keepdim=keepdim)
-
-
-def amin(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
-    """torch.amin: min over axis (every dim for None or ()); ties share the gradient evenly.
-
-    >>> Tensor([[1, 5], [3, 2]]).amin(dim=1).tolist()
-    [1, 2]
-    """
-    axis = _dim(axis, dim, "amin")
-    return x.min(axis=None if axis == () else axis, keepdim=keepdim)
-
-
-def aminmax(x: Tensor, *, dim: int | None = None, keepdim: bool = False) -> MinMax:
-    """torch.aminmax: (amin, amax) over dim (every dim when None).
-
-    >>> Tensor([3, 1, 2]).aminmax().max.item()
-    3
-    """
-    return MinMax(x.amin(dim, keepdim), x.amax(dim, keepdim))
-
-
-def mean(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
-    """The mean over axis (or dim=), in float32 for int and bool tensors (torch raises for those); dtype=
-    casts the input first, as torch. NaN over an empty axis, as torch."""
-    axis = _dim(axis, dim, "mean")
-    x = x._float() if dtype is None else x.cast(dtype)
-    n = size_of([x.shape[d] for d in x._axes(axis, "mean")])
-    return x.sum(axis, keepdim) * (1.0 / n if n else float("nan"))
-
-
-def logsumexp(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
-    """log(sum(exp(x))) over axis (or dim=), shifted by the max so exp cannot overflow; -inf over an empty axis."""
-    axes = x._axes(_dim(axis, dim, "logsumexp"), "logsumexp")
-    x = x._float()
-    m = x._reduce(Op.MAX, axes, keepdim=True).detach()  # shifting by the max keeps exp in range; it cancels
-    m = m.isinf().where(0.0, m)  # an infinite max (or an empty slice's -inf) shifts by 0, as torch
-    out = m + (x - m).exp().sum(axes, keepdim=True).log()  # logsumexp = m + log sum exp(x - m)
-    return _dropped(x, out, axes, keepdim)
 
 
 def _one_axis(x: Tensor, axis: int | None, dim: int | None, what: str, dtype: DTypeLike) -> tuple[Tensor, int]:
@@ -285,67 +135,6 @@ def log_softmax(x: Tensor, axis: int | None = None, *, dim: int | None = None, d
     return shifted - shifted.exp().sum(axis, keepdim=True).log()  # log softmax = (x - max) - log sum exp(...)
 
 
-def argmax(x: Tensor, axis: int | None = None, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
-    """Index of the first maximum along axis or dim= (over the flattened tensor when None), int32 (torch:
-    int64). NaN counts as the largest value, as in torch. An empty axis raises, as in torch; a bool tensor,
-    which torch refuses, ranks False < True (the index of the first True). No gradient."""
-    axis = _dim(axis, dim, "argmax")
-    if x.dtype == dtypes.bool_:
-        x = x.cast(dtypes.int32)
-    if axis is None:
-        _check_nonempty(x, x._axes(None, "argmax"), "argmax")
-        flat = x.reshape(-1).argmax(0, keepdim=False)
-        return flat.reshape((1,) * x.ndim) if keepdim else flat  # keepdim keeps every dim, as size 1 (torch)
-    axis = normalize_axis(axis, x.ndim, "argmax")
-    if x.ndim == 0:
-        return Tensor.full((), 0, dtype=dtypes.int32, device=x.device)  # the one value sits at index 0
-    _check_nonempty(x, (axis,), "argmax")
-    n = x.shape[axis]
-    hit = x.eq(x.max(axis=axis, keepdim=True))
-    if x.dtype.is_float:
-        hit = hit.logical_or(x.isnan())  # NaN counts as the largest value, as in torch.argmax
-    shape = [1] * x.ndim
-    shape[axis] = n
-    # the first hit has the largest (n - index); an index that misses scores 0
-    score = hit.where(Tensor.arange(n, 0, -1, device=x.device).reshape(shape), 0)
-    return (n - score.max(axis=axis, keepdim=keepdim)).cast(dtypes.int32)
-
-
-def argmin(x: Tensor, axis: int | None = None, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
-    """Index of the first minimum, by the rules of argmax (NaN counts as the smallest value here)."""
-    axis = _dim(axis, dim, "argmin")
-    if x.dtype == dtypes.bool_:
-        x = x.cast(dtypes.int32)
-    _check_nonempty(x, x._axes(axis, "argmin"), "argmin")
-    # the first minimum of x is the first maximum of -x; for ints of ~x = -x - 1, since -x wraps at -128
-    flipped = -x - 1 if x.dtype.is_int else -x
-    return flipped.argmax(axis, keepdim)
-
-
-def any(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
-    """Whether some value over axis (or dim=) is nonzero (NaN is); over an empty axis False, as in torch. Bool,
-    except for a uint8 tensor, where it is uint8 0/1, as torch's (a leftover of torch's byte masks)."""
-    # any = max of (x != 0) as 0/1, > 0; MAX of nothing is the lowest int, so any of nothing is False
-    out = x.cast(dtypes.bool_).cast(dtypes.int32)._reduce(Op.MAX, _dim(axis, dim, "any"), keepdim).gt(0)
-    return out.cast(dtypes.uint8) if x.dtype == dtypes.uint8 else out
-
-
-def all(x: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
-    """Whether every value over axis (or dim=) is nonzero; over an empty axis True, as in torch (uint8 as in
-    any)."""
-    out = x.logical_not().any(_dim(axis, dim, "all"), keepdim).logical_not()  # all x = not any(not x)
-    return out.cast(dtypes.uint8) if x.dtype == dtypes.uint8 else out
-
-
-def count_nonzero(x: Tensor, axis: Axis = None, *, dim: Axis = None) -> Tensor:
-    """The number of nonzero values (NaN counts) over axis or dim= (every dim when None), int32 (torch: int64).
-
-    >>> Tensor([[1.0, 0.0], [2.0, 3.0]]).count_nonzero(dim=1).tolist()
-    [1, 2]
-    """
-    return x.cast(dtypes.bool_).cast(dtypes.int32).sum(_dim(axis, dim, "count_nonzero"))
-
-
 # ---- norms: torch.norm and torch.linalg.vector_norm ----
 
 
@@ -355,59 +144,269 @@ def _sqrt_zero_grad(v: Tensor) -> Tensor:
     return positive.where(positive.where(v, 1.0).sqrt(), v)
 
 
-def norm(
-    x: Tensor,
-    p: float | str | None = "fro",
-    axis: Axis = None,
-    keepdim: bool = False,
-    *,
-    dim: Axis = None,
-    dtype: DTypeLike = None,
-) -> Tensor:
-    """torch.norm: the vector p-norm over axis or dim= (every dim when None): "fro" and 2 are sqrt(sum x**2),
-    1 sum |x|, inf max |x|, -inf min |x|, 0 the count of nonzeros, any other p (sum |x|**p)**(1/p). Floats
-    only, as torch; dtype= casts the input first. Gradients are torch's: 0 where the norm is 0 (none for p=0),
-    and inf's and -inf's shared evenly among the tied largest (smallest) |x|. "nuc" (a matrix norm) raises.
+class ReductionsMixin:
+    """Tensor's reductions over dims: sum, prod, max, min, mean, logsumexp, argmax, any, all, norms."""
 
-    >>> Tensor([3.0, -4.0]).norm().item(), Tensor([3.0, -4.0]).norm(1).item()
-    (5.0, 7.0)
-    """
-    if p is None or p == "fro":
-        p = 2
-    if isinstance(p, str):
-        raise NotImplementedError(f"norm: p={p!r} is a matrix norm limn does not compose; use 'fro' or a number")
-    return vector_norm(x, p, _dim(axis, dim, "norm"), keepdim, dtype=dtype)
+    __slots__ = ()
+
+    def sum(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
+        """The sum over axis (or torch's dim=). Bools sum as int32; half widths keep the running total in float32
+        and round once; dtype= casts the input first, as torch. The sum of no values is 0.
+
+        Trap: an int8 or int16 tensor sums in its own dtype and wraps there (torch sums every int in int64);
+        pass dtype="int32" for a wide total.
+
+        >>> Tensor([[1, 2], [3, 4]]).sum(dim=0).tolist()
+        [4, 6]
+        """
+        x = self
+        x = x if dtype is None else x.cast(dtype)
+        return x._reduce(Op.SUM, _dim(axis, dim, "sum"), keepdim)
+
+    def nansum(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
+        """torch.nansum: the sum over axis (or dim=) with NaNs counted as 0 (their gradient is 0), by sum's rules.
+
+        >>> Tensor([1.0, float("nan"), 2.0]).nansum().item()
+        3.0
+        """
+        x = self
+        x = x if dtype is None else x.cast(dtype)
+        return x.isnan().where(0, x).sum(_dim(axis, dim, "nansum"), keepdim)  # nansum = sum(x if x == x else 0)
+
+    def nanmean(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
+        """torch.nanmean: the mean of the values that are not NaN over axis (or dim=); NaN where every one is.
+        The gradient of a NaN cell is 0, also in a slice of NaNs alone, where torch's is NaN (its inf * 0).
+
+        >>> Tensor([1.0, float("nan"), 2.0]).nanmean().item()
+        1.5
+        """
+        x = self
+        axis = _dim(axis, dim, "nanmean")
+        x = x._float() if dtype is None else x.cast(dtype)
+        count = x.isnan().logical_not().cast(x.dtype).sum(axis, keepdim)
+        return x.nansum(axis, keepdim) / count  # nanmean = nansum / #(not NaN); 0 / 0 is NaN
+
+    def prod(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
+        """The product over axis (or torch's dim=; every dim when None); 1 over an empty axis. Ints and bools
+        multiply in int32 (torch: int64) and wrap exactly, so an int32 product is torch's truncated to 32 bits;
+        dtype= casts the input first. The gradient is the product of the other values, exact with zeros in the
+        slice (one zero or several), as torch's.
+
+        >>> Tensor([[1.0, 2.0], [3.0, 0.0]]).prod(dim=1).tolist()
+        [2.0, 0.0]
+        """
+        x = self
+        axes = x._axes(_dim(axis, dim, "prod"), "prod")
+        if dtype is not None:
+            x = x.cast(dtype)
+        elif not x.dtype.is_float:
+            x = x.cast(dtypes.int32)
+        out_dtype = x.dtype
+        wide = x.cast(out_dtype.compute)
+        kept = [d for d in range(x.ndim) if d not in axes]
+        n = size_of([x.shape[d] for d in axes])
+        flat = wide.permute(kept + list(axes)).reshape(tuple(x.shape[d] for d in kept) + (n,))  # (*kept, n)
+        out = _multiply_down(flat)  # (*kept, 1)
+        out = out.reshape(tuple(1 if d in axes else s for d, s in enumerate(x.shape))).cast(out_dtype)
+        return _dropped(x, out, axes, keepdim)
+
+    def max(self, dim: Axis | Tensor = None, keepdim: bool = False, *, axis: Axis = None) -> Tensor | ValuesIndices:
+        """The largest value over a dim, as torch's x.max: with one dim (positional or dim=) it returns torch's
+        (values, indices) pair, the whole gradient of a tie going to the index returned (the first); with limn's
+        axis= (one dim or several) or a tuple of dims it returns the values alone, ties sharing the gradient evenly,
+        as torch.amax; with none, the largest of all. NaN propagates and a bool tensor gives bool; an empty dim
+        raises IndexError, as in torch. x.max(other_tensor) is the elementwise maximum, as torch.max(a, b).
+
+        >>> t = Tensor([[1.0, 5.0], [3.0, 2.0]])
+        >>> values, indices = t.max(1)
+        >>> values.tolist(), indices.tolist(), t.max(axis=1).tolist()
+        ([5.0, 3.0], [1, 0], [5.0, 3.0])
+        """
+        if isinstance(dim, limn.Tensor):
+            return self.maximum(dim)
+        if _one_dim(dim, axis, "max"):
+            return _values_indices(self, dim, keepdim, "max")
+        axis = dim if axis is None else axis
+        _check_nonempty(self, self._axes(axis, "max"), "max")
+        out = self._reduce(Op.MAX, axis, keepdim)
+        return out.cast(dtypes.bool_) if self.dtype == dtypes.bool_ else out  # bools reduce as int32 0/1
+
+    def min(self, dim: Axis | Tensor = None, keepdim: bool = False, *, axis: Axis = None) -> Tensor | ValuesIndices:
+        """The smallest value over a dim, by the rules of max: one dim gives torch's (values, indices), axis= or
+        a tuple the values alone (x.min(other_tensor) is the elementwise minimum)."""
+        if isinstance(dim, limn.Tensor):
+            return self.minimum(dim)
+        if _one_dim(dim, axis, "min"):
+            return _values_indices(self, dim, keepdim, "min")
+        axis = dim if axis is None else axis
+        _check_nonempty(self, self._axes(axis, "min"), "min")
+        if self.dtype == dtypes.bool_:
+            return self.logical_not().max(axis=axis, keepdim=keepdim).logical_not()  # min b = not max(not b)
+        if self.dtype.is_int:
+            # -x overflows at the most negative int; ~x = -x - 1 never does, and min x = ~max(~x)
+            return -((-self - 1).max(axis=axis, keepdim=keepdim)) - 1
+        return -((-self).max(axis=axis, keepdim=keepdim))  # min x = -max(-x)
+
+    def amax(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
+        """torch.amax: max over axis (every dim for None or ()); ties share the gradient evenly.
+
+        >>> Tensor([[1, 5], [3, 2]]).amax(dim=0).tolist()
+        [3, 5]
+        """
+        axis = _dim(axis, dim, "amax")
+        return self.max(axis=None if axis == () else axis, keepdim=keepdim)
+
+    def amin(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
+        """torch.amin: min over axis (every dim for None or ()); ties share the gradient evenly.
+
+        >>> Tensor([[1, 5], [3, 2]]).amin(dim=1).tolist()
+        [1, 2]
+        """
+        axis = _dim(axis, dim, "amin")
+        return self.min(axis=None if axis == () else axis, keepdim=keepdim)
+
+    def aminmax(self, *, dim: int | None = None, keepdim: bool = False) -> MinMax:
+        """torch.aminmax: (amin, amax) over dim (every dim when None).
+
+        >>> Tensor([3, 1, 2]).aminmax().max.item()
+        3
+        """
+        return MinMax(self.amin(dim, keepdim), self.amax(dim, keepdim))
+
+    def mean(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
+        """The mean over axis (or dim=), in float32 for int and bool tensors (torch raises for those); dtype=
+        casts the input first, as torch. NaN over an empty axis, as torch."""
+        x = self
+        axis = _dim(axis, dim, "mean")
+        x = x._float() if dtype is None else x.cast(dtype)
+        n = size_of([x.shape[d] for d in x._axes(axis, "mean")])
+        return x.sum(axis, keepdim) * (1.0 / n if n else float("nan"))
+
+    def logsumexp(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
+        """log(sum(exp(x))) over axis (or dim=), shifted by the max so exp cannot overflow; -inf over an empty axis."""
+        x = self
+        axes = x._axes(_dim(axis, dim, "logsumexp"), "logsumexp")
+        x = x._float()
+        m = x._reduce(Op.MAX, axes, keepdim=True).detach()  # shifting by the max keeps exp in range; it cancels
+        m = m.isinf().where(0.0, m)  # an infinite max (or an empty slice's -inf) shifts by 0, as torch
+        out = m + (x - m).exp().sum(axes, keepdim=True).log()  # logsumexp = m + log sum exp(x - m)
+        return _dropped(x, out, axes, keepdim)
+
+    def argmax(self, axis: int | None = None, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
+        """Index of the first maximum along axis or dim= (over the flattened tensor when None), int32 (torch:
+        int64). NaN counts as the largest value, as in torch. An empty axis raises, as in torch; a bool tensor,
+        which torch refuses, ranks False < True (the index of the first True). No gradient."""
+        x = self
+        axis = _dim(axis, dim, "argmax")
+        if x.dtype == dtypes.bool_:
+            x = x.cast(dtypes.int32)
+        if axis is None:
+            _check_nonempty(x, x._axes(None, "argmax"), "argmax")
+            flat = x.reshape(-1).argmax(0, keepdim=False)
+            return flat.reshape((1,) * x.ndim) if keepdim else flat  # keepdim keeps every dim, as size 1 (torch)
+        axis = normalize_axis(axis, x.ndim, "argmax")
+        if x.ndim == 0:
+            return limn.Tensor.full((), 0, dtype=dtypes.int32, device=x.device)  # the one value sits at index 0
+        _check_nonempty(x, (axis,), "argmax")
+        n = x.shape[axis]
+        hit = x.eq(x.max(axis=axis, keepdim=True))
+        if x.dtype.is_float:
+            hit = hit.logical_or(x.isnan())  # NaN counts as the largest value, as in torch.argmax
+        shape = [1] * x.ndim
+        shape[axis] = n
+        # the first hit has the largest (n - index); an index that misses scores 0
+        score = hit.where(limn.Tensor.arange(n, 0, -1, device=x.device).reshape(shape), 0)
+        return (n - score.max(axis=axis, keepdim=keepdim)).cast(dtypes.int32)
+
+    def argmin(self, axis: int | None = None, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
+        """Index of the first minimum, by the rules of argmax (NaN counts as the smallest value here)."""
+        x = self
+        axis = _dim(axis, dim, "argmin")
+        if x.dtype == dtypes.bool_:
+            x = x.cast(dtypes.int32)
+        _check_nonempty(x, x._axes(axis, "argmin"), "argmin")
+        # the first minimum of x is the first maximum of -x; for ints of ~x = -x - 1, since -x wraps at -128
+        flipped = -x - 1 if x.dtype.is_int else -x
+        return flipped.argmax(axis, keepdim)
+
+    def any(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
+        """Whether some value over axis (or dim=) is nonzero (NaN is); over an empty axis False, as in torch. Bool,
+        except for a uint8 tensor, where it is uint8 0/1, as torch's (a leftover of torch's byte masks)."""
+        # any = max of (x != 0) as 0/1, > 0; MAX of nothing is the lowest int, so any of nothing is False
+        out = self.cast(dtypes.bool_).cast(dtypes.int32)._reduce(Op.MAX, _dim(axis, dim, "any"), keepdim).gt(0)
+        return out.cast(dtypes.uint8) if self.dtype == dtypes.uint8 else out
+
+    def all(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
+        """Whether every value over axis (or dim=) is nonzero; over an empty axis True, as in torch (uint8 as in
+        any)."""
+        out = self.logical_not().any(_dim(axis, dim, "all"), keepdim).logical_not()  # all x = not any(not x)
+        return out.cast(dtypes.uint8) if self.dtype == dtypes.uint8 else out
+
+    def count_nonzero(self, axis: Axis = None, *, dim: Axis = None) -> Tensor:
+        """The number of nonzero values (NaN counts) over axis or dim= (every dim when None), int32 (torch: int64).
+
+        >>> Tensor([[1.0, 0.0], [2.0, 3.0]]).count_nonzero(dim=1).tolist()
+        [1, 2]
+        """
+        return self.cast(dtypes.bool_).cast(dtypes.int32).sum(_dim(axis, dim, "count_nonzero"))
+
+    def norm(
+        self,
+        p: float | str | None = "fro",
+        axis: Axis = None,
+        keepdim: bool = False,
+        *,
+        dim: Axis = None,
+        dtype: DTypeLike = None,
+    ) -> Tensor:
+        """torch.norm: the vector p-norm over axis or dim= (every dim when None): "fro" and 2 are sqrt(sum x**2),
+        1 sum |x|, inf max |x|, -inf min |x|, 0 the count of nonzeros, any other p (sum |x|**p)**(1/p). Floats
+        only, as torch; dtype= casts the input first. Gradients are torch's: 0 where the norm is 0 (none for p=0),
+        and inf's and -inf's shared evenly among the tied largest (smallest) |x|. "nuc" (a matrix norm) raises.
+
+        >>> Tensor([3.0, -4.0]).norm().item(), Tensor([3.0, -4.0]).norm(1).item()
+        (5.0, 7.0)
+        """
+        if p is None or p == "fro":
+            p = 2
+        if isinstance(p, str):
+            raise NotImplementedError(f"norm: p={p!r} is a matrix norm limn does not compose; use 'fro' or a number")
+        return self.vector_norm(p, _dim(axis, dim, "norm"), keepdim, dtype=dtype)
+
+    def vector_norm(
+        self, ord: float = 2, dim: Axis = None, keepdim: bool = False, *, dtype: DTypeLike = None
+    ) -> Tensor:
+        """torch.linalg.vector_norm: the ord-norm over dim (every dim when None), by the rules of norm.
+
+        >>> Tensor([[3.0, 4.0], [1.0, 1.0]]).vector_norm(ord=float("inf"), dim=1).tolist()
+        [4.0, 1.0]
+        """
+        x = self
+        if dtype is not None:
+            x = x.cast(dtype)
+        if not x.dtype.is_float:
+            raise TypeError(
+                f"norm of a {x.dtype.name} tensor: torch defines norms for floats only; cast first, x.cast('float32')"
+            )
+        out_dtype = x.dtype
+        x = x.cast(x.dtype.compute)
+        magnitude = x.abs()
+        if ord == math.inf:
+            out = magnitude.max(axis=dim, keepdim=keepdim)  # the largest |x|; ties share the gradient, as torch
+        elif ord == -math.inf:
+            out = magnitude.min(axis=dim, keepdim=keepdim)
+        elif ord == 0:
+            out = x.ne(0).cast(x.dtype).sum(dim, keepdim)  # the count of nonzeros, no gradient (as torch's)
+        elif ord == 1:
+            out = magnitude.sum(dim, keepdim)
+        elif ord == 2:
+            out = _sqrt_zero_grad((x * x).sum(dim, keepdim))  # sqrt(sum x**2); gradient x / norm, 0 at norm 0
+        else:
+            total = (magnitude**ord).sum(dim, keepdim)
+            positive = total.gt(0)
+            out = positive.where(positive.where(total, 1.0) ** (1.0 / ord), total)  # total ** (1/p), gradient 0 at 0
+        return out.cast(out_dtype)
 
 
-def vector_norm(
-    x: Tensor, ord: float = 2, dim: Axis = None, keepdim: bool = False, *, dtype: DTypeLike = None
-) -> Tensor:
-    """torch.linalg.vector_norm: the ord-norm over dim (every dim when None), by the rules of norm.
-
-    >>> Tensor([[3.0, 4.0], [1.0, 1.0]]).vector_norm(ord=float("inf"), dim=1).tolist()
-    [4.0, 1.0]
-    """
-    if dtype is not None:
-        x = x.cast(dtype)
-    if not x.dtype.is_float:
-        raise TypeError(
-            f"norm of a {x.dtype.name} tensor: torch defines norms for floats only; cast first, x.cast('float32')"
-        )
-    out_dtype = x.dtype
-    x = x.cast(x.dtype.compute)
-    magnitude = x.abs()
-    if ord == math.inf:
-        out = magnitude.max(axis=dim, keepdim=keepdim)  # the largest |x|; ties share the gradient, as torch
-    elif ord == -math.inf:
-        out = magnitude.min(axis=dim, keepdim=keepdim)
-    elif ord == 0:
-        out = x.ne(0).cast(x.dtype).sum(dim, keepdim)  # the count of nonzeros, no gradient (as torch's)
-    elif ord == 1:
-        out = magnitude.sum(dim, keepdim)
-    elif ord == 2:
-        out = _sqrt_zero_grad((x * x).sum(dim, keepdim))  # sqrt(sum x**2); gradient x / norm, 0 at norm 0
-    else:
-        total = (magnitude**ord).sum(dim, keepdim)
-        positive = total.gt(0)
-        out = positive.where(positive.where(total, 1.0) ** (1.0 / ord), total)  # total ** (1/p), gradient 0 at 0
-    return out.cast(out_dtype)
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor

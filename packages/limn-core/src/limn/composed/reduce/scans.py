@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn import dtypes
 from limn.composed.reduce.reductions import DTypeLike, ValuesIndices, _dim
 from limn.frontend.arguments import Scalar, normalize_axis
-from limn.frontend.primitives import Tensor
 
-Parts = tuple[Tensor, ...]  # the values a scan carries together, each (..., n)
+Parts = tuple["Tensor", ...]  # the values a scan carries together, each (..., n)
 
 # The composition is a Hillis-Steele scan: step k combines each cell with the cell 2**k before it (a shrink and
 # a pad of the running value, then one elementwise combine), so log2(n) steps of n cells, O(n log n) work.
@@ -80,32 +81,6 @@ def _wide(x: Tensor) -> Tensor:
     return x.cast(dtypes.float64) if x.dtype.is_float else x
 
 
-def cumsum(x: Tensor, dim: int | None = None, *, dtype: DTypeLike = None, axis: int | None = None) -> Tensor:
-    """torch.cumsum: out[..., i, ...] = x[..., 0, ...] + ... + x[..., i, ...] along dim. Ints and bools sum in
-    int32 (torch: int64) and wrap; dtype= casts the input first. The gradient is the reversed cumsum.
-
-    >>> Tensor([1, 2, 3]).cumsum(0).tolist()
-    [1, 3, 6]
-    """
-    x = _accumulator(x, dtype)
-    y, axis = _along_last(x, dim, axis, "cumsum")
-    (out,) = _scan((_wide(y),), (0,), lambda earlier, later: (earlier[0] + later[0],))  # out_i = out_(i-2^k) + out_i
-    return _from_last(out.cast(x.dtype), x, axis)
-
-
-def cumprod(x: Tensor, dim: int | None = None, *, dtype: DTypeLike = None, axis: int | None = None) -> Tensor:
-    """torch.cumprod: the running product along dim, ints and bools in int32 (torch: int64); dtype= casts
-    the input first. The gradient is exact with zeros in the slice (autograd's rule for each multiply), as torch's.
-
-    >>> Tensor([1, 2, 3, 4]).cumprod(0).tolist()
-    [1, 2, 6, 24]
-    """
-    x = _accumulator(x, dtype)
-    y, axis = _along_last(x, dim, axis, "cumprod")
-    (out,) = _scan((_wide(y),), (1,), lambda earlier, later: (earlier[0] * later[0],))  # out_i = out_(i-2^k) out_i
-    return _from_last(out.cast(x.dtype), x, axis)
-
-
 def _running_best(x: Tensor, dim: int | None, axis: int | None, largest: bool, what: str) -> ValuesIndices:
     """cummax (largest) or cummin: the scan of (value, index) pairs, where the later pair wins when its value
     is at least (at most) the earlier one, or is NaN while the earlier is not, so ties and NaN runs give the
@@ -120,7 +95,7 @@ def _running_best(x: Tensor, dim: int | None, axis: int | None, largest: bool, w
     else:
         info = np.iinfo(keys.dtype.np)
         fill = int(info.min) if largest else int(info.max)
-    positions = Tensor.arange(n, device=x.device).reshape((1,) * (keys.ndim - 1) + (n,)).expand(keys.shape)
+    positions = limn.Tensor.arange(n, device=x.device).reshape((1,) * (keys.ndim - 1) + (n,)).expand(keys.shape)
 
     def combine(earlier: Parts, later: Parts) -> Parts:
         (v0, i0), (v1, i1) = earlier, later
@@ -132,25 +107,6 @@ def _running_best(x: Tensor, dim: int | None, axis: int | None, largest: bool, w
     _, indices = _scan((keys, positions), (fill, -1), combine)
     values = y.gather(-1, indices)
     return ValuesIndices(_from_last(values, x, axis), _from_last(indices, x, axis))
-
-
-def cummax(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> ValuesIndices:
-    """torch.cummax: (values, indices) of the running maximum along dim; NaN propagates; a tie and a run of
-    NaNs give the last index, as torch; indices int32 (torch: int64). The gradient goes to the picked values.
-
-    >>> Tensor([1, 3, 2, 3]).cummax(0).indices.tolist()
-    [0, 1, 1, 3]
-    """
-    return _running_best(x, dim, axis, True, "cummax")
-
-
-def cummin(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> ValuesIndices:
-    """torch.cummin: (values, indices) of the running minimum along dim, by the rules of cummax.
-
-    >>> Tensor([3.0, 1.0, 2.0, 1.0]).cummin(0).indices.tolist()
-    [0, 1, 1, 3]
-    """
-    return _running_best(x, dim, axis, False, "cummin")
 
 
 def _logaddexp(earlier: Parts, later: Parts) -> Parts:
@@ -165,22 +121,77 @@ def _logaddexp(earlier: Parts, later: Parts) -> Parts:
     return (m + (1 + gap.exp()).log(),)
 
 
-def logcumsumexp(x: Tensor, dim: int | None = None, *, axis: int | None = None) -> Tensor:
-    """torch.logcumsumexp: log(cumsum(exp(x))) along dim, each step a stable logaddexp, so no exp overflows
-    and a running value far below the rest keeps its digits; -inf cells add nothing. Ints become float32.
-    The gradient is torch's, NaN at an infinite input that equals its running value included.
+class ScansMixin:
+    """Tensor's running reductions along a dim: cumsum, cumprod, cummax, cummin, logcumsumexp."""
 
-    >>> round(Tensor([0.0, 0.0]).logcumsumexp(0).tolist()[1], 4)
-    0.6931
-    """
-    x = x._float()
-    y, axis = _along_last(x, dim, axis, "logcumsumexp")
-    wide = _wide(y)  # in float64: near 1e4 a float32 running value's rounding moves the gradient by 1e-4
-    (out,) = _scan((wide,), (-math.inf,), _logaddexp)
-    # torch's gradient, sum over i >= j of g_i e**(x_j - out_i), is NaN where an infinite x_j equals out_j
-    # (inf - inf) and where x_j is NaN: a where that never takes its second branch, wide * (NaN there, 0
-    # elsewhere), passes 0 * NaN to those cells' gradient and 0 to the rest
-    nan_grad = wide.isinf().logical_and(wide.eq(out)).logical_or(wide.isnan())
-    poison = nan_grad.detach().where(math.nan, 0.0)
-    out = Tensor.full(out.shape, True, device=x.device).where(out, wide * poison)
-    return _from_last(out.cast(x.dtype), x, axis)
+    __slots__ = ()
+
+    def cumsum(self, dim: int | None = None, *, dtype: DTypeLike = None, axis: int | None = None) -> Tensor:
+        """torch.cumsum: out[..., i, ...] = x[..., 0, ...] + ... + x[..., i, ...] along dim. Ints and bools sum in
+        int32 (torch: int64) and wrap; dtype= casts the input first. The gradient is the reversed cumsum.
+
+        >>> Tensor([1, 2, 3]).cumsum(0).tolist()
+        [1, 3, 6]
+        """
+        x = self
+        x = _accumulator(x, dtype)
+        y, axis = _along_last(x, dim, axis, "cumsum")
+        (out,) = _scan(
+            (_wide(y),), (0,), lambda earlier, later: (earlier[0] + later[0],)
+        )  # out_i = out_(i-2^k) + out_i
+        return _from_last(out.cast(x.dtype), x, axis)
+
+    def cumprod(self, dim: int | None = None, *, dtype: DTypeLike = None, axis: int | None = None) -> Tensor:
+        """torch.cumprod: the running product along dim, ints and bools in int32 (torch: int64); dtype= casts
+        the input first. The gradient is exact with zeros in the slice (autograd's rule for each multiply), as torch's.
+
+        >>> Tensor([1, 2, 3, 4]).cumprod(0).tolist()
+        [1, 2, 6, 24]
+        """
+        x = self
+        x = _accumulator(x, dtype)
+        y, axis = _along_last(x, dim, axis, "cumprod")
+        (out,) = _scan((_wide(y),), (1,), lambda earlier, later: (earlier[0] * later[0],))  # out_i = out_(i-2^k) out_i
+        return _from_last(out.cast(x.dtype), x, axis)
+
+    def cummax(self, dim: int | None = None, *, axis: int | None = None) -> ValuesIndices:
+        """torch.cummax: (values, indices) of the running maximum along dim; NaN propagates; a tie and a run of
+        NaNs give the last index, as torch; indices int32 (torch: int64). The gradient goes to the picked values.
+
+        >>> Tensor([1, 3, 2, 3]).cummax(0).indices.tolist()
+        [0, 1, 1, 3]
+        """
+        return _running_best(self, dim, axis, True, "cummax")
+
+    def cummin(self, dim: int | None = None, *, axis: int | None = None) -> ValuesIndices:
+        """torch.cummin: (values, indices) of the running minimum along dim, by the rules of cummax.
+
+        >>> Tensor([3.0, 1.0, 2.0, 1.0]).cummin(0).indices.tolist()
+        [0, 1, 1, 3]
+        """
+        return _running_best(self, dim, axis, False, "cummin")
+
+    def logcumsumexp(self, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+        """torch.logcumsumexp: log(cumsum(exp(x))) along dim, each step a stable logaddexp, so no exp overflows
+        and a running value far below the rest keeps its digits; -inf cells add nothing. Ints become float32.
+        The gradient is torch's, NaN at an infinite input that equals its running value included.
+
+        >>> round(Tensor([0.0, 0.0]).logcumsumexp(0).tolist()[1], 4)
+        0.6931
+        """
+        x = self
+        x = x._float()
+        y, axis = _along_last(x, dim, axis, "logcumsumexp")
+        wide = _wide(y)  # in float64: near 1e4 a float32 running value's rounding moves the gradient by 1e-4
+        (out,) = _scan((wide,), (-math.inf,), _logaddexp)
+        # torch's gradient, sum over i >= j of g_i e**(x_j - out_i), is NaN where an infinite x_j equals out_j
+        # (inf - inf) and where x_j is NaN: a where that never takes its second branch, wide * (NaN there, 0
+        # elsewhere), passes 0 * NaN to those cells' gradient and 0 to the rest
+        nan_grad = wide.isinf().logical_and(wide.eq(out)).logical_or(wide.isnan())
+        poison = nan_grad.detach().where(math.nan, 0.0)
+        out = limn.Tensor.full(out.shape, True, device=x.device).where(out, wide * poison)
+        return _from_last(out.cast(x.dtype), x, axis)
+
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
