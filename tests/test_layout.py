@@ -99,5 +99,7 @@ def test_only_tensor_py_in_frontend_imports_the_composed_catalogue():
     wrong = []
     for name, (_, path) in known.items():
         if name.startswith("limn.frontend.") and name != "limn.frontend.tensor":
-            wrong += [f"{name}:{line} imports {t}" for line, t in imported(path, known) if t.startswith("limn.composed")]
+            wrong += [
+                f"{name}:{line} imports {t}" for line, t in imported(path, known) if t.startswith("limn.composed")
+            ]
     assert not wrong, "frontend modules below Tensor import the catalogue built on them: " + "; ".join(wrong)

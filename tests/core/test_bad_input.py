@@ -83,12 +83,12 @@ MISTAKES: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
     "cat_shapes_differ": (
         lambda: Tensor.cat([ones(2, 3), ones(2, 4)]),
         ValueError,
-        r"cat along axis 0: shapes \(2, 3\) and \(2, 4\) differ off that axis",
+        r"cat along dim 0: shapes \(2, 3\) and \(2, 4\) differ off that dim",
     ),
     "split_sizes_do_not_add_up": (
         lambda: ones(5).split([2, 2]),
         ValueError,
-        r"sizes \[2, 2\] add to 4, axis 0",
+        r"sizes \[2, 2\] add to 4, dim 0",
     ),
     "chunk_into_zero": (lambda: ones(5).chunk(0), ValueError, r"chunks must be positive, got 0"),
     "shrink_past_the_end": (

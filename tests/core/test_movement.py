@@ -427,7 +427,7 @@ MISTAKES = {
     "roll_shift_dim_mismatch": (lambda: Tensor(X).roll((1, 2), 0), ValueError, "same length"),
     "t_of_3d": (lambda: Tensor(X3).t(), ValueError, "at most 2 dims"),
     "squeeze_dim_out_of_range": (lambda: Tensor(X).squeeze((0, 5)), IndexError, "axis 5 is out of range"),
-    "cat_dim_and_axis": (lambda: Tensor.cat([Tensor(X)], dim=0, axis=1), TypeError, "both dim=0 and axis=1"),
+    "cat_dim_and_axis": (lambda: Tensor.cat([Tensor(X)], dim=0, axis=1), TypeError, "got dim=0 and axis=1"),
 }
 
 

@@ -243,8 +243,11 @@ def test_sum_of_int8_stays_int8_and_wraps_unlike_torchs_int64() -> None:
 
 
 def test_axis_and_dim_together_raise_type_error_naming_both() -> None:
-    with pytest.raises(TypeError, match=r"axis=1 and dim=0"):
-        Tensor(X).sum(1, dim=0)
+    # axis= is numpy's name for dim, as torch's parser takes it; a dim given both ways is refused, as in torch
+    with pytest.raises(TypeError, match=r"dim=1 and axis=0"):
+        Tensor(X).sum(1, axis=0)
+    with pytest.raises(TypeError, match=r"dim=0 and axis=1"):
+        Tensor(X).mean(dim=0, axis=1)
     with pytest.raises(TypeError, match=r"correction=1 and unbiased=False"):
         Tensor(X).var(dim=1, correction=1, unbiased=False)
 

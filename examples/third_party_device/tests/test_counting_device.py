@@ -22,7 +22,7 @@ def back_to_numpy():
 def mlp_step(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """A small graph with movement, a matmul, a reduce and elementwise ops, realized on the current device."""
     h = (Tensor(x) @ Tensor(w)).relu()  # (4, 3) @ (3, 5) -> (4, 5)
-    return (h * h).sum(axis=0).numpy()  # (4, 5) -> (5,)
+    return (h * h).sum(dim=0).numpy()  # (4, 5) -> (5,)
 
 
 def test_devices_lists_the_counting_device():

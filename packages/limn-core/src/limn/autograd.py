@@ -110,14 +110,14 @@ def _reduce_max_grad(ctx: Context, g: Tensor) -> tuple:
     (x,) = ctx.parents
     out = ctx.output().expand(x.shape)
     hit = x.eq(out).cast(g.dtype)
-    share = hit / hit.sum(axis=ctx.arg, keepdim=True).expand(x.shape)
+    share = hit / hit.sum(ctx.arg, keepdim=True).expand(x.shape)
     return (share * g.expand(x.shape),)
 
 
 def _expand_grad(ctx: Context, g: Tensor) -> tuple:
     (x,) = ctx.parents
     axes = tuple(d for d, (a, b) in enumerate(zip(x.shape, g.shape)) if a != b)
-    return (g.sum(axis=axes, keepdim=True) if axes else g,)
+    return (g.sum(axes, keepdim=True) if axes else g,)
 
 
 def _permute_grad(ctx: Context, g: Tensor) -> tuple:

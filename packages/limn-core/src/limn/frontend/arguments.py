@@ -1,21 +1,51 @@
 """What the primitives check and convert in a user's arguments: axes, broadcast shapes, python scalars in a
-dtype, host data as a fresh array. Plain functions of shapes and values, with no Tensor in sight, so the
-primitives (limn.frontend.primitives) read as the ops they build.
+dtype, host data as a fresh array, and numpy's axis= for torch's dim=. Plain functions of shapes and values,
+with no Tensor in sight, so the primitives (limn.frontend.primitives) read as the ops they build.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
 from limn import dtypes
 from limn.dtypes import DType
 from limn.errors import ArgumentError
+from limn.graph import provenance
 from limn.graph.ops import Shape
 
 Scalar = bool | int | float
 TensorLike = Any  # Tensor, numpy array, nested lists or a python scalar
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def axis_is_dim(method: Callable[P, R]) -> Callable[P, R]:
+    """Lets `method`, whose argument is torch's `dim`, be called with numpy's and tinygrad's `axis=` for it,
+    as torch's own argument parser allows (torch.sum(x, axis=0)). This is the one place the second spelling
+    is read: every method body sees `dim` alone. Both at once is a TypeError, as in torch."""
+    signature = inspect.signature(method)
+
+    @functools.wraps(method)
+    def with_axis(*args: P.args, **kwargs: P.kwargs) -> R:
+        if "axis" in kwargs:
+            axis = kwargs.pop("axis")
+            given = signature.bind_partial(*args, **kwargs).arguments
+            if "dim" in given:
+                raise TypeError(
+                    f"{method.__name__}(): got dim={given['dim']!r} and axis={axis!r}, two names for one argument; "
+                    "pass one of them"
+                )
+            kwargs["dim"] = axis
+        return method(*args, **kwargs)
+
+    provenance.forwards(with_axis.__code__)  # limn.explain names the method called, not this wrapper
+    return with_axis
 
 
 def normalize_axis(axis: int, ndim: int, what: str) -> int:

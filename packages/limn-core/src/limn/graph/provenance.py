@@ -87,6 +87,15 @@ def _library_roots() -> tuple[str, ...]:
 _USER_PSEUDO_FILES = ("<stdin>", "<doctest", "<ipython-input")  # code the user typed
 
 
+_FORWARDING: set[object] = set()  # code objects of wrappers that only pass a call on (a decorator's)
+
+
+def forwards(code: object) -> None:
+    """Marks a wrapper's code as passing calls on to the function it wraps: a Site names the function the
+    user called, which is the one the wrapper calls (limn.frontend.arguments.axis_is_dim)."""
+    _FORWARDING.add(code)
+
+
 def _api_name(qualname: str) -> str:
     """The name of the limn function a user called, from its frame. Tensor's methods are defined in mixin
     classes and in Primitives (limn.frontend.tensor), so ActivationsMixin.softmax is named Tensor.softmax."""
@@ -127,7 +136,8 @@ class _Recorder:
         frame = sys._getframe(2)  # skip site_here and the hook: the frame making the node
         api = ""
         while frame is not None and self.is_library(frame.f_code.co_filename):
-            api = _api_name(frame.f_code.co_qualname)
+            if frame.f_code not in _FORWARDING:
+                api = _api_name(frame.f_code.co_qualname)
             frame = frame.f_back
         if frame is None:
             return None

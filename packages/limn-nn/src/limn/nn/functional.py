@@ -28,6 +28,7 @@ from limn.composed.functional.pooling import (
 from limn.composed.functional.resample import interpolate
 from limn.composed.functional.unpooling import max_unpool2d
 from limn.dtypes import DType
+from limn.frontend.arguments import axis_is_dim
 from limn.frontend.tensor import Tensor
 from limn.nn.dropout import dropout, dropout1d, dropout2d
 from limn.nn.norms import group_norm, layer_norm
@@ -247,42 +248,26 @@ def tanh(input: Tensor) -> Tensor:
     return input.tanh()
 
 
-def softmax(
-    input: Tensor,
-    dim: int | None = None,
-    _stacklevel: int = 3,
-    dtype: DType | str | None = None,
-    *,
-    axis: int | None = None,
-) -> Tensor:
+@axis_is_dim
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: DType | str | None = None) -> Tensor:
     """exp(x) / sum(exp(x)) along dim (the last when none is given: torch's deprecated implicit dim is not
     followed), computed in dtype if given. _stacklevel is torch's (for its warning), here only so that dtype
     sits where torch's does."""
-    return input.softmax(dim, dtype, axis=axis)
+    return input.softmax(dim, dtype)
 
 
+@axis_is_dim
 def log_softmax(
-    input: Tensor,
-    dim: int | None = None,
-    _stacklevel: int = 3,
-    dtype: DType | str | None = None,
-    *,
-    axis: int | None = None,
+    input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: DType | str | None = None
 ) -> Tensor:
     """log(softmax(x)) along dim (the last when none is given), computed in dtype if given."""
-    return input.log_softmax(dim, dtype, axis=axis)
+    return input.log_softmax(dim, dtype)
 
 
-def softmin(
-    input: Tensor,
-    dim: int | None = None,
-    _stacklevel: int = 3,
-    dtype: DType | str | None = None,
-    *,
-    axis: int | None = None,
-) -> Tensor:
+@axis_is_dim
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: DType | str | None = None) -> Tensor:
     """softmax(-x) along dim (the last when none is given)."""
-    return input.softmin(dim, dtype, axis=axis)
+    return input.softmin(dim, dtype)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:

@@ -14,11 +14,10 @@ from typing import TYPE_CHECKING
 import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn.composed.math import derivative
 from limn.composed.math.stable import expm1, log1p, log1p_exp
-from limn.composed.reduce.reductions import log_softmax as _log_softmax
-from limn.composed.reduce.reductions import softmax as _softmax
 from limn.dtypes import DType
 from limn.errors import ArgumentError
-from limn.frontend.arguments import normalize_axis
+from limn.frontend.arguments import axis_is_dim, normalize_axis
+from limn.graph.ops import Op
 
 # torch's SELU constants (Klambauer et al. 2017), to the digits torch spells them
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -55,46 +54,47 @@ def silu(x: Tensor) -> Tensor:
 # ---- softmax with torch's dim= and dtype=, softmin, normalize ----
 
 
-def _softmax_args(x: Tensor, dim: int | None, axis: int | None, dtype: DType | str | None) -> tuple[Tensor, int]:
-    """x cast to dtype (torch casts before the op) and the one dim asked for, by torch's name or limn's."""
-    if dim is not None and axis is not None and dim != axis:
-        raise ArgumentError(f"softmax: dim={dim} and axis={axis} name different dims; pass one of them")
+def _shifted(x: Tensor, dim: int | None, dtype: DType | str | None, what: str) -> tuple[Tensor, int]:
+    """x cast to dtype (torch casts before the op) less its max along the one dim asked for (the last when
+    None), and that dim. The shift keeps exp from overflowing and changes no softmax; the max is a constant
+    to autograd, since the softmax's gradient does not depend on it."""
     x = x if dtype is None else x.cast(dtype)
     if not x.dtype.is_float:
-        raise TypeError(f"softmax of a {x.dtype.name} tensor: torch has none; pass dtype='float32' or cast first")
-    return x, -1 if dim is None and axis is None else (dim if dim is not None else axis)
+        raise TypeError(f"{what} of a {x.dtype.name} tensor: torch has none; pass dtype='float32' or cast first")
+    dim = normalize_axis(-1 if dim is None else dim, x.ndim, what)
+    return x - x._reduce(Op.MAX, dim, keepdim=True).detach(), dim
 
 
-def _norm(x: Tensor, p: float, axis: int) -> Tensor:
-    """The p-norm over axis, kept as a size-1 dim, with gradient 0 where the norm is 0, as torch's."""
+def _norm(x: Tensor, p: float, dim: int) -> Tensor:
+    """The p-norm over dim, kept as a size-1 dim, with gradient 0 where the norm is 0, as torch's."""
     if p == math.inf:
-        return x.abs().max(axis=axis, keepdim=True)  # ties share the gradient, as torch's
+        return x.abs().amax(dim, keepdim=True)  # ties share the gradient, as torch's
     if p == 1:
-        return x.abs().sum(axis, keepdim=True)
+        return x.abs().sum(dim, keepdim=True)
     if p == 2:
-        total = (x * x).sum(axis, keepdim=True)
+        total = (x * x).sum(dim, keepdim=True)
         nonzero = total.gt(0)
         # sqrt's gradient is inf at 0, where torch's is 0: the root takes 1 there, and the result is the 0
         return nonzero.where(nonzero.where(total, 1.0).sqrt(), total)
     # ||x||_p = m ||x / m||_p with m = max |x| (a constant to autograd, so the gradient is exact): the sum of
     # |x / m|**p is in [1, n], so its root's gradient (which divides by it) cannot overflow at a tiny x
-    m = x.abs().max(axis=axis, keepdim=True).detach()
+    m = x.abs().amax(dim, keepdim=True).detach()
     nonzero = m.gt(0)
     scale = nonzero.where(m, 1.0)
-    total = ((x / scale).abs() ** p).sum(axis, keepdim=True)
+    total = ((x / scale).abs() ** p).sum(dim, keepdim=True)
     return nonzero.where(scale * nonzero.where(total, 1.0) ** (1 / p), 0.0 * total)
 
 
-def _norm_below_one(x: Tensor, p: float, axis: int) -> Tensor:
-    """torch's vector_norm for p < 1 over axis, kept as a size-1 dim. p = 0 counts the nonzeros (gradient 0,
+def _norm_below_one(x: Tensor, p: float, dim: int) -> Tensor:
+    """torch's vector_norm for p < 1 over dim, kept as a size-1 dim. p = 0 counts the nonzeros (gradient 0,
     as torch's), p = -inf is min |x|; any other p is (sum |x|**p) ** (1/p), carrying torch's gradient for
     p < 1, sgn(x) |x|**(p-1) norm**(1-p) with 0 where x = 0 (where |x|**(p-1) is inf: autograd's would be NaN)."""
     if p == 0:
-        return x.ne(0).cast(x.dtype).sum(axis, keepdim=True).detach()  # ||x||_0 = the count of x != 0
+        return x.ne(0).cast(x.dtype).sum(dim, keepdim=True).detach()  # ||x||_0 = the count of x != 0
     if p == -math.inf:
-        return x.abs().min(axis=axis, keepdim=True)  # ||x||_-inf = min |x|; ties share the gradient, as torch's
+        return x.abs().amin(dim, keepdim=True)  # ||x||_-inf = min |x|; ties share the gradient, as torch's
     xd = x.detach()
-    value = (xd.abs() ** p).sum(axis, keepdim=True) ** (1 / p)  # ||x||_p = (sum |x|**p) ** (1/p)
+    value = (xd.abs() ** p).sum(dim, keepdim=True) ** (1 / p)  # ||x||_p = (sum |x|**p) ** (1/p)
 
     def partial(x: Tensor, out: Tensor) -> tuple[Tensor]:
         return (x.eq(0).where(0.0, x.sign() * x.abs() ** (p - 1)) * out ** (1 - p),)
@@ -346,18 +346,19 @@ class ActivationsMixin:
         x = _floats_only(x, "glu")
         if x.ndim == 0:
             raise ArgumentError("glu: a 0-d tensor has no dim to halve (torch raises too); reshape it to (2,) or more")
-        axis = normalize_axis(dim, x.ndim, "glu")
-        n = x.shape[axis]
+        d = normalize_axis(dim, x.ndim, "glu")
+        n = x.shape[d]
         if n % 2:
             raise ArgumentError(
                 f"glu: dim {dim} of shape {x.shape} has odd size {n}, and glu halves it; it must be even"
             )
         box = [(0, s) for s in x.shape]
         first, second = list(box), list(box)
-        first[axis], second[axis] = (0, n // 2), (n // 2, n)
+        first[d], second[d] = (0, n // 2), (n // 2, n)
         return x.shrink(first) * x.shrink(second).sigmoid()  # (..., n, ...) -> (..., n/2, ...)
 
-    def softmax(self, dim: int | None = None, dtype: DType | str | None = None, *, axis: int | None = None) -> Tensor:
+    @axis_is_dim
+    def softmax(self, dim: int | None = None, dtype: DType | str | None = None) -> Tensor:
         """exp(x) / sum(exp(x)) along dim (the last when none is given), computed in dtype if given.
 
         Trap: torch.nn.functional.softmax without dim picks a dim from the rank (deprecated, with a warning);
@@ -366,27 +367,24 @@ class ActivationsMixin:
         >>> Tensor([0.0, 0.0]).softmax(dim=0).tolist()
         [0.5, 0.5]
         """
-        x = self
-        x, d = _softmax_args(x, dim, axis, dtype)
-        return _softmax(x, d)
+        shifted, dim = _shifted(self, dim, dtype, "softmax")
+        e = shifted.exp()
+        return e / e.sum(dim, keepdim=True)  # softmax = exp(x - max) / sum exp(x - max)
 
-    def log_softmax(
-        self, dim: int | None = None, dtype: DType | str | None = None, *, axis: int | None = None
-    ) -> Tensor:
+    @axis_is_dim
+    def log_softmax(self, dim: int | None = None, dtype: DType | str | None = None) -> Tensor:
         """log(softmax(x)) along dim (the last by default), computed in dtype if given, never as a log of 0."""
-        x = self
-        x, d = _softmax_args(x, dim, axis, dtype)
-        return _log_softmax(x, d)
+        shifted, dim = _shifted(self, dim, dtype, "log_softmax")
+        return shifted - shifted.exp().sum(dim, keepdim=True).log()  # (x - max) - log sum exp(x - max)
 
-    def softmin(self, dim: int | None = None, dtype: DType | str | None = None, *, axis: int | None = None) -> Tensor:
+    @axis_is_dim
+    def softmin(self, dim: int | None = None, dtype: DType | str | None = None) -> Tensor:
         """softmax(-x) along dim (the last by default), as torch.nn.functional.softmin.
 
         >>> Tensor([0.0, 0.0]).softmin(0).tolist()
         [0.5, 0.5]
         """
-        x = self
-        x, d = _softmax_args(x, dim, axis, dtype)
-        return _softmax(-x, d)
+        return (-self).softmax(dim, dtype)
 
     def normalize(self, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
         """x / max(||x||_p, eps) along dim, as torch.nn.functional.normalize, for every p torch takes: p > 0, inf,
@@ -405,9 +403,9 @@ class ActivationsMixin:
         x = _floats_only(x, "normalize")
         if math.isnan(p):
             raise ArgumentError(f"normalize: p = {p}; give a number, e.g. p=2")
-        axis = normalize_axis(dim, x.ndim, "normalize")
+        d = normalize_axis(dim, x.ndim, "normalize")
         flat = x.reshape(1) if x.ndim == 0 else x
-        norm = _norm(flat, p, axis) if p >= 1 else _norm_below_one(flat, p, axis)
+        norm = _norm(flat, p, d) if p >= 1 else _norm_below_one(flat, p, d)
         norm = norm.reshape(()) if x.ndim == 0 else norm
         return x / norm.clip(eps)  # normalize: x / max(norm, eps); the gradient stops below eps
 

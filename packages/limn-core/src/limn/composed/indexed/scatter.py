@@ -64,7 +64,7 @@ class _Grid:
         """(..., T): 1 + the largest j whose index points at t, or 0 where none does."""
         j = self.mask.shape[-1]
         order = limn.Tensor.arange(1, j + 1, device=self.x.device)  # (J,)
-        return self.mask.where(order, 0).max(axis=-1)
+        return self.mask.where(order, 0).amax(-1)
 
     def put(self, hit: Tensor, combined: Tensor) -> Tensor:
         """x with `combined` (..., T) where an index points (hit, of x's shape), x elsewhere."""
@@ -241,7 +241,7 @@ class ScatterMixin:
             candidates = grid.mask.where(values, fill)
             if include_self:
                 candidates = limn.Tensor.cat([candidates, grid.x_moved.unsqueeze(-1)], -1)  # x as one more candidate
-            combined = candidates.max(axis=-1) if reduce == "amax" else candidates.min(axis=-1)
+            combined = candidates.amax(-1) if reduce == "amax" else candidates.amin(-1)
         return grid.put(hit, combined)
 
     def index_select(self, dim: int, index: Any) -> Tensor:

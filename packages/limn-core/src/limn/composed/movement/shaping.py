@@ -2,8 +2,8 @@
 
 Each function takes a tensor (cat and stack a list of them) and gives a tensor whose View is the old one
 moved (a reshape, permute, expand, pad or shrink, or several), so nothing is copied: cat pads each piece to
-the full length and adds them, narrow and select are shrinks. Arguments are torch's (`dim=`; limn's `axis=`
-is accepted beside it). limn.frontend.tensor attaches each as a Tensor method (cat and stack as static methods).
+the full length and adds them, narrow and select are shrinks. Arguments are torch's (`dim=`, which numpy's
+`axis=` also names).
 Pipeline: **tensor (movement)** -> graph (VIEW nodes) -> schedule -> IR (index arithmetic) -> device.
 """
 
@@ -15,17 +15,8 @@ from typing import TYPE_CHECKING
 
 import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn.errors import ArgumentError
-from limn.frontend.arguments import normalize_axis
+from limn.frontend.arguments import axis_is_dim, normalize_axis
 from limn.graph.view import prod
-
-
-def pick_dim(dim: int | None, axis: int | None, default: int | None, what: str) -> int | None:
-    """The dim an op was given, spelled `dim=` (torch) or `axis=` (limn); giving both is a TypeError."""
-    if dim is not None and axis is not None:
-        raise TypeError(f"{what}: got both dim={dim} and axis={axis}; pass one of them")
-    if dim is not None:
-        return dim
-    return default if axis is None else axis
 
 
 def sizes_of(args: tuple, what: str) -> tuple[int, ...]:
@@ -168,14 +159,14 @@ class ShapingMixin:
             raise ArgumentError(f"unflatten: sizes {sizes} multiply to {prod(sizes)}, dim {dim} has {n}")
         return self.reshape(self.shape[:dim] + sizes + self.shape[dim + 1 :])
 
-    def squeeze(self, dim: int | Sequence[int] | None = None, *, axis: int | Sequence[int] | None = None) -> Tensor:
+    @axis_is_dim
+    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
         """x without its size-1 dims (dim None), or without those of the dims named (an int or a tuple) that
         have size 1; the others stay, as in torch.
 
         >>> Tensor.zeros((1, 3, 1)).squeeze((0, 1)).shape
         (3, 1)
         """
-        dim = pick_dim(dim, axis, None, "squeeze")
         if dim is None:
             return self.reshape(tuple(s for s in self.shape if s != 1))
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
@@ -184,15 +175,16 @@ class ShapingMixin:
             return self
         return self.reshape(tuple(s for d, s in enumerate(self.shape) if not (d in dims and s == 1)))
 
-    def unsqueeze(self, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+    @axis_is_dim
+    def unsqueeze(self, dim: int | None = None) -> Tensor:
         """x with a new size-1 dim at `dim` (-1 appends one)."""
-        dim = pick_dim(dim, axis, None, "unsqueeze")
         if dim is None:
             raise TypeError("unsqueeze: missing the dim to insert")
         dim = normalize_axis(dim, self.ndim + 1, "unsqueeze")
         return self.reshape(self.shape[:dim] + (1,) + self.shape[dim:])
 
-    def cat(*args: Tensor | Sequence[Tensor] | int, dim: int | None = None, axis: int | None = None) -> Tensor:
+    @axis_is_dim
+    def cat(*args: Tensor | Sequence[Tensor] | int, dim: int | None = None) -> Tensor:
         """Joins tensors along dim (0 by default): each is padded to the full length there and the pads add up.
         They must match off that dim; their dtypes promote as in +. Takes torch's `cat([a, b], dim)`, and also
         `cat(a, b, dim=)` and `a.cat(b, dim=)`. A 0-d tensor has no dim to join along and raises, as torch.
@@ -201,66 +193,73 @@ class ShapingMixin:
         [1, 2, 3]
         """
         tensors, given = joined(args, "cat")
-        axis = pick_dim(dim if given is None else given, axis, 0, "cat")
+        if given is not None and dim is not None:
+            raise TypeError(f"cat(): got the dim twice, {given} and dim={dim} (axis= is dim's other name); pass one")
+        at = given if given is not None else (0 if dim is None else dim)
         if not tensors:
             raise ArgumentError("cat: needs at least one tensor")
         first = tensors[0]
         if any(t_.ndim == 0 for t_ in tensors):
-            at = next(i for i, t_ in enumerate(tensors) if t_.ndim == 0)
-            raise ArgumentError(f"cat: the tensor at position {at} is 0-d and cannot be joined; use stack")
-        axis = normalize_axis(axis, first.ndim, "cat")
+            flat = next(i for i, t_ in enumerate(tensors) if t_.ndim == 0)
+            raise ArgumentError(f"cat: the tensor at position {flat} is 0-d and cannot be joined; use stack")
+        at = normalize_axis(at, first.ndim, "cat")
         for t_ in tensors[1:]:
-            if t_.ndim != first.ndim or any(a != b for d, (a, b) in enumerate(zip(t_.shape, first.shape)) if d != axis):
-                raise ArgumentError(f"cat along axis {axis}: shapes {first.shape} and {t_.shape} differ off that axis")
+            if t_.ndim != first.ndim or any(a != b for d, (a, b) in enumerate(zip(t_.shape, first.shape)) if d != at):
+                raise ArgumentError(f"cat along dim {at}: shapes {first.shape} and {t_.shape} differ off that dim")
         if len(tensors) == 1:
             return first
-        total = sum(t_.shape[axis] for t_ in tensors)
+        total = sum(t_.shape[at] for t_ in tensors)
         out, start = None, 0
         for t_ in tensors:
             widths = [(0, 0)] * first.ndim
-            widths[axis] = (start, total - start - t_.shape[axis])
+            widths[at] = (start, total - start - t_.shape[at])
             piece = t_.pad_constant(widths)
             out = piece if out is None else out + piece
-            start += t_.shape[axis]
+            start += t_.shape[at]
         return out
 
-    def stack(*args: Tensor | Sequence[Tensor] | int, dim: int | None = None, axis: int | None = None) -> Tensor:
+    @axis_is_dim
+    def stack(*args: Tensor | Sequence[Tensor] | int, dim: int | None = None) -> Tensor:
         """Tensors of one shape joined along a new dim at `dim` (0 by default); takes the forms cat takes."""
         tensors, given = joined(args, "stack")
-        axis = pick_dim(dim if given is None else given, axis, 0, "stack")
+        if given is not None and dim is not None:
+            raise TypeError(f"stack(): got the dim twice, {given} and dim={dim} (axis= is dim's other name); pass one")
+        at = given if given is not None else (0 if dim is None else dim)
         if not tensors:
             raise ArgumentError("stack: needs at least one tensor")
         if any(t_.shape != tensors[0].shape for t_ in tensors):
             raise ArgumentError(f"stack: the tensors must have one shape, got {[t_.shape for t_ in tensors]}")
-        axis = normalize_axis(axis, tensors[0].ndim + 1, "stack")
-        return limn.Tensor.cat([t_.unsqueeze(axis) for t_ in tensors], axis)
+        at = normalize_axis(at, tensors[0].ndim + 1, "stack")
+        return limn.Tensor.cat([t_.unsqueeze(at) for t_ in tensors], at)
 
-    def split(self, sizes: int | Sequence[int], dim: int | None = None, *, axis: int | None = None) -> list[Tensor]:
+    @axis_is_dim
+    def split(self, sizes: int | Sequence[int], dim: int = 0) -> list[Tensor]:
         """Pieces along dim: of `sizes` each (the last may be shorter), or of the listed sizes, which must add
         up to the dim. Each piece is a view (a shrink) of x."""
-        axis = normalize_axis(pick_dim(dim, axis, 0, "split"), self.ndim, "split")
-        n = self.shape[axis]
+        at = normalize_axis(dim, self.ndim, "split")
+        n = self.shape[at]
         if isinstance(sizes, int):
             if sizes <= 0:
                 raise ArgumentError(f"split: piece size must be positive, got {sizes}")
             sizes = [min(sizes, n - s) for s in range(0, n, sizes)] or [0]
         if sum(sizes) != n:
-            raise ArgumentError(f"split: sizes {list(sizes)} add to {sum(sizes)}, axis {axis} has {n}")
+            raise ArgumentError(f"split: sizes {list(sizes)} add to {sum(sizes)}, dim {at} has {n}")
         out, start = [], 0
         for s in sizes:
             box = [(0, d) for d in self.shape]
-            box[axis] = (start, start + s)
+            box[at] = (start, start + s)
             out.append(self.shrink(box))
             start += s
         return out
 
-    def chunk(self, chunks: int, dim: int | None = None, *, axis: int | None = None) -> list[Tensor]:
+    @axis_is_dim
+    def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:
         """x split along dim into pieces of ceil(n / chunks). Trap, as in torch: that can be fewer than
         `chunks` pieces (6 in 4 chunks gives 3 pieces of 2)."""
-        axis = normalize_axis(pick_dim(dim, axis, 0, "chunk"), self.ndim, "chunk")
+        at = normalize_axis(dim, self.ndim, "chunk")
         if chunks <= 0:
             raise ArgumentError(f"chunk: the number of chunks must be positive, got {chunks}")
-        return self.split(max(math.ceil(self.shape[axis] / chunks), 1), axis)
+        return self.split(max(math.ceil(self.shape[at] / chunks), 1), at)
 
     def narrow(self, dim: int, start: int, length: int) -> Tensor:
         """x[..., start:start + length, ...] along dim (a shrink); a negative start counts from the end.

@@ -1,9 +1,11 @@
-"""The reductions, composed from SUM and MAX: sum, prod, max, min, mean, norm, softmax, argmax, any.
+"""The reductions, composed from SUM and MAX: sum, prod, max, min, mean, norm, argmax, any.
 
-Each takes a tensor and `axis` (an int, a tuple of ints, or None for every dim; torch's `dim=` is the same
-argument) with `keepdim`, and gives a tensor; edge values follow torch (empty axes, NaN, inf, 0-d tensors;
-tests/core/test_edge_values.py, tests/core/test_reductions_torch.py). Named as the methods limn.frontend.tensor makes
-of them (sum, max, ... as numpy's are), so Python's builtins are not used here.
+Each takes a tensor and `dim` (an int, a tuple of ints, or None for every dim; numpy's `axis=` names the same
+argument, as torch allows) with `keepdim`, and gives a tensor; edge values follow torch (empty dims, NaN, inf,
+0-d tensors; tests/core/test_edge_values.py, tests/core/test_reductions_torch.py). max and min are the one
+place `axis=` means something else: tinygrad's reduce, the values alone (amax), where one int `dim` gives
+torch's (values, indices). Named as Tensor's methods (sum, max, ... as numpy's are), so Python's builtins are
+not used here.
 var and std are limn.composed.reduce.moments, matmul limn.composed.reduce.matmul.
 Pipeline: **tensor (composed ops)** -> graph (SUM, MAX) -> schedule -> IR -> renderer -> device.
 """
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn import dtypes
 from limn.dtypes import DType
-from limn.frontend.arguments import normalize_axis
+from limn.frontend.arguments import axis_is_dim, normalize_axis
 from limn.graph.ops import Op
 from limn.graph.view import prod as size_of
 
@@ -55,16 +57,9 @@ class MinMax(NamedTuple):
     max: Tensor
 
 
-def _dim(axis: Axis, dim: Axis, what: str) -> Axis:
-    """The dims a reduction is asked for: limn's axis= or torch's dim= (the same argument; not both). torch's
-    dim=() means every dim, as in torch.sum(x, dim=()) and x.amax()."""
-    if dim is None:
-        return axis
-    if axis is not None:
-        raise TypeError(f"{what}: got axis={axis!r} and dim={dim!r}, which name one argument; pass one of them")
-    if isinstance(dim, (tuple, list)) and len(dim) == 0:
-        return None
-    return dim
+def _every_if_empty(dim: Axis) -> Axis:
+    """torch's dim=() means every dim, as in torch.sum(x, dim=()) and x.amax(()): None, here."""
+    return None if isinstance(dim, (tuple, list)) and len(dim) == 0 else dim
 
 
 def _multiply_down(y: Tensor) -> Tensor:
@@ -91,7 +86,7 @@ def _multiply_down(y: Tensor) -> Tensor:
 
 
 def _one_dim(dim: Axis, axis: Axis, what: str) -> bool:
-    """Whether max/min was asked torch's way for one dim (so it returns values and indices)."""
+    """Whether max/min was asked torch's way, for one dim (so it returns values and indices)."""
     if dim is not None and axis is not None:
         raise TypeError(f"{what}: got dim={dim!r} and axis={axis!r}, which name one argument; pass one of them")
     return isinstance(dim, int) and not isinstance(dim, bool)
@@ -113,28 +108,6 @@ def _values_indices(x: Tensor, dim: int, keepdim: bool, what: str) -> ValuesIndi
     return ValuesIndices(values, index)
 
 
-def _one_axis(x: Tensor, axis: int | None, dim: int | None, what: str, dtype: DTypeLike) -> tuple[Tensor, int]:
-    """softmax's input (cast to dtype=, else to float32 when not a float) and its one axis (the last by default)."""
-    chosen = _dim(axis, dim, what)
-    x = x._float() if dtype is None else x.cast(dtype)
-    return x, normalize_axis(-1 if chosen is None else chosen, x.ndim, what)
-
-
-def softmax(x: Tensor, axis: int | None = None, *, dim: int | None = None, dtype: DTypeLike = None) -> Tensor:
-    """exp(x) / sum(exp(x)) along axis or dim= (the last by default), shifted by the max so exp cannot
-    overflow; dtype= casts the input first, as torch."""
-    x, axis = _one_axis(x, axis, dim, "softmax", dtype)
-    e = (x - x._reduce(Op.MAX, axis, keepdim=True).detach()).exp()  # softmax = exp(x - max) / sum
-    return e / e.sum(axis, keepdim=True)
-
-
-def log_softmax(x: Tensor, axis: int | None = None, *, dim: int | None = None, dtype: DTypeLike = None) -> Tensor:
-    """log(softmax(x)) along axis or dim=, computed as (x - max) - log sum exp(x - max), never as a log of 0."""
-    x, axis = _one_axis(x, axis, dim, "log_softmax", dtype)
-    shifted = x - x._reduce(Op.MAX, axis, keepdim=True).detach()
-    return shifted - shifted.exp().sum(axis, keepdim=True).log()  # log softmax = (x - max) - log sum exp(...)
-
-
 # ---- norms: torch.norm and torch.linalg.vector_norm ----
 
 
@@ -149,7 +122,8 @@ class ReductionsMixin:
 
     __slots__ = ()
 
-    def sum(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
+    @axis_is_dim
+    def sum(self, dim: Axis = None, keepdim: bool = False, *, dtype: DTypeLike = None) -> Tensor:
         """The sum over axis (or torch's dim=). Bools sum as int32; half widths keep the running total in float32
         and round once; dtype= casts the input first, as torch. The sum of no values is 0.
 
@@ -161,9 +135,10 @@ class ReductionsMixin:
         """
         x = self
         x = x if dtype is None else x.cast(dtype)
-        return x._reduce(Op.SUM, _dim(axis, dim, "sum"), keepdim)
+        return x._reduce(Op.SUM, _every_if_empty(dim), keepdim)
 
-    def nansum(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
+    @axis_is_dim
+    def nansum(self, dim: Axis = None, keepdim: bool = False, *, dtype: DTypeLike = None) -> Tensor:
         """torch.nansum: the sum over axis (or dim=) with NaNs counted as 0 (their gradient is 0), by sum's rules.
 
         >>> Tensor([1.0, float("nan"), 2.0]).nansum().item()
@@ -171,9 +146,10 @@ class ReductionsMixin:
         """
         x = self
         x = x if dtype is None else x.cast(dtype)
-        return x.isnan().where(0, x).sum(_dim(axis, dim, "nansum"), keepdim)  # nansum = sum(x if x == x else 0)
+        return x.isnan().where(0, x).sum(_every_if_empty(dim), keepdim)  # nansum = sum(x if x == x else 0)
 
-    def nanmean(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
+    @axis_is_dim
+    def nanmean(self, dim: Axis = None, keepdim: bool = False, *, dtype: DTypeLike = None) -> Tensor:
         """torch.nanmean: the mean of the values that are not NaN over axis (or dim=); NaN where every one is.
         The gradient of a NaN cell is 0, also in a slice of NaNs alone, where torch's is NaN (its inf * 0).
 
@@ -181,12 +157,13 @@ class ReductionsMixin:
         1.5
         """
         x = self
-        axis = _dim(axis, dim, "nanmean")
+        dim = _every_if_empty(dim)
         x = x._float() if dtype is None else x.cast(dtype)
-        count = x.isnan().logical_not().cast(x.dtype).sum(axis, keepdim)
-        return x.nansum(axis, keepdim) / count  # nanmean = nansum / #(not NaN); 0 / 0 is NaN
+        count = x.isnan().logical_not().cast(x.dtype).sum(dim, keepdim)
+        return x.nansum(dim, keepdim) / count  # nanmean = nansum / #(not NaN); 0 / 0 is NaN
 
-    def prod(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
+    @axis_is_dim
+    def prod(self, dim: Axis = None, keepdim: bool = False, *, dtype: DTypeLike = None) -> Tensor:
         """The product over axis (or torch's dim=; every dim when None); 1 over an empty axis. Ints and bools
         multiply in int32 (torch: int64) and wrap exactly, so an int32 product is torch's truncated to 32 bits;
         dtype= casts the input first. The gradient is the product of the other values, exact with zeros in the
@@ -196,7 +173,7 @@ class ReductionsMixin:
         [2.0, 0.0]
         """
         x = self
-        axes = x._axes(_dim(axis, dim, "prod"), "prod")
+        axes = x._axes(_every_if_empty(dim), "prod")
         if dtype is not None:
             x = x.cast(dtype)
         elif not x.dtype.is_float:
@@ -226,10 +203,7 @@ class ReductionsMixin:
             return self.maximum(dim)
         if _one_dim(dim, axis, "max"):
             return _values_indices(self, dim, keepdim, "max")
-        axis = dim if axis is None else axis
-        _check_nonempty(self, self._axes(axis, "max"), "max")
-        out = self._reduce(Op.MAX, axis, keepdim)
-        return out.cast(dtypes.bool_) if self.dtype == dtypes.bool_ else out  # bools reduce as int32 0/1
+        return self.amax(dim if axis is None else axis, keepdim)
 
     def min(self, dim: Axis | Tensor = None, keepdim: bool = False, *, axis: Axis = None) -> Tensor | ValuesIndices:
         """The smallest value over a dim, by the rules of max: one dim gives torch's (values, indices), axis= or
@@ -238,32 +212,36 @@ class ReductionsMixin:
             return self.minimum(dim)
         if _one_dim(dim, axis, "min"):
             return _values_indices(self, dim, keepdim, "min")
-        axis = dim if axis is None else axis
-        _check_nonempty(self, self._axes(axis, "min"), "min")
-        if self.dtype == dtypes.bool_:
-            return self.logical_not().max(axis=axis, keepdim=keepdim).logical_not()  # min b = not max(not b)
-        if self.dtype.is_int:
-            # -x overflows at the most negative int; ~x = -x - 1 never does, and min x = ~max(~x)
-            return -((-self - 1).max(axis=axis, keepdim=keepdim)) - 1
-        return -((-self).max(axis=axis, keepdim=keepdim))  # min x = -max(-x)
+        return self.amin(dim if axis is None else axis, keepdim)
 
-    def amax(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
-        """torch.amax: max over axis (every dim for None or ()); ties share the gradient evenly.
+    @axis_is_dim
+    def amax(self, dim: Axis = None, keepdim: bool = False) -> Tensor:
+        """torch.amax: the largest value over dim (every dim for None or ()); ties share the gradient evenly.
+        NaN propagates and a bool tensor gives bool; an empty dim raises IndexError, as in torch.
 
         >>> Tensor([[1, 5], [3, 2]]).amax(dim=0).tolist()
         [3, 5]
         """
-        axis = _dim(axis, dim, "amax")
-        return self.max(axis=None if axis == () else axis, keepdim=keepdim)
+        dim = _every_if_empty(dim)
+        _check_nonempty(self, self._axes(dim, "max"), "max")
+        out = self._reduce(Op.MAX, dim, keepdim)
+        return out.cast(dtypes.bool_) if self.dtype == dtypes.bool_ else out  # bools reduce as int32 0/1
 
-    def amin(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
-        """torch.amin: min over axis (every dim for None or ()); ties share the gradient evenly.
+    @axis_is_dim
+    def amin(self, dim: Axis = None, keepdim: bool = False) -> Tensor:
+        """torch.amin: the smallest value over dim (every dim for None or ()), by amax's rules.
 
         >>> Tensor([[1, 5], [3, 2]]).amin(dim=1).tolist()
         [1, 2]
         """
-        axis = _dim(axis, dim, "amin")
-        return self.min(axis=None if axis == () else axis, keepdim=keepdim)
+        dim = _every_if_empty(dim)
+        _check_nonempty(self, self._axes(dim, "min"), "min")
+        if self.dtype == dtypes.bool_:
+            return self.logical_not().amax(dim, keepdim).logical_not()  # min b = not max(not b)
+        if self.dtype.is_int:
+            # -x overflows at the most negative int; ~x = -x - 1 never does, and min x = ~max(~x)
+            return -((-self - 1).amax(dim, keepdim)) - 1
+        return -((-self).amax(dim, keepdim))  # min x = -max(-x)
 
     def aminmax(self, *, dim: int | None = None, keepdim: bool = False) -> MinMax:
         """torch.aminmax: (amin, amax) over dim (every dim when None).
@@ -273,90 +251,97 @@ class ReductionsMixin:
         """
         return MinMax(self.amin(dim, keepdim), self.amax(dim, keepdim))
 
-    def mean(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None, dtype: DTypeLike = None) -> Tensor:
+    @axis_is_dim
+    def mean(self, dim: Axis = None, keepdim: bool = False, *, dtype: DTypeLike = None) -> Tensor:
         """The mean over axis (or dim=), in float32 for int and bool tensors (torch raises for those); dtype=
         casts the input first, as torch. NaN over an empty axis, as torch."""
         x = self
-        axis = _dim(axis, dim, "mean")
+        dim = _every_if_empty(dim)
         x = x._float() if dtype is None else x.cast(dtype)
-        n = size_of([x.shape[d] for d in x._axes(axis, "mean")])
-        return x.sum(axis, keepdim) * (1.0 / n if n else float("nan"))
+        n = size_of([x.shape[d] for d in x._axes(dim, "mean")])
+        return x.sum(dim, keepdim) * (1.0 / n if n else float("nan"))
 
-    def logsumexp(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
+    @axis_is_dim
+    def logsumexp(self, dim: Axis = None, keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))) over axis (or dim=), shifted by the max so exp cannot overflow; -inf over an empty axis."""
         x = self
-        axes = x._axes(_dim(axis, dim, "logsumexp"), "logsumexp")
+        axes = x._axes(_every_if_empty(dim), "logsumexp")
         x = x._float()
         m = x._reduce(Op.MAX, axes, keepdim=True).detach()  # shifting by the max keeps exp in range; it cancels
         m = m.isinf().where(0.0, m)  # an infinite max (or an empty slice's -inf) shifts by 0, as torch
         out = m + (x - m).exp().sum(axes, keepdim=True).log()  # logsumexp = m + log sum exp(x - m)
         return _dropped(x, out, axes, keepdim)
 
-    def argmax(self, axis: int | None = None, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
+    @axis_is_dim
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         """Index of the first maximum along axis or dim= (over the flattened tensor when None), int32 (torch:
         int64). NaN counts as the largest value, as in torch. An empty axis raises, as in torch; a bool tensor,
         which torch refuses, ranks False < True (the index of the first True). No gradient."""
         x = self
-        axis = _dim(axis, dim, "argmax")
+        dim = _every_if_empty(dim)
         if x.dtype == dtypes.bool_:
             x = x.cast(dtypes.int32)
-        if axis is None:
+        if dim is None:
             _check_nonempty(x, x._axes(None, "argmax"), "argmax")
             flat = x.reshape(-1).argmax(0, keepdim=False)
             return flat.reshape((1,) * x.ndim) if keepdim else flat  # keepdim keeps every dim, as size 1 (torch)
-        axis = normalize_axis(axis, x.ndim, "argmax")
+        dim = normalize_axis(dim, x.ndim, "argmax")
         if x.ndim == 0:
             return limn.Tensor.full((), 0, dtype=dtypes.int32, device=x.device)  # the one value sits at index 0
-        _check_nonempty(x, (axis,), "argmax")
-        n = x.shape[axis]
-        hit = x.eq(x.max(axis=axis, keepdim=True))
+        _check_nonempty(x, (dim,), "argmax")
+        n = x.shape[dim]
+        hit = x.eq(x.amax(dim, keepdim=True))
         if x.dtype.is_float:
             hit = hit.logical_or(x.isnan())  # NaN counts as the largest value, as in torch.argmax
         shape = [1] * x.ndim
-        shape[axis] = n
+        shape[dim] = n
         # the first hit has the largest (n - index); an index that misses scores 0
         score = hit.where(limn.Tensor.arange(n, 0, -1, device=x.device).reshape(shape), 0)
-        return (n - score.max(axis=axis, keepdim=keepdim)).cast(dtypes.int32)
+        return (n - score.amax(dim, keepdim)).cast(dtypes.int32)
 
-    def argmin(self, axis: int | None = None, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
+    @axis_is_dim
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         """Index of the first minimum, by the rules of argmax (NaN counts as the smallest value here)."""
         x = self
-        axis = _dim(axis, dim, "argmin")
+        dim = _every_if_empty(dim)
         if x.dtype == dtypes.bool_:
             x = x.cast(dtypes.int32)
-        _check_nonempty(x, x._axes(axis, "argmin"), "argmin")
+        _check_nonempty(x, x._axes(dim, "argmin"), "argmin")
         # the first minimum of x is the first maximum of -x; for ints of ~x = -x - 1, since -x wraps at -128
         flipped = -x - 1 if x.dtype.is_int else -x
-        return flipped.argmax(axis, keepdim)
+        return flipped.argmax(dim, keepdim)
 
-    def any(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
+    @axis_is_dim
+    def any(self, dim: Axis = None, keepdim: bool = False) -> Tensor:
         """Whether some value over axis (or dim=) is nonzero (NaN is); over an empty axis False, as in torch. Bool,
         except for a uint8 tensor, where it is uint8 0/1, as torch's (a leftover of torch's byte masks)."""
         # any = max of (x != 0) as 0/1, > 0; MAX of nothing is the lowest int, so any of nothing is False
-        out = self.cast(dtypes.bool_).cast(dtypes.int32)._reduce(Op.MAX, _dim(axis, dim, "any"), keepdim).gt(0)
+        out = self.cast(dtypes.bool_).cast(dtypes.int32)._reduce(Op.MAX, _every_if_empty(dim), keepdim).gt(0)
         return out.cast(dtypes.uint8) if self.dtype == dtypes.uint8 else out
 
-    def all(self, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
+    @axis_is_dim
+    def all(self, dim: Axis = None, keepdim: bool = False) -> Tensor:
         """Whether every value over axis (or dim=) is nonzero; over an empty axis True, as in torch (uint8 as in
         any)."""
-        out = self.logical_not().any(_dim(axis, dim, "all"), keepdim).logical_not()  # all x = not any(not x)
+        out = self.logical_not().any(_every_if_empty(dim), keepdim).logical_not()  # all x = not any(not x)
         return out.cast(dtypes.uint8) if self.dtype == dtypes.uint8 else out
 
-    def count_nonzero(self, axis: Axis = None, *, dim: Axis = None) -> Tensor:
+    @axis_is_dim
+    def count_nonzero(self, dim: Axis = None) -> Tensor:
         """The number of nonzero values (NaN counts) over axis or dim= (every dim when None), int32 (torch: int64).
 
         >>> Tensor([[1.0, 0.0], [2.0, 3.0]]).count_nonzero(dim=1).tolist()
         [1, 2]
         """
-        return self.cast(dtypes.bool_).cast(dtypes.int32).sum(_dim(axis, dim, "count_nonzero"))
+        return self.cast(dtypes.bool_).cast(dtypes.int32).sum(_every_if_empty(dim))
 
+    @axis_is_dim
     def norm(
         self,
         p: float | str | None = "fro",
-        axis: Axis = None,
+        dim: Axis = None,
         keepdim: bool = False,
         *,
-        dim: Axis = None,
         dtype: DTypeLike = None,
     ) -> Tensor:
         """torch.norm: the vector p-norm over axis or dim= (every dim when None): "fro" and 2 are sqrt(sum x**2),
@@ -371,7 +356,7 @@ class ReductionsMixin:
             p = 2
         if isinstance(p, str):
             raise NotImplementedError(f"norm: p={p!r} is a matrix norm limn does not compose; use 'fro' or a number")
-        return self.vector_norm(p, _dim(axis, dim, "norm"), keepdim, dtype=dtype)
+        return self.vector_norm(p, _every_if_empty(dim), keepdim, dtype=dtype)
 
     def vector_norm(
         self, ord: float = 2, dim: Axis = None, keepdim: bool = False, *, dtype: DTypeLike = None
@@ -392,9 +377,9 @@ class ReductionsMixin:
         x = x.cast(x.dtype.compute)
         magnitude = x.abs()
         if ord == math.inf:
-            out = magnitude.max(axis=dim, keepdim=keepdim)  # the largest |x|; ties share the gradient, as torch
+            out = magnitude.amax(dim, keepdim)  # the largest |x|; ties share the gradient, as torch
         elif ord == -math.inf:
-            out = magnitude.min(axis=dim, keepdim=keepdim)
+            out = magnitude.amin(dim, keepdim)
         elif ord == 0:
             out = x.ne(0).cast(x.dtype).sum(dim, keepdim)  # the count of nonzeros, no gradient (as torch's)
         elif ord == 1:

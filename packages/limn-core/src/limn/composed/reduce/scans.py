@@ -1,6 +1,6 @@
 """The scans, composed from movement and elementwise ops: cumsum, cumprod, cummax, cummin, logcumsumexp.
 
-Each takes a tensor and a dim (axis= is its limn spelling) and gives a tensor of its shape whose cell i combines
+Each takes a tensor and a dim (numpy's axis= names it too) and gives a tensor of its shape whose cell i combines
 cells 0..i along that dim, as torch's do (cummax and cummin also give the index each value came from). Zero-length
 dims give an empty result and a 0-d tensor is its own scan, as in torch (tests/core/test_scans.py).
 Pipeline: **tensor (composed ops)** -> graph (VIEW, ADD, MUL, WHERE) -> schedule -> IR -> renderer -> device.
@@ -16,8 +16,8 @@ import numpy as np
 
 import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn import dtypes
-from limn.composed.reduce.reductions import DTypeLike, ValuesIndices, _dim
-from limn.frontend.arguments import Scalar, normalize_axis
+from limn.composed.reduce.reductions import DTypeLike, ValuesIndices
+from limn.frontend.arguments import Scalar, axis_is_dim, normalize_axis
 
 Parts = tuple["Tensor", ...]  # the values a scan carries together, each (..., n)
 
@@ -51,10 +51,9 @@ def _scan(parts: Parts, fills: tuple[Scalar, ...], combine: Callable[[Parts, Par
     return parts
 
 
-def _along_last(x: Tensor, dim: int | None, axis: int | None, what: str) -> tuple[Tensor, int]:
-    """x with `dim` (or limn's axis=, the same argument) moved last (a 0-d tensor as shape (1,)), and that
-    dim's index, for _from_last to undo. torch requires the dim, and so does limn."""
-    dim = _dim(axis, dim, what)
+def _along_last(x: Tensor, dim: int | None, what: str) -> tuple[Tensor, int]:
+    """x with `dim` moved last (a 0-d tensor as shape (1,)), and that dim's index, for _from_last to undo.
+    torch requires the dim, and so does limn."""
     if dim is None:
         raise TypeError(f"{what}: needs the dim to scan along, e.g. x.{what}(0) or x.{what}(dim=-1)")
     dim = normalize_axis(dim, x.ndim, what)
@@ -81,11 +80,11 @@ def _wide(x: Tensor) -> Tensor:
     return x.cast(dtypes.float64) if x.dtype.is_float else x
 
 
-def _running_best(x: Tensor, dim: int | None, axis: int | None, largest: bool, what: str) -> ValuesIndices:
+def _running_best(x: Tensor, dim: int | None, largest: bool, what: str) -> ValuesIndices:
     """cummax (largest) or cummin: the scan of (value, index) pairs, where the later pair wins when its value
     is at least (at most) the earlier one, or is NaN while the earlier is not, so ties and NaN runs give the
     last index, as torch. The values are x gathered at those indices, so the gradient flows to them, as torch."""
-    y, axis = _along_last(x, dim, axis, what)
+    y, dim = _along_last(x, dim, what)
     keys = y.detach()
     n = keys.shape[-1]
     if keys.dtype == dtypes.bool_:
@@ -106,7 +105,7 @@ def _running_best(x: Tensor, dim: int | None, axis: int | None, largest: bool, w
 
     _, indices = _scan((keys, positions), (fill, -1), combine)
     values = y.gather(-1, indices)
-    return ValuesIndices(_from_last(values, x, axis), _from_last(indices, x, axis))
+    return ValuesIndices(_from_last(values, x, dim), _from_last(indices, x, dim))
 
 
 def _logaddexp(earlier: Parts, later: Parts) -> Parts:
@@ -126,7 +125,8 @@ class ScansMixin:
 
     __slots__ = ()
 
-    def cumsum(self, dim: int | None = None, *, dtype: DTypeLike = None, axis: int | None = None) -> Tensor:
+    @axis_is_dim
+    def cumsum(self, dim: int | None = None, *, dtype: DTypeLike = None) -> Tensor:
         """torch.cumsum: out[..., i, ...] = x[..., 0, ...] + ... + x[..., i, ...] along dim. Ints and bools sum in
         int32 (torch: int64) and wrap; dtype= casts the input first. The gradient is the reversed cumsum.
 
@@ -135,13 +135,14 @@ class ScansMixin:
         """
         x = self
         x = _accumulator(x, dtype)
-        y, axis = _along_last(x, dim, axis, "cumsum")
+        y, dim = _along_last(x, dim, "cumsum")
         (out,) = _scan(
             (_wide(y),), (0,), lambda earlier, later: (earlier[0] + later[0],)
         )  # out_i = out_(i-2^k) + out_i
-        return _from_last(out.cast(x.dtype), x, axis)
+        return _from_last(out.cast(x.dtype), x, dim)
 
-    def cumprod(self, dim: int | None = None, *, dtype: DTypeLike = None, axis: int | None = None) -> Tensor:
+    @axis_is_dim
+    def cumprod(self, dim: int | None = None, *, dtype: DTypeLike = None) -> Tensor:
         """torch.cumprod: the running product along dim, ints and bools in int32 (torch: int64); dtype= casts
         the input first. The gradient is exact with zeros in the slice (autograd's rule for each multiply), as torch's.
 
@@ -150,28 +151,31 @@ class ScansMixin:
         """
         x = self
         x = _accumulator(x, dtype)
-        y, axis = _along_last(x, dim, axis, "cumprod")
+        y, dim = _along_last(x, dim, "cumprod")
         (out,) = _scan((_wide(y),), (1,), lambda earlier, later: (earlier[0] * later[0],))  # out_i = out_(i-2^k) out_i
-        return _from_last(out.cast(x.dtype), x, axis)
+        return _from_last(out.cast(x.dtype), x, dim)
 
-    def cummax(self, dim: int | None = None, *, axis: int | None = None) -> ValuesIndices:
+    @axis_is_dim
+    def cummax(self, dim: int | None = None) -> ValuesIndices:
         """torch.cummax: (values, indices) of the running maximum along dim; NaN propagates; a tie and a run of
         NaNs give the last index, as torch; indices int32 (torch: int64). The gradient goes to the picked values.
 
         >>> Tensor([1, 3, 2, 3]).cummax(0).indices.tolist()
         [0, 1, 1, 3]
         """
-        return _running_best(self, dim, axis, True, "cummax")
+        return _running_best(self, dim, True, "cummax")
 
-    def cummin(self, dim: int | None = None, *, axis: int | None = None) -> ValuesIndices:
+    @axis_is_dim
+    def cummin(self, dim: int | None = None) -> ValuesIndices:
         """torch.cummin: (values, indices) of the running minimum along dim, by the rules of cummax.
 
         >>> Tensor([3.0, 1.0, 2.0, 1.0]).cummin(0).indices.tolist()
         [0, 1, 1, 3]
         """
-        return _running_best(self, dim, axis, False, "cummin")
+        return _running_best(self, dim, False, "cummin")
 
-    def logcumsumexp(self, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+    @axis_is_dim
+    def logcumsumexp(self, dim: int | None = None) -> Tensor:
         """torch.logcumsumexp: log(cumsum(exp(x))) along dim, each step a stable logaddexp, so no exp overflows
         and a running value far below the rest keeps its digits; -inf cells add nothing. Ints become float32.
         The gradient is torch's, NaN at an infinite input that equals its running value included.
@@ -181,7 +185,7 @@ class ScansMixin:
         """
         x = self
         x = x._float()
-        y, axis = _along_last(x, dim, axis, "logcumsumexp")
+        y, dim = _along_last(x, dim, "logcumsumexp")
         wide = _wide(y)  # in float64: near 1e4 a float32 running value's rounding moves the gradient by 1e-4
         (out,) = _scan((wide,), (-math.inf,), _logaddexp)
         # torch's gradient, sum over i >= j of g_i e**(x_j - out_i), is NaN where an infinite x_j equals out_j
@@ -190,7 +194,7 @@ class ScansMixin:
         nan_grad = wide.isinf().logical_and(wide.eq(out)).logical_or(wide.isnan())
         poison = nan_grad.detach().where(math.nan, 0.0)
         out = limn.Tensor.full(out.shape, True, device=x.device).where(out, wide * poison)
-        return _from_last(out.cast(x.dtype), x, axis)
+        return _from_last(out.cast(x.dtype), x, dim)
 
 
 if TYPE_CHECKING:

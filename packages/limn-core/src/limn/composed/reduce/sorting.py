@@ -1,6 +1,6 @@
 """Sorting and what is built on it: sort, argsort, msort, topk, kthvalue, median, unique, searchsorted, bucketize.
 
-Each takes a tensor and a dim (axis= is its limn spelling) and gives values and int32 indices (torch: int64) in
+Each takes a tensor and a dim (numpy's axis= names it too) and gives values and int32 indices (torch: int64) in
 torch's order: stable, NaN last ascending and first descending. The sort counts, for each cell, the cells that
 sort before it (a compare of every pair and a SUM) and SCATTERs each index to that rank, or runs a bitonic
 network on long axes; the values are a GATHER at the sorted indices, so gradients flow to the picked cells, as
@@ -19,7 +19,7 @@ import limn  # limn.Tensor, named at call time: the class is built from this mod
 from limn import dtypes
 from limn.composed.reduce.reductions import ValuesIndices
 from limn.errors import ArgumentError
-from limn.frontend.arguments import TensorLike, normalize_axis
+from limn.frontend.arguments import TensorLike, axis_is_dim, normalize_axis
 
 # Two compositions, both from one key per cell, (value, tiebreak): a total order, so the sort is exact and
 # stable by construction. Up to RANK_SORT_MAX cells, rank[i] = #{j : cell j sorts before cell i}: n**2 compares
@@ -107,14 +107,14 @@ def _compare_exchange(value: Tensor, tie: Tensor, block: int, span: int) -> tupl
     ascending = limn.Tensor((starts & block) == 0, device=value.device).reshape(size // (2 * span), 1)
     b_first = _first(vb, tb, va, ta)
     swap = ascending.where(b_first, b_first.logical_not())
-    value = limn.Tensor.stack([swap.where(vb, va), swap.where(va, vb)], axis=-2).reshape(lead + (size,))
-    tie = limn.Tensor.stack([swap.where(tb, ta), swap.where(ta, tb)], axis=-2).reshape(lead + (size,))
+    value = limn.Tensor.stack([swap.where(vb, va), swap.where(va, vb)], dim=-2).reshape(lead + (size,))
+    tie = limn.Tensor.stack([swap.where(tb, ta), swap.where(ta, tb)], dim=-2).reshape(lead + (size,))
     return value.contiguous(), tie.contiguous()
 
 
-def _pick(pair: ValuesIndices, axis: int, start: int, stop: int) -> ValuesIndices:
-    """Cells [start, stop) along axis of both tensors of the pair."""
-    box = tuple((start, stop) if d == axis else (0, s) for d, s in enumerate(pair.values.shape))
+def _pick(pair: ValuesIndices, dim: int, start: int, stop: int) -> ValuesIndices:
+    """Cells [start, stop) along dim of both tensors of the pair."""
+    box = tuple((start, stop) if d == dim else (0, s) for d, s in enumerate(pair.values.shape))
     return ValuesIndices(pair.values.shrink(box), pair.indices.shrink(box))
 
 
@@ -123,8 +123,9 @@ class SortingMixin:
 
     __slots__ = ()
 
+    @axis_is_dim
     def sort(
-        self, dim: int = -1, descending: bool = False, stable: bool = False, *, axis: int | None = None
+        self, dim: int = -1, descending: bool = False, stable: bool = False
     ) -> ValuesIndices:
         """torch.sort: (values, indices) along dim, ascending unless descending. The order is always stable (equal
         values keep their order, -0.0 and 0.0 are equal), which torch's CPU sort gives too, so stable= changes
@@ -133,23 +134,24 @@ class SortingMixin:
         >>> Tensor([3.0, 1.0, 2.0]).sort().indices.tolist()
         [1, 2, 0]
         """
-        axis = normalize_axis(dim if axis is None else axis, self.ndim, "sort")
+        at = normalize_axis(dim, self.ndim, "sort")
         if self.ndim == 0:
             return ValuesIndices(self, limn.Tensor.full((), 0, dtype=dtypes.int32, device=self.device))
-        last = self.transpose(axis, -1)  # the sorted dim last
+        last = self.transpose(at, -1)  # the sorted dim last
         perm = _permutation(last, descending)
         values = last.gather(-1, perm)
-        return ValuesIndices(values.transpose(axis, -1), perm.transpose(axis, -1))
+        return ValuesIndices(values.transpose(at, -1), perm.transpose(at, -1))
 
+    @axis_is_dim
     def argsort(
-        self, dim: int = -1, descending: bool = False, stable: bool = False, *, axis: int | None = None
+        self, dim: int = -1, descending: bool = False, stable: bool = False
     ) -> Tensor:
         """torch.argsort: the indices of sort (stable, as sort's).
 
         >>> Tensor([2, 1, 2, 0]).argsort(descending=True).tolist()
         [0, 2, 1, 3]
         """
-        return self.sort(dim, descending, stable, axis=axis).indices
+        return self.sort(dim, descending, stable).indices
 
     def msort(self) -> Tensor:
         """torch.msort: the values of x sorted along dim 0.
@@ -159,8 +161,9 @@ class SortingMixin:
         """
         return self.sort(0).values
 
+    @axis_is_dim
     def topk(
-        self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, axis: int | None = None
+        self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     ) -> ValuesIndices:
         """torch.topk: the k largest (smallest, largest=False) values along dim and their indices, in sorted order
         (sorted=False gives the same order; torch leaves it unspecified). NaN counts as the largest.
@@ -172,17 +175,18 @@ class SortingMixin:
         >>> Tensor([1.0, 5.0, 3.0]).topk(2).values.tolist()
         [5.0, 3.0]
         """
-        axis = normalize_axis(dim if axis is None else axis, self.ndim, "topk")
-        n = self.shape[axis] if self.ndim else 1
+        at = normalize_axis(dim, self.ndim, "topk")
+        n = self.shape[at] if self.ndim else 1
         if not 0 <= k <= n:
             raise ArgumentError(  # torch's RuntimeError "selected index k out of range"
                 f"topk: k={k} is out of range for dim {dim} of size {n} in shape {self.shape}; use 0 <= k <= {n}"
             )
         if self.ndim == 0:
             return self.sort()
-        return _pick(self.sort(axis, descending=largest), axis, 0, k)
+        return _pick(self.sort(at, descending=largest), at, 0, k)
 
-    def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False, *, axis: int | None = None) -> ValuesIndices:
+    @axis_is_dim
+    def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
         """torch.kthvalue: the k-th smallest value along dim (k from 1) and its index, NaN counting as the largest.
 
         Trap: among equal values the index is the stable order's (the k-th cell in position order); torch's
@@ -191,8 +195,8 @@ class SortingMixin:
         >>> Tensor([3.0, 1.0, 2.0]).kthvalue(2).values.item()
         2.0
         """
-        axis = normalize_axis(dim if axis is None else axis, self.ndim, "kthvalue")
-        n = self.shape[axis] if self.ndim else 1
+        at = normalize_axis(dim, self.ndim, "kthvalue")
+        n = self.shape[at] if self.ndim else 1
         if n == 0:  # torch: IndexError, a reduction over an empty dim
             raise IndexError(f"kthvalue: dim {dim} of shape {self.shape} is empty, and it has no k-th value")
         if not 1 <= k <= n:
@@ -201,13 +205,14 @@ class SortingMixin:
             )
         if self.ndim == 0:
             return self.sort()
-        picked = _pick(self.sort(axis), axis, k - 1, k)
+        picked = _pick(self.sort(at), at, k - 1, k)
         if keepdim:
             return picked
-        return ValuesIndices(picked.values.squeeze(axis), picked.indices.squeeze(axis))
+        return ValuesIndices(picked.values.squeeze(at), picked.indices.squeeze(at))
 
+    @axis_is_dim
     def median(
-        self, dim: int | None = None, keepdim: bool = False, *, axis: int | None = None
+        self, dim: int | None = None, keepdim: bool = False
     ) -> Tensor | ValuesIndices:
         """torch.median: the lower median (the ((n - 1) // 2)-th smallest, from 0). Without dim, the value over every
         element (NaN for an empty tensor), its gradient shared among the cells equal to it, as torch's; with dim,
@@ -217,7 +222,6 @@ class SortingMixin:
         >>> Tensor([4.0, 1.0, 3.0, 2.0]).median().item()
         2.0
         """
-        dim = dim if axis is None else axis
         if dim is None:
             if self.size == 0:
                 return self._float().sum() * float("nan")  # NaN, still linked to x for its (empty) gradient, as torch's
@@ -230,26 +234,26 @@ class SortingMixin:
             hit = self.eq(value).logical_or(self.isnan().logical_and(value.isnan()))
             count = hit.cast(self.dtype).sum()
             return value + -(hit.where(value - self, 0.0).sum() / count)
-        axis = normalize_axis(dim, self.ndim, "median")
+        d = normalize_axis(dim, self.ndim, "median")
         if self.ndim == 0:
             return self.sort()
-        n = self.shape[axis]
+        n = self.shape[d]
         if n == 0:
             raise IndexError(
                 f"median: dim {dim} of shape {self.shape} is empty, and the median of no values is undefined"
             )
-        ordered = self.sort(axis)
+        ordered = self.sort(d)
         at = limn.Tensor.full(
-            tuple(1 if d == axis else s for d, s in enumerate(self.shape)), (n - 1) // 2, device=self.device
+            tuple(1 if i == d else s for i, s in enumerate(self.shape)), (n - 1) // 2, device=self.device
         )
         if self.dtype.is_float:
-            nans = self.isnan().cast(dtypes.int32).sum(axis, keepdim=True)
+            nans = self.isnan().cast(dtypes.int32).sum(d, keepdim=True)
             at = nans.gt(0).where(n - nans, at)  # NaNs sort last in position order: the first sits at n - count
         at = at.cast(dtypes.int32)
-        picked = ValuesIndices(ordered.values.gather(axis, at), ordered.indices.gather(axis, at))
+        picked = ValuesIndices(ordered.values.gather(d, at), ordered.indices.gather(d, at))
         if keepdim:
             return picked
-        return ValuesIndices(picked.values.squeeze(axis), picked.indices.squeeze(axis))
+        return ValuesIndices(picked.values.squeeze(d), picked.indices.squeeze(d))
 
     def unique(
         self, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
