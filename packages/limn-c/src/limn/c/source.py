@@ -21,7 +21,7 @@ from limn.c.rewrites.pad_split import split_at_mask_edges, whole
 from limn.c.rewrites.threads import Pragma, scatters, team_pragma
 from limn.compiler.cstyle import TYPES, CStyle, Decided
 from limn.compiler.half_widths import HALF_WIDTHS
-from limn.compiler.ir import Acc, Accum, EndLoop, Instr, KernelIR, LoadI, Loop, Store
+from limn.compiler.ir import Acc, Accum, EndLoop, Instr, KernelIR, LoadI, Loop, Store, loop_ends, top_level
 
 
 @dataclass
@@ -64,13 +64,7 @@ class CRenderer(CStyle):
         """The function's body: each top-level nest (or straight-line instruction) in turn."""
         self.begin(kernel)
         self.lines: list[str] = []  # each a line, or several joined by newlines (rewrites/jam's copies)
-        body = list(kernel.body)
-        nests: list[list[Instr]] = []
-        pos = 0
-        while pos < len(body):
-            end = matching_end(body, pos) if isinstance(body[pos], Loop) else pos
-            nests.append(body[pos : end + 1])
-            pos = end + 1
+        nests = [piece for _, piece in top_level(kernel.body)]
         taken = False  # the nest before was a tiled matmul that ran this one, its epilogue, per tile
         looped = False  # a loop nest was emitted: the next one starts behind a barrier
         for k, nest in enumerate(nests):
@@ -178,16 +172,11 @@ class CRenderer(CStyle):
 
     def emit_seq(self, seq: list[Instr], depth: int, decided: Decided, collapsing: int) -> None:
         """Emits a sequence of instructions, each loop in it as a block."""
-        pos = 0
-        while pos < len(seq):
-            ins = seq[pos]
-            if isinstance(ins, Loop):
-                end = matching_end(seq, pos)
-                self.loop_block(seq[pos : end + 1], depth, decided, None, collapsing)
-                pos = end + 1
+        for _, piece in top_level(seq):
+            if isinstance(piece[0], Loop):
+                self.loop_block(piece, depth, decided, None, collapsing)
             else:
-                self.straight(ins, depth, decided)
-                pos += 1
+                self.straight(piece[0], depth, decided)
 
     def barrier(self, depth: int) -> None:
         """Keeps the compiler from moving memory accesses from one nest into the next (c/prelude.py)."""
@@ -212,7 +201,7 @@ def fold_then_epilogue(loop: Loop, inner: list[Instr]) -> tuple[list[Instr], lis
     to the one loop by tests/c/test_c_corpus.py::test_split_epilogues_equal_unsplit_bit_for_bit."""
     if loop.reduce or len(inner) < 4 or not isinstance(inner[0], Acc) or not isinstance(inner[1], Loop):
         return None
-    end = matching_end(inner, 1)
+    end = loop_ends(inner)[1]
     fold, rest = inner[: end + 2], inner[end + 2 :]
     store = fold[-1]
     if not rest or not isinstance(store, Store) or store.src != inner[0].dst:
@@ -225,16 +214,3 @@ def fold_then_epilogue(loop: Loop, inner: list[Instr]) -> tuple[list[Instr], lis
     if any(isinstance(i, (LoadI, Store)) and i.buf in written and i.index != store.index for i in rest):
         return None
     return fold, rest
-
-
-def matching_end(seq: list[Instr], start: int) -> int:
-    """The position of the ENDLOOP that closes the LOOP at `start`."""
-    depth = 0
-    for pos in range(start, len(seq)):
-        if isinstance(seq[pos], Loop):
-            depth += 1
-        elif isinstance(seq[pos], EndLoop):
-            depth -= 1
-            if depth == 0:
-                return pos
-    raise AssertionError("LOOP without ENDLOOP")

@@ -16,7 +16,6 @@ from limn.compiler.ir import (
     EndLoop,
     Fixed,
     Index,
-    Instr,
     KernelIR,
     LoadI,
     Loop,
@@ -24,6 +23,7 @@ from limn.compiler.ir import (
     Store,
     Term,
     Value,
+    loop_ends,
 )
 from limn.dtypes import DType
 from limn.graph.ops import Op
@@ -51,7 +51,7 @@ def execute(kernel: KernelIR, handles: list[np.ndarray]) -> None:
     bufs = {b.name: h.reshape(-1) for b, h in zip(args, handles)}
     dtypes_of = {b.name: b.dtype for b in args}
     body = kernel.body
-    ends = _matching_ends(body)
+    ends = loop_ends(body)
     env: dict[Term, object] = {}
     types: dict[Value, DType] = {}
     loops: list[int] = []  # pcs of the open LOOPs
@@ -113,16 +113,6 @@ def _cast(value, dtype: DType):
     if dtype.is_int and isinstance(value, (float, np.floating)):
         return np.int64(np.trunc(np.float64(value))).astype(dtype.np)  # truncate, then wrap
     return np.array(value).astype(dtype.np)[()]
-
-
-def _matching_ends(body: tuple[Instr, ...]) -> dict[int, int]:
-    ends, stack = {}, []
-    for pc, ins in enumerate(body):
-        if isinstance(ins, Loop):
-            stack.append(pc)
-        elif isinstance(ins, EndLoop):
-            ends[stack.pop()] = pc
-    return ends
 
 
 def _index(index: Index, env: dict) -> int:

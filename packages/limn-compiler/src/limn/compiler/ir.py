@@ -8,6 +8,7 @@ Pipeline: tensor -> graph -> schedule -> **IR** -> renderer -> device.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -266,6 +267,28 @@ def reads(ins: Instr) -> tuple[Value, ...]:
 
 
 # ---- kernels and programs, and their printout ----
+
+
+def loop_ends(body: Sequence[Instr]) -> dict[int, int]:
+    """Where each LOOP in `body` closes (the checker holds them balanced): its position -> its ENDLOOP's."""
+    ends, open_loops = {}, []
+    for pos, ins in enumerate(body):
+        if isinstance(ins, Loop):
+            open_loops.append(pos)
+        elif isinstance(ins, EndLoop):
+            ends[open_loops.pop()] = pos
+    return ends
+
+
+def top_level(body: Sequence[Instr]) -> list[tuple[int, list[Instr]]]:
+    """`body` cut at depth 0, in order: each outermost LOOP ... ENDLOOP and each instruction outside every
+    loop, with the position it starts at."""
+    ends, pieces, pos = loop_ends(body), [], 0
+    while pos < len(body):
+        end = ends.get(pos, pos)  # a LOOP runs to its ENDLOOP; anything else is one instruction
+        pieces.append((pos, list(body[pos : end + 1])))
+        pos = end + 1
+    return pieces
 
 
 @dataclass(frozen=True)

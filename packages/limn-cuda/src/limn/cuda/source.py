@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from limn.compiler.cstyle import TYPES, CStyle, Decided
 from limn.compiler.half_widths import HALF_WIDTHS
-from limn.compiler.ir import Acc, Accum, EndLoop, Instr, KernelIR, Loop, LoopVar, Store, Value
+from limn.compiler.ir import Acc, Accum, EndLoop, Instr, KernelIR, Loop, LoopVar, Store, Value, top_level
 from limn.cuda.matmul import GPU_TILING, Tiling, render_tiles, tile_count, tiled_matmul
 from limn.cuda.prelude import ATOMICS, PRELUDE
 from limn.cuda.program import CudaProgram, Launch
@@ -46,20 +46,17 @@ def nests(body: tuple[Instr, ...]) -> list[tuple[int, list[Instr]]]:
     non-reduce dim at depth 0, or a run of what lies between them (straight-line instructions and reduce loops
     at depth 0: a 0-d kernel's total, folded by one thread)."""
     out: list[tuple[int, list[Instr]]] = []
-    depth, start, run_start = 0, 0, None
-    for i, ins in enumerate(body):
-        if depth == 0:
-            start = i
-            if isinstance(ins, Loop) and not ins.reduce and run_start is not None:
-                out.append((run_start, list(body[run_start:i])))
-                run_start = None
-            elif not (isinstance(ins, Loop) and not ins.reduce) and run_start is None:
-                run_start = i
-        depth += isinstance(ins, Loop) - isinstance(ins, EndLoop)
-        if depth == 0 and run_start is None:
-            out.append((start, list(body[start : i + 1])))
-    if run_start is not None:
-        out.append((run_start, list(body[run_start:])))
+    run: tuple[int, list[Instr]] | None = None
+    for start, piece in top_level(body):
+        if isinstance(piece[0], Loop) and not piece[0].reduce:
+            if run is not None:
+                out.append(run)
+                run = None
+            out.append((start, piece))
+        else:
+            run = (start, piece) if run is None else (run[0], run[1] + piece)
+    if run is not None:
+        out.append(run)
     return out
 
 

@@ -124,9 +124,7 @@ class SortingMixin:
     __slots__ = ()
 
     @axis_is_dim
-    def sort(
-        self, dim: int = -1, descending: bool = False, stable: bool = False
-    ) -> ValuesIndices:
+    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> ValuesIndices:
         """torch.sort: (values, indices) along dim, ascending unless descending. The order is always stable (equal
         values keep their order, -0.0 and 0.0 are equal), which torch's CPU sort gives too, so stable= changes
         nothing. NaN sorts last ascending and first descending, as torch. Gradients flow to the picked values.
@@ -143,9 +141,7 @@ class SortingMixin:
         return ValuesIndices(values.transpose(at, -1), perm.transpose(at, -1))
 
     @axis_is_dim
-    def argsort(
-        self, dim: int = -1, descending: bool = False, stable: bool = False
-    ) -> Tensor:
+    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
         """torch.argsort: the indices of sort (stable, as sort's).
 
         >>> Tensor([2, 1, 2, 0]).argsort(descending=True).tolist()
@@ -162,9 +158,7 @@ class SortingMixin:
         return self.sort(0).values
 
     @axis_is_dim
-    def topk(
-        self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
-    ) -> ValuesIndices:
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> ValuesIndices:
         """torch.topk: the k largest (smallest, largest=False) values along dim and their indices, in sorted order
         (sorted=False gives the same order; torch leaves it unspecified). NaN counts as the largest.
 
@@ -211,9 +205,7 @@ class SortingMixin:
         return ValuesIndices(picked.values.squeeze(at), picked.indices.squeeze(at))
 
     @axis_is_dim
-    def median(
-        self, dim: int | None = None, keepdim: bool = False
-    ) -> Tensor | ValuesIndices:
+    def median(self, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
         """torch.median: the lower median (the ((n - 1) // 2)-th smallest, from 0). Without dim, the value over every
         element (NaN for an empty tensor), its gradient shared among the cells equal to it, as torch's; with dim,
         (values, indices) along it, the gradient to the index. A slice holding NaN has median NaN
