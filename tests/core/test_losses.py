@@ -920,8 +920,9 @@ def test_a_class_index_out_of_range_is_an_index_error_when_computed(loss) -> Non
 
 
 def test_the_functional_cross_entropy_is_the_tensor_method() -> None:
-    # one definition: F.cross_entropy, nn.CrossEntropyLoss and x.cross_entropy all run ActivationsMixin's method
-    assert limn.nn.functional.cross_entropy is Tensor.cross_entropy
+    # one definition: F.cross_entropy (torch's argument names around it), nn.CrossEntropyLoss and
+    # x.cross_entropy all run LossesMixin's method
+    assert limn.nn.functional.cross_entropy.__wrapped__ is Tensor.cross_entropy
     assert limn.nn.CrossEntropyLoss.function is Tensor.cross_entropy
 
 

@@ -3,7 +3,8 @@ LeakyReLU, Tanh, Sigmoid) forward and backward on numpy and c and their inplace=
 (CrossEntropyLoss, NLLLoss, BCEWithLogitsLoss, BCELoss, MSELoss, L1Loss) with their weight buffers, `import
 limn.nn.functional as F`, F.layer_norm, F.group_norm, F.linear, F.embedding, nn.Parameter (nanoGPT's own
 LayerNorm is written with it and F.layer_norm), and
-train()/eval() on the layers that read `training` (Dropout, BatchNorm, InstanceNorm).
+train()/eval() on the layers that read `training` (Dropout, BatchNorm, InstanceNorm), and the F functions
+that are a Tensor method called with the tensor by torch's keyword (input=, x1=, query=).
 """
 
 import numpy as np
@@ -224,3 +225,43 @@ def test_batchnorm_after_eval_uses_its_running_stats_as_torchs(device):
     ours, theirs = nn.BatchNorm2d(3), torch.nn.BatchNorm2d(3)
     ours(Tensor(x)), theirs(torch.from_numpy(x))  # one training step moves the running stats
     check_layer(ours.eval(), theirs.eval(), x[:2] - 0.5)
+
+
+# torch's F functions that are one Tensor method: called with the tensor by torch's keyword, they give torch's
+# value (torch names it `input`, `x1` for cosine_similarity, `query` for scaled_dot_product_attention)
+P = np.array([[0.2, -1.5, 3.0], [1.0, 0.5, -0.25]], np.float32)
+T = np.array([2, 0])
+F_BY_KEYWORD = [  # (name, call(F, tensor, x)): F is torch.nn.functional or limn's, tensor its tensor maker
+    ("softplus", lambda F, tensor, x: F.softplus(input=x, beta=2.0)),
+    ("logsigmoid", lambda F, tensor, x: F.logsigmoid(input=x)),
+    ("softsign", lambda F, tensor, x: F.softsign(input=x)),
+    ("hardshrink", lambda F, tensor, x: F.hardshrink(input=x, lambd=0.3)),
+    ("glu", lambda F, tensor, x: F.glu(input=x[:, :2], dim=-1)),
+    ("normalize", lambda F, tensor, x: F.normalize(input=x, dim=1)),
+    ("cross_entropy", lambda F, tensor, x: F.cross_entropy(input=x, target=tensor(T))),
+    ("nll_loss", lambda F, tensor, x: F.nll_loss(input=x, target=tensor(T))),
+    ("mse_loss", lambda F, tensor, x: F.mse_loss(input=x, target=x * 0.5)),
+    ("kl_div", lambda F, tensor, x: F.kl_div(input=x, target=x.abs(), reduction="sum")),
+    ("cosine_similarity", lambda F, tensor, x: F.cosine_similarity(x1=x, x2=x * 2.0 + 1.0)),
+    ("pad", lambda F, tensor, x: F.pad(input=x, pad=(1, 2))),
+]
+
+
+@pytest.mark.parametrize("name, call", F_BY_KEYWORD, ids=[row[0] for row in F_BY_KEYWORD])
+def test_functional_takes_the_tensor_by_torchs_keyword(name, call):
+    import limn.nn.functional as LF
+
+    got = call(LF, Tensor, Tensor(P)).numpy()
+    want = call(torch.nn.functional, torch.tensor, torch.tensor(P)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"F.{name} by keyword against torch")
+
+
+def test_scaled_dot_product_attention_takes_query_key_value_by_name():
+    import limn.nn.functional as LF
+
+    q = np.random.default_rng(0).standard_normal((1, 2, 4, 8)).astype(np.float32)
+    got = LF.scaled_dot_product_attention(query=Tensor(q), key=Tensor(q), value=Tensor(q)).numpy()
+    want = torch.nn.functional.scaled_dot_product_attention(
+        query=torch.tensor(q), key=torch.tensor(q), value=torch.tensor(q)
+    ).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

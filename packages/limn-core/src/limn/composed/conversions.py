@@ -2,8 +2,8 @@
 
 Each takes a tensor and gives a tensor cast to another dtype (CAST, the one primitive under all of them) or
 a plain python answer about the tensor (its shape, rank, element count, width). A tensor's device moves only
-through .to(device), a copy computed at the call. Attached by limn.frontend.tensor under torch's
-names. Pipeline: **tensor (composed ops)** -> graph (CAST) -> schedule -> IR -> renderer -> device.
+through .to(device), a copy computed at the call. The methods carry torch's names.
+Pipeline: **tensor (composed ops)** -> graph (CAST) -> schedule -> IR -> renderer -> device.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ import limn  # limn.Tensor, named at call time: the class is built from this mod
 from limn import dtypes
 from limn.dtypes import DType
 from limn.runtime.device import get_device
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
 
 
 def caster(name: str, dtype: DType) -> Callable[[Tensor], Tensor]:
@@ -74,8 +77,8 @@ class ConversionsMixin:
     ) -> Tensor:
         """torch's Tensor.to: x.to(dtype), x.to(device), x.to(device, dtype), x.to(other) (other's device and
         dtype), with the same keywords. A cast is lazy and keeps gradients between floats; a move is a copy
-        computed now, a new leaf (Tensor.to in limn.frontend.primitives), and none is made to x's own device, where the
-        value stays lazy and keeps its gradients, as torch's. x itself when nothing changes, unless copy.
+        computed now, a new leaf, and none is made to x's own device, where the value stays lazy and keeps its
+        gradients, as torch's. x itself when nothing changes, unless copy.
         non_blocking is accepted and changes nothing: every limn move is done when it returns.
 
         Trap: a device is a limn device name ('numpy', 'c'); torch's 'cpu' and 'cuda:0' are DeviceErrors naming them.
@@ -152,7 +155,3 @@ class ConversionsMixin:
     char = caster("char", dtypes.int8)
     byte = caster("byte", dtypes.uint8)
     bool = caster("bool", dtypes.bool_)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -20,6 +20,9 @@ from limn.composed.random import rng, sampling
 from limn.dtypes import DType
 from limn.errors import ArgumentError
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 def manual_seed(seed: int) -> None:
     """Seeds rand/randn and every random draw (limn.composed.random.rng's Squares generator, one per device, each
@@ -331,7 +334,3 @@ class CreationMixin:
         return limn.Tensor.full(sizes(size), 1, dtype=dtype or self.dtype, device=self.device)
 
     new_empty = new_zeros
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -13,6 +13,9 @@ from limn.graph.custom import REGISTRY, nodes
 from limn.graph.ops import Op
 from limn.runtime.device import get_device
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 def apply(name: str, *inputs: Any, **params: Any) -> list[Tensor]:
     """Runs custom op `name` on tensors: as CUSTOM nodes where the current device supplies the kernel,
@@ -31,7 +34,3 @@ def apply(name: str, *inputs: Any, **params: Any) -> list[Tensor]:
     # each output's context holds every sibling node, so the backward of one output sees all of them (the
     # same nodes, which the executor merges into the one call the forward made)
     return [tensors[0]._result(n, Op.CUSTOM, tuple(tensors), out) for n in out]
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -40,6 +40,9 @@ from limn.graph.view import View, prod
 from limn.runtime.device import DeviceError, current_device, get_device
 from limn.runtime.engine import buffer_node, observers, pending
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 def index_tensor(idx: TensorLike, what: str) -> Tensor:
     """idx as an int tensor of indices (host data becomes one); anything else is a TypeError."""
@@ -490,7 +493,3 @@ def times_alpha(x: Tensor, other: TensorLike, alpha: Scalar, what: str) -> Tenso
     if isinstance(alpha, float) and not x.dtype.is_float and other_is_int and not isinstance(other, float):
         raise TypeError(f"{what}: alpha={alpha!r} is a float and the operands are ints (torch raises too); use an int")
     return other * alpha
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -8,6 +8,11 @@ Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
 from limn.composed.functional.adaptive_pooling import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -30,6 +35,7 @@ from limn.composed.functional.unpooling import max_unpool2d
 from limn.dtypes import DType
 from limn.frontend.arguments import axis_is_dim
 from limn.frontend.tensor import Tensor
+from limn.graph import provenance
 from limn.nn.dropout import dropout, dropout1d, dropout2d
 from limn.nn.norms import group_norm, layer_norm
 
@@ -275,35 +281,51 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     return tensor.one_hot(num_classes)
 
 
-softplus = Tensor.softplus
-logsigmoid = Tensor.logsigmoid
-softsign = Tensor.softsign
-tanhshrink = Tensor.tanhshrink
-softshrink = Tensor.softshrink
-hardshrink = Tensor.hardshrink
-glu = Tensor.glu
-prelu = Tensor.prelu
-normalize = Tensor.normalize
-nll_loss = Tensor.nll_loss
-cross_entropy = Tensor.cross_entropy
-binary_cross_entropy = Tensor.binary_cross_entropy
-binary_cross_entropy_with_logits = Tensor.binary_cross_entropy_with_logits
-l1_loss = Tensor.l1_loss
-mse_loss = Tensor.mse_loss
-smooth_l1_loss = Tensor.smooth_l1_loss
-huber_loss = Tensor.huber_loss
-kl_div = Tensor.kl_div
-cosine_similarity = Tensor.cosine_similarity
-# torch's F functions whose signature is the Tensor method's, input first
-conv1d = Tensor.conv1d
-conv3d = Tensor.conv3d
-conv_transpose1d = Tensor.conv_transpose1d
-conv_transpose3d = Tensor.conv_transpose3d
-max_pool1d = Tensor.max_pool1d
-max_pool3d = Tensor.max_pool3d
-avg_pool1d = Tensor.avg_pool1d
-avg_pool3d = Tensor.avg_pool3d
-max_unpool1d = Tensor.max_unpool1d
-max_unpool3d = Tensor.max_unpool3d
-pad = Tensor.pad
-scaled_dot_product_attention = Tensor.scaled_dot_product_attention
+def _torch_function(method: Callable[..., Any], first: str = "input") -> Callable[..., Any]:
+    """Tensor.<name> as torch's F.<name>: the same function, with the tensor it works on named `first`, as
+    torch names it (F.cross_entropy(input=x, target=y) works, and help() shows torch's signature)."""
+
+    @functools.wraps(method)
+    def function(*args: Any, **kwargs: Any) -> Any:
+        if first in kwargs:
+            args = (kwargs.pop(first), *args)
+        return method(*args, **kwargs)
+
+    self_param, *rest = inspect.signature(method).parameters.values()
+    function.__signature__ = inspect.Signature([self_param.replace(name=first), *rest])
+    provenance.forwards(function.__code__)  # limn.explain names the Tensor method this calls
+    return function
+
+
+# torch's F functions that are a Tensor method, the tensor first
+softplus = _torch_function(Tensor.softplus)
+logsigmoid = _torch_function(Tensor.logsigmoid)
+softsign = _torch_function(Tensor.softsign)
+tanhshrink = _torch_function(Tensor.tanhshrink)
+softshrink = _torch_function(Tensor.softshrink)
+hardshrink = _torch_function(Tensor.hardshrink)
+glu = _torch_function(Tensor.glu)
+prelu = _torch_function(Tensor.prelu)
+normalize = _torch_function(Tensor.normalize)
+nll_loss = _torch_function(Tensor.nll_loss)
+cross_entropy = _torch_function(Tensor.cross_entropy)
+binary_cross_entropy = _torch_function(Tensor.binary_cross_entropy)
+binary_cross_entropy_with_logits = _torch_function(Tensor.binary_cross_entropy_with_logits)
+l1_loss = _torch_function(Tensor.l1_loss)
+mse_loss = _torch_function(Tensor.mse_loss)
+smooth_l1_loss = _torch_function(Tensor.smooth_l1_loss)
+huber_loss = _torch_function(Tensor.huber_loss)
+kl_div = _torch_function(Tensor.kl_div)
+cosine_similarity = _torch_function(Tensor.cosine_similarity, "x1")
+conv1d = _torch_function(Tensor.conv1d)
+conv3d = _torch_function(Tensor.conv3d)
+conv_transpose1d = _torch_function(Tensor.conv_transpose1d)
+conv_transpose3d = _torch_function(Tensor.conv_transpose3d)
+max_pool1d = _torch_function(Tensor.max_pool1d)
+max_pool3d = _torch_function(Tensor.max_pool3d)
+avg_pool1d = _torch_function(Tensor.avg_pool1d)
+avg_pool3d = _torch_function(Tensor.avg_pool3d)
+max_unpool1d = _torch_function(Tensor.max_unpool1d)
+max_unpool3d = _torch_function(Tensor.max_unpool3d)
+pad = _torch_function(Tensor.pad)
+scaled_dot_product_attention = _torch_function(Tensor.scaled_dot_product_attention, "query")

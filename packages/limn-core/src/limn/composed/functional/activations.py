@@ -19,6 +19,9 @@ from limn.errors import ArgumentError
 from limn.frontend.arguments import axis_is_dim, normalize_axis
 from limn.graph.ops import Op
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 # torch's SELU constants (Klambauer et al. 2017), to the digits torch spells them
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
@@ -149,8 +152,7 @@ class ActivationsMixin:
         >>> Tensor([-4.0, 0.0, 4.0]).hardsigmoid().tolist()
         [0.0, 0.5, 1.0]
         """
-        x = self
-        x = _floats_only(x, "hardsigmoid")
+        x = _floats_only(self, "hardsigmoid")
         line = x * (1 / 6) + 0.5
         inside = x.gt(-3).logical_and(x.lt(3))
         return inside.where(line, line.detach().clip(0.0, 1.0))  # hardsigmoid: clamp(x/6 + 1/2, 0, 1)
@@ -164,8 +166,7 @@ class ActivationsMixin:
         >>> Tensor([-4.0, 0.0, 1.5, 4.0]).hardswish().tolist()
         [-0.0, 0.0, 1.125, 4.0]
         """
-        x = self
-        x = _floats_only(x, "hardswish")
+        x = _floats_only(self, "hardswish")
         low, high = x.le(-3), x.ge(3)
         safe = low.logical_or(high).where(0.0, x)  # inside (-3, 3) or NaN: never a huge x, whose gradient is inf
         quadratic = safe * (safe + 3) * (1 / 6)
@@ -204,8 +205,7 @@ class ActivationsMixin:
         >>> Tensor([-2.0, 0.25, 2.0]).hardshrink(1.0).tolist()
         [-2.0, 0.0, 2.0]
         """
-        x = self
-        x = _floats_only(x, "hardshrink")
+        x = _floats_only(self, "hardshrink")
         outside = x.gt(lambd).logical_or(x.lt(-lambd))
         return outside.where(x, x.detach() * 0.0 + 0.0)  # hardshrink: 0 if |x| <= lambd else x
 
@@ -216,8 +216,7 @@ class ActivationsMixin:
         >>> Tensor([[-2.0, 3.0]]).prelu(Tensor([0.5, 0.1])).tolist()
         [[-1.0, 3.0]]
         """
-        x = self
-        x = _floats_only(x, "prelu")
+        x = _floats_only(self, "prelu")
         weight = weight if isinstance(weight, limn.Tensor) else limn.Tensor(weight, dtype=x.dtype)
         channels = x.shape[1] if x.ndim >= 2 else 1
         if weight.size not in (1, channels):
@@ -265,8 +264,7 @@ class ActivationsMixin:
         >>> round(Tensor([0.0]).softplus().item(), 4)
         0.6931
         """
-        x = self
-        x = _floats_only(x, "softplus")
+        x = _floats_only(self, "softplus")
         bx = x * beta
         linear = bx.gt(threshold)
         curve = log1p_exp(linear.where(0.0, bx)) * (1 / beta if beta else math.inf)
@@ -279,8 +277,7 @@ class ActivationsMixin:
         >>> round(Tensor([0.0]).logsigmoid().item(), 4)
         -0.6931
         """
-        x = self
-        x = _floats_only(x, "logsigmoid")
+        x = _floats_only(self, "logsigmoid")
         negative = x.lt(0)
         tail = log1p(negative.where(x, -x).exp())  # log1p(e**-|x|)
         return negative.where(x - tail, 0.0 - tail)  # 0 - tail, so logsigmoid(inf) is +0.0 as torch's
@@ -294,8 +291,7 @@ class ActivationsMixin:
         >>> round(Tensor([1.0]).mish().item(), 4)
         0.8651
         """
-        x = self
-        x = _floats_only(x, "mish")
+        x = _floats_only(self, "mish")
         positive = x.gt(0)
         m = positive.where(-x, 0.0).exp()  # e**-x for x > 0, in (0, 1)
         e = positive.where(0.0, x).exp()  # e**x for x <= 0, in [0, 1]
@@ -342,8 +338,7 @@ class ActivationsMixin:
         >>> Tensor([[1.0, 0.0]]).glu().tolist()
         [[0.5]]
         """
-        x = self
-        x = _floats_only(x, "glu")
+        x = _floats_only(self, "glu")
         if x.ndim == 0:
             raise ArgumentError("glu: a 0-d tensor has no dim to halve (torch raises too); reshape it to (2,) or more")
         d = normalize_axis(dim, x.ndim, "glu")
@@ -399,8 +394,7 @@ class ActivationsMixin:
         >>> Tensor([[3.0, 0.0, -1.0]]).normalize(p=0).tolist()
         [[1.5, 0.0, -0.5]]
         """
-        x = self
-        x = _floats_only(x, "normalize")
+        x = _floats_only(self, "normalize")
         if math.isnan(p):
             raise ArgumentError(f"normalize: p = {p}; give a number, e.g. p=2")
         d = normalize_axis(dim, x.ndim, "normalize")
@@ -415,6 +409,3 @@ class ActivationsMixin:
 
 
 __all__ = ["ActivationsMixin", "SELU_ALPHA", "SELU_SCALE", "silu"]
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

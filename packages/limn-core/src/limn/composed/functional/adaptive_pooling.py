@@ -24,6 +24,9 @@ from limn.composed.functional.pooling import (
 )
 from limn.errors import ArgumentError
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 def _adaptive_windows(x: Tensor, n: int, output_size: OutputSize, what: str) -> list[Windows]:
     sizes = (output_size,) * n if isinstance(output_size, int) or output_size is None else tuple(output_size)
@@ -104,7 +107,3 @@ def adaptive_max_pool2d(input: Tensor, output_size: OutputSize, return_indices: 
 def adaptive_max_pool3d(input: Tensor, output_size: OutputSize, return_indices: bool = False):
     """torch.nn.functional.adaptive_max_pool3d: (N, C, D, H, W) -> (N, C, *output_size)."""
     return adaptive_max_pool(input, 3, output_size, return_indices)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

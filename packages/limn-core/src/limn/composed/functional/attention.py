@@ -17,6 +17,9 @@ from limn.errors import ArgumentError
 from limn.frontend import custom_call
 from limn.frontend.arguments import broadcast_shape
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 class AttentionMixin:
     """Tensor.scaled_dot_product_attention, torch's."""
@@ -174,7 +177,3 @@ def _shared_heads(query: Tensor, kv: Tensor) -> Tensor:
             "the query's head count must be a multiple"
         )
     return kv if h_q == h_kv else kv.repeat_interleave(h_q // h_kv, dim=-3)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -17,6 +17,9 @@ import limn  # limn.Tensor, named at call time: the class is built from this mod
 from limn.composed.functional.convolution import IntOrSeq, as_tuple, conv
 from limn.errors import ArgumentError
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 def conv_transpose(
     input: Tensor,
@@ -176,7 +179,3 @@ class ConvTransposeMixin:
 def _check_rank(weight: Tensor, ndim: int, what: str) -> None:
     if weight.ndim != ndim:
         raise ArgumentError(f"{what}: the weight must have {ndim} dims (in, out / groups, *kernel), got {weight.shape}")
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

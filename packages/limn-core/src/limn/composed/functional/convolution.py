@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING
 
 from limn.errors import ArgumentError
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 IntOrSeq = int | Sequence[int]
 # an int, one int per spatial dim, 2 per dim (per side, last dim first: (left, right, top, bottom), as
 # torch's F.pad and tinygrad list them), or "same" / "valid"
@@ -332,7 +335,3 @@ class ConvolutionMixin:
 def _check_rank(weight: Tensor, ndim: int, what: str) -> None:
     if weight.ndim != ndim:
         raise ArgumentError(f"{what}: the weight must have {ndim} dims (out, in / groups, *kernel), got {weight.shape}")
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

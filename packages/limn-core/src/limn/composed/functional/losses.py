@@ -18,6 +18,9 @@ from limn.errors import ArgumentError
 from limn.frontend.arguments import TensorLike
 from limn.frontend.primitives import index_tensor
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 REDUCTIONS = ("none", "mean", "sum")
 
 
@@ -469,7 +472,3 @@ class LossesMixin:
         na, nb = _l2_norm(a, axis), _l2_norm(b, axis)
         na, nb = with_gradient_of(na.clip(eps), na), with_gradient_of(nb.clip(eps), nb)
         return ((a / na) * (b / nb)).sum(axis)  # (..., D, ...) -> (..., ...)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -21,6 +21,9 @@ from limn import dtypes
 from limn.composed.functional.convolution import as_tuple, tap_cells
 from limn.errors import ArgumentError
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 IntOrSeq = int | Sequence[int]
 OutputSize = int | None | Sequence[int | None]
 
@@ -417,7 +420,3 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size: IntOrSeq, stride=Non
 def lp_pool3d(input: Tensor, norm_type: float, kernel_size: IntOrSeq, stride=None, ceil_mode: bool = False):
     """torch.nn.functional.lp_pool3d: (N, C, D, H, W) -> (N, C, *out), each window's p-norm."""
     return lp_pool(input, 3, norm_type, kernel_size, stride, ceil_mode)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

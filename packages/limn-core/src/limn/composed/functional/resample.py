@@ -21,6 +21,9 @@ from limn import dtypes
 from limn.composed.functional import adaptive_pooling
 from limn.errors import ArgumentError
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 # the linear modes and the spatial rank each belongs to, as torch pairs them
 LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}
 RANKS = {**LINEAR, "bicubic": 2}  # the modes of one spatial rank
@@ -313,7 +316,3 @@ class ResampleMixin:
         if mode == "linear":
             mode = {1: "linear", 2: "bilinear", 3: "trilinear"}.get(n, mode)
         return interpolate(self, tuple(size), None, mode, align_corners if mode in RANKS else None)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -34,6 +34,9 @@ from limn.frontend import custom_call
 from limn.graph import custom
 from limn.graph.ops import Shape
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 TILE = 64  # keys per tile in the forward and dQ passes, queries per tile in the dK, dV pass
 
 
@@ -234,7 +237,3 @@ SDPA_BWD_Q = custom.register(
 SDPA_BWD_KV = custom.register(
     custom.CustomOp("sdpa_bwd_kv", 2, _backward_kv_signature, _backward_kv_reference, _backward_kv_compose)
 )
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -17,6 +17,9 @@ from limn.composed.functional.convolution import IntOrSeq, as_tuple
 from limn.composed.math.derivative import carry
 from limn.errors import ArgumentError
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 def max_unpool(
     input: Tensor,
@@ -137,7 +140,3 @@ class UnpoolingMixin:
         2-d), so it undoes Tensor.max_pool2d of any rank; otherwise max_unpool2d's arguments."""
         n = 2 if isinstance(kernel_size, int) else len(kernel_size)
         return max_unpool(self, indices, n, kernel_size, stride, padding, output_size)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -3,7 +3,8 @@
 A limn tensor is a value, so "in place" means x takes a new value: x.add_(y) computes x.add(y) and x
 becomes it, by the rule setitem follows too (update below). While gradients flow, the new value is a new
 node of the graph, so the gradient reaches x's old value and the operands; otherwise x's buffer takes an
-ASSIGN. As in torch, a result x's dtype cannot hold (a float into an int tensor) is refused.
+ASSIGN. As in torch, a result x's dtype cannot hold (a float into an int tensor) is refused. fill_ and
+copy_, which write a value rather than an op's result, are IndexingMixin's (limn.composed.indexed.indexing).
 Pipeline: **tensor (composed ops)** -> graph (ASSIGN) -> schedule -> IR -> renderer -> device.
 """
 
@@ -16,6 +17,9 @@ import limn  # limn.Tensor, named at call time: the class is built from this mod
 from limn import autograd, dtypes
 from limn.errors import ArgumentError
 from limn.runtime.engine import realize
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
 
 
 def update(x: Tensor, build: Callable[[Tensor], Tensor], inputs: list) -> None:
@@ -132,7 +136,3 @@ class InPlaceMixin:
     tril_ = in_place("tril")
     triu_ = in_place("triu")
     zero_ = in_place("zeros_like")
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

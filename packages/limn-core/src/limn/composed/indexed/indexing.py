@@ -24,6 +24,9 @@ from limn.errors import ArgumentError
 from limn.frontend.arguments import broadcast_shape
 from limn.graph.view import prod
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 @dataclass(frozen=True)
 class Advanced:
@@ -408,7 +411,3 @@ def _overwrite(x: Tensor, value: Any) -> Tensor:
 
     update(x, everywhere, [value])
     return x
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -15,6 +15,9 @@ from limn import dtypes
 from limn.errors import ArgumentError
 from limn.frontend.primitives import index_tensor
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 class LookupsMixin:
     """Tensor's table lookups: embedding and one_hot."""
@@ -63,7 +66,3 @@ def _inferred_classes(idx: Tensor) -> int:
     if low < 0:
         raise ArgumentError(f"one_hot: class ids must be non-negative to infer num_classes, got {low}")
     return int(high) + 1
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

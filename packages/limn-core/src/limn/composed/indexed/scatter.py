@@ -22,6 +22,9 @@ from limn.errors import ArgumentError
 from limn.frontend.arguments import Scalar, broadcast_shape, normalize_axis
 from limn.frontend.primitives import index_tensor
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
 
@@ -367,7 +370,3 @@ class ScatterMixin:
     def argwhere(self) -> Tensor:
         """nonzero(x): the (count, ndim) indices of x's nonzero values, computed now."""
         return self.nonzero()
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

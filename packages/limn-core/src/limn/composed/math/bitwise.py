@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING
 from limn import dtypes
 from limn.frontend.arguments import TensorLike
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 _BIG = 2.0**52  # (v + 2**52) - 2**52 rounds a non-negative float64 v < 2**52 to an integer
 
 
@@ -157,7 +160,7 @@ class BitwiseMixin:
             return self.logical_not()
         return self.neg() - 1  # ~x = -x - 1 in two's complement
 
-    def left_shift(self, other: TensorLike, reverse: bool = False) -> Tensor:
+    def bitwise_left_shift(self, other: TensorLike, reverse: bool = False) -> Tensor:
         """x << other: x * 2**other wrapped to the width, as torch; a count below 0 or from the width up gives 0.
 
         >>> (Tensor([5, -5]) << 2).tolist()
@@ -172,7 +175,7 @@ class BitwiseMixin:
         multiplier = power.ge(2.0 ** (bits - 1)).where(-(2.0 ** (bits - 1)), power).cast(a.dtype)
         return inside.where(a * multiplier, 0)
 
-    def right_shift(self, other: TensorLike, reverse: bool = False) -> Tensor:
+    def bitwise_right_shift(self, other: TensorLike, reverse: bool = False) -> Tensor:
         """x >> other: the arithmetic shift floor(x / 2**other), as torch; a count below 0 or from the width up
         gives 0 for x >= 0 and -1 below.
 
@@ -191,15 +194,13 @@ class BitwiseMixin:
     __or__ = bitwise_or
     __xor__ = bitwise_xor
     __invert__ = bitwise_not
-    bitwise_left_shift = left_shift
-    __lshift__ = left_shift
-    bitwise_right_shift = right_shift
-    __rshift__ = right_shift
+    __lshift__ = bitwise_left_shift
+    __rshift__ = bitwise_right_shift
     __rand__ = partialmethod(bitwise_and, reverse=True)
     __ror__ = partialmethod(bitwise_or, reverse=True)
     __rxor__ = partialmethod(bitwise_xor, reverse=True)
-    __rlshift__ = partialmethod(left_shift, reverse=True)
-    __rrshift__ = partialmethod(right_shift, reverse=True)
+    __rlshift__ = partialmethod(bitwise_left_shift, reverse=True)
+    __rrshift__ = partialmethod(bitwise_right_shift, reverse=True)
 
 
 def _floor_shift(v: Tensor, count: Tensor) -> Tensor:
@@ -218,7 +219,3 @@ def _right_shift_64(a: Tensor, count: Tensor) -> Tensor:
     top = (hi * _power_of_two(32 - n)).cast(dtypes.int64) + _floor_shift(lo, n).cast(dtypes.int64)
     rest = _floor_shift(hi, low_count.where(32, count) - 32).cast(dtypes.int64)
     return low_count.where(top, rest)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

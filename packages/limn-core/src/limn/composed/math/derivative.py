@@ -16,6 +16,9 @@ import limn
 from limn import autograd, dtypes
 from limn.frontend.arguments import TensorLike
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 def carry(value: Tensor, inputs: tuple[Tensor, ...], partials: Callable[..., tuple[Tensor | None, ...]]) -> Tensor:
     """`value` itself, every bit (-0.0, inf and NaN included), whose gradient w.r.t. inputs[i] is
@@ -75,7 +78,3 @@ def binary(
         return dx(x64, y64, seen, a.dtype), dy(x64, y64, seen, a.dtype)
 
     return carry(out, (wa, wb), partials).cast(a.dtype)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -1,9 +1,8 @@
 """The composed elementwise ops: sub, div, comparisons, NaN tests, logic, activations, maximum, clip.
 
-Each function takes a tensor (and a second operand, promoted and broadcast as in +) and gives a tensor
-built from the elementwise primitives alone, with its formula in a comment, so a device that implements
-the primitives runs all of them. Edge values follow torch (NaN, inf, -0.0, ties; tests/core/test_edge_values.py).
-Named as the methods limn.frontend.tensor makes of them (abs too, as numpy's is), so Python's abs is not used here.
+Each method takes a tensor (and a second operand, promoted and broadcast as in +) and gives a tensor built
+from the elementwise primitives alone, with its formula in a comment, so a device that implements the
+primitives runs all of them. Edge values follow torch (NaN, inf, -0.0, ties; tests/core/test_edge_values.py).
 Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> device.
 """
 
@@ -21,6 +20,9 @@ from limn.composed.math import derivative, rounding
 from limn.errors import ArgumentError
 from limn.frontend.arguments import Scalar, TensorLike
 from limn.frontend.primitives import times_alpha
+
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
 
 # tanh's Taylor series x (1 + z (c3 + z (c5 + ...))), z = x**2, to x**15: within 4e-15 of tanh below 0.2
 _TANH_SERIES = (-1 / 3, 2 / 15, -17 / 315, 62 / 2835, -1382 / 155925, 21844 / 6081075, -929569 / 638512875)
@@ -407,7 +409,3 @@ class ElementwiseMixin:
     __ge__ = ge
     sgn = sign
     absolute = abs
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

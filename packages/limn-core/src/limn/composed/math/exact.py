@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING
 
 import limn
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 _SPLITTER = 2.0**27 + 1.0  # Veltkamp: a float64 splits into halves of 26 bits and 27 bits (one of them a sign)
 FMOD_STEPS = 12  # each step takes ~25 bits off the quotient: float32's widest (2**277) and float64's to 2**300
 
@@ -89,7 +92,3 @@ def _nearest_small(q: Tensor) -> Tensor:
 def _f64(like: Tensor, value: float) -> Tensor:
     """value as a 0-d tensor of like's dtype (a where of python floats alone would make float32)."""
     return limn.Tensor.full((), value, dtype=like.dtype, device=like.device)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING
 
 import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 class InfinityMixin:
     """Tensor's tests for +inf and -inf."""
@@ -36,7 +39,3 @@ class InfinityMixin:
         if not self.dtype.is_float:
             return limn.Tensor.full(self.shape, False, device=self.device)
         return self.eq(-math.inf)  # isneginf(x) = (x == -inf)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

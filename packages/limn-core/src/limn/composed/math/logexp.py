@@ -17,6 +17,9 @@ import limn  # limn.Tensor, named at call time: the class is built from this mod
 from limn.composed.math import derivative
 from limn.frontend.arguments import TensorLike
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 _LN2, _LN10 = math.log(2), math.log(10)
 
 
@@ -184,7 +187,3 @@ class LogExpMixin:
     def allclose(self, other: TensorLike, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
         """Whether every element is isclose, as a python bool; it computes now (realizes). Empty is True."""
         return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

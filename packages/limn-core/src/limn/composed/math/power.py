@@ -22,6 +22,9 @@ from limn.composed.math import bitwise, derivative
 from limn.errors import ArgumentError
 from limn.frontend.arguments import Scalar, TensorLike
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 def _float_pow(x: Tensor, c: float) -> Tensor:
     """x ** c for a float tensor and a python float c that is not an integer, as torch's pow_tensor_scalar:
@@ -230,7 +233,3 @@ def _pow_partials(x: Tensor, y: Tensor, out: Tensor) -> tuple[Tensor, Tensor]:
     dx = y.eq(0).where(0.0, y * _pow(x, y - 1))
     dy = x.eq(0).logical_and(y.ge(0)).where(0.0, out * x.log())
     return dx, dy
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -18,6 +18,9 @@ from limn.composed.math import derivative, exact
 from limn.errors import ArgumentError
 from limn.frontend.arguments import TensorLike
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 def zero_gradient(x: Tensor, value: Tensor) -> Tensor:
     """value, linked to x with gradient 0, as torch gives floor, ceil, round and trunc (a where that always
@@ -275,7 +278,3 @@ class RoundingMixin:
     __floordiv__ = floor_divide
     __rfloordiv__ = partialmethod(floor_divide, reverse=True)
     __rmod__ = partialmethod(remainder, reverse=True)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 def with_gradient_of(value: Tensor, surrogate: Tensor) -> Tensor:
     """value exactly (-0.0 included), with surrogate's gradient at every order. surrogate must be finite
@@ -71,7 +74,3 @@ def log1p_exp(u: Tensor) -> Tensor:
     positive = u.gt(0)
     tail = log1p(positive.where(-u, u).exp())  # log1p(e**-|u|), e**-|u| in [0, 1]
     return positive.where(u + tail, tail)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -20,6 +20,9 @@ from limn import autograd, dtypes
 from limn.composed.math import derivative, logexp
 from limn.frontend.arguments import TensorLike
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 HALF_PI = math.pi / 2
 TINY = 2.0**-27  # below it sin x, tan x, asin x, atan x (and the hyperbolic ones) round to x itself in float64
 
@@ -405,7 +408,3 @@ class TrigMixin:
     arcsinh = asinh
     arccosh = acosh
     arctanh = atanh
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

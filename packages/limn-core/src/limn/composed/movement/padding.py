@@ -19,6 +19,9 @@ from limn.composed.movement.rearrange import take_at
 from limn.errors import ArgumentError
 from limn.frontend.arguments import Scalar
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 MODES = {"constant": None, "reflect": "reflect", "replicate": "edge", "circular": "wrap"}  # -> numpy.pad's mode
 
 
@@ -153,7 +156,3 @@ def _source_positions(n: int, before: int, after: int, mode: str, dim: int) -> n
             "(a wrap goes around once; torch reads memory outside the input there)"
         )
     return np.pad(np.arange(n), (before, after), mode=MODES[mode])
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -20,6 +20,9 @@ from limn.errors import ArgumentError
 from limn.frontend.arguments import normalize_axis
 from limn.graph.view import prod
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 def take_at(x: Tensor, dim: int, positions: np.ndarray) -> Tensor:
     """x read at `positions` (host ints, each in range) along dim: out[..., j, ...] = x[..., positions[j], ...].
@@ -226,7 +229,3 @@ class RearrangeMixin:
         if k == 3:
             return self.flip(d0).transpose(d0, d1)
         return self
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -18,6 +18,9 @@ from limn.errors import ArgumentError
 from limn.frontend.arguments import axis_is_dim, normalize_axis
 from limn.graph.view import prod
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 def sizes_of(args: tuple, what: str) -> tuple[int, ...]:
     """Sizes given as varargs (2, 3) or as one sequence ((2, 3),), as torch takes them, as a tuple of ints."""
@@ -306,7 +309,3 @@ class ShapingMixin:
     swapdims = transpose
     reshape_as = view_as
     moveaxis = movedim
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

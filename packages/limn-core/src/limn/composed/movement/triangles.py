@@ -17,6 +17,9 @@ from limn import dtypes
 from limn.errors import ArgumentError
 from limn.frontend.arguments import normalize_axis
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 def _zero(x: Tensor) -> bool | int:
     """A python 0 that keeps x's dtype in where(): False for a bool tensor, 0 otherwise."""
@@ -106,7 +109,3 @@ class TrianglesMixin:
         if self.ndim == 2:
             return self.diagonal(diagonal)
         raise ArgumentError(f"diag: needs a 1-D or 2-D tensor, got shape {self.shape}")
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -22,6 +22,9 @@ from limn.errors import ArgumentError
 from limn.graph.ops import Node, Op
 from limn.runtime.device import current_device, get_device
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 # ---- the generator, on the host (the reference the graph below must match bit for bit) ----
 #
 # Squares (B. Widynski, "Squares: a fast counter-based RNG", 2020), the 4-round 32-bit output:
@@ -272,7 +275,3 @@ def manual_seed(seed: int) -> None:
     _seed = int(seed)
     for g in _generators.values():
         g.manual_seed(seed)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

@@ -24,6 +24,9 @@ from limn.errors import ArgumentError
 from limn.runtime.device import get_device
 from limn.runtime.engine import realize
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 # the bits of a uniform number of each float dtype: k / 2**bits for k in [0, 2**bits) is exact in it
 MANTISSA_BITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
 
@@ -346,7 +349,3 @@ class SamplingMixin:
         out = at.where(index.reshape(1, n), 0).sum(1).cast(dtype)  # (n,): perm[r] = that i
         realize(out)
         return limn.Tensor(out)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

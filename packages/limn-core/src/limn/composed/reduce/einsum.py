@@ -17,6 +17,9 @@ import limn  # limn.Tensor, named at call time: the class is built from this mod
 from limn.errors import ArgumentError
 from limn.graph.view import prod
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 ELLIPSIS_LETTERS = "0123456789"  # stand-ins for the dims `...` covers (digits cannot be index letters)
 
 
@@ -167,7 +170,3 @@ def _product(terms: list[Term], output: str, sizes: dict[str, int]) -> Tensor:
         out = out.sum(summed)
     full = tuple(sizes[c] for c in output)
     return out.expand(full) if out.shape != full else out
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

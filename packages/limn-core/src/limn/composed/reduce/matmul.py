@@ -12,6 +12,9 @@ from limn import dtypes
 from limn.errors import ArgumentError
 from limn.frontend.arguments import TensorLike
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 class MatmulMixin:
     """Tensor's matmul and @."""
@@ -56,7 +59,3 @@ class MatmulMixin:
     def __rmatmul__(self, other: TensorLike) -> Tensor:
         """other @ x, where other is host data (a numpy array or nested lists)."""
         return limn.Tensor(other).matmul(self)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

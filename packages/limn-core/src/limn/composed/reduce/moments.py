@@ -17,6 +17,9 @@ from limn.frontend.arguments import axis_is_dim
 from limn.graph.ops import Op
 from limn.graph.view import prod as size_of
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 
 def _correction(correction: float | None, unbiased: bool | None, what: str) -> float:
     """var's divisor offset from torch's two spellings: correction= (default 1) or the older unbiased=."""
@@ -125,7 +128,3 @@ class MomentsMixin:
 
         correction = _correction(correction, unbiased, "var_mean")
         return self.var(dim, keepdim, correction), self.mean(dim, keepdim)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

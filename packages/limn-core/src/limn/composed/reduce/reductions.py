@@ -23,6 +23,9 @@ from limn.frontend.arguments import axis_is_dim, normalize_axis
 from limn.graph.ops import Op
 from limn.graph.view import prod as size_of
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 Axis = int | Sequence[int] | None  # a dim, several, or every dim
 DTypeLike = DType | str | None  # torch's dtype= argument: cast the input first
 
@@ -391,7 +394,3 @@ class ReductionsMixin:
             positive = total.gt(0)
             out = positive.where(positive.where(total, 1.0) ** (1.0 / ord), total)  # total ** (1/p), gradient 0 at 0
         return out.cast(out_dtype)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

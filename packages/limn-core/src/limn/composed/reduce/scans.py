@@ -19,6 +19,9 @@ from limn import dtypes
 from limn.composed.reduce.reductions import DTypeLike, ValuesIndices
 from limn.frontend.arguments import Scalar, axis_is_dim, normalize_axis
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 Parts = tuple["Tensor", ...]  # the values a scan carries together, each (..., n)
 
 # The composition is a Hillis-Steele scan: step k combines each cell with the cell 2**k before it (a shrink and
@@ -133,8 +136,7 @@ class ScansMixin:
         >>> Tensor([1, 2, 3]).cumsum(0).tolist()
         [1, 3, 6]
         """
-        x = self
-        x = _accumulator(x, dtype)
+        x = _accumulator(self, dtype)
         y, dim = _along_last(x, dim, "cumsum")
         (out,) = _scan(
             (_wide(y),), (0,), lambda earlier, later: (earlier[0] + later[0],)
@@ -149,8 +151,7 @@ class ScansMixin:
         >>> Tensor([1, 2, 3, 4]).cumprod(0).tolist()
         [1, 2, 6, 24]
         """
-        x = self
-        x = _accumulator(x, dtype)
+        x = _accumulator(self, dtype)
         y, dim = _along_last(x, dim, "cumprod")
         (out,) = _scan((_wide(y),), (1,), lambda earlier, later: (earlier[0] * later[0],))  # out_i = out_(i-2^k) out_i
         return _from_last(out.cast(x.dtype), x, dim)
@@ -195,7 +196,3 @@ class ScansMixin:
         poison = nan_grad.detach().where(math.nan, 0.0)
         out = limn.Tensor.full(out.shape, True, device=x.device).where(out, wide * poison)
         return _from_last(out.cast(x.dtype), x, dim)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor

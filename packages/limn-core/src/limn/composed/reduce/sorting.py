@@ -21,6 +21,9 @@ from limn.composed.reduce.reductions import ValuesIndices
 from limn.errors import ArgumentError
 from limn.frontend.arguments import TensorLike, axis_is_dim, normalize_axis
 
+if TYPE_CHECKING:
+    from limn.frontend.tensor import Tensor
+
 # Two compositions, both from one key per cell, (value, tiebreak): a total order, so the sort is exact and
 # stable by construction. Up to RANK_SORT_MAX cells, rank[i] = #{j : cell j sorts before cell i}: n**2 compares
 # in one reduce kernel, then perm[rank[i]] = i is one SCATTER. Longer axes (a vocabulary's top-k) take a
@@ -318,7 +321,3 @@ class SortingMixin:
         if boundaries.ndim != 1:
             raise ArgumentError(f"bucketize: boundaries must be 1-D, got shape {boundaries.shape}")
         return boundaries.searchsorted(self, right=right)
-
-
-if TYPE_CHECKING:
-    from limn.frontend.tensor import Tensor
