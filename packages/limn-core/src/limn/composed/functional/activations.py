@@ -37,7 +37,7 @@ def _floats_only(x: Tensor, what: str) -> Tensor:
     return x
 
 
-# ---- the exponential family ----
+# ---- helpers: the exponential family's kernel, softmax's shift, normalize's norms ----
 
 
 def _elu(x: Tensor, alpha: float, scale: float, input_scale: float, what: str) -> Tensor:
@@ -52,9 +52,6 @@ def _elu(x: Tensor, alpha: float, scale: float, input_scale: float, what: str) -
 def silu(x: Tensor) -> Tensor:
     """x * sigmoid(x), as torch.nn.functional.silu (swish is its other name)."""
     return _floats_only(x, "silu").silu()
-
-
-# ---- softmax with torch's dim= and dtype=, softmin, normalize ----
 
 
 def _shifted(x: Tensor, dim: int | None, dtype: DType | str | None, what: str) -> tuple[Tensor, int]:
@@ -229,6 +226,7 @@ class ActivationsMixin:
         positive = x.gt(0)
         return positive.where(x, w * positive.where(0.0, x))  # prelu: x if x > 0 else w x (w sees no x = inf)
 
+    # ---- the exponential family ----
     def elu(self, alpha: float = 1.0) -> Tensor:
         """x above 0, alpha (e**x - 1) at and below, as torch. Gradient alpha at 0. elu(-0.0) is -0.0.
 
@@ -352,6 +350,7 @@ class ActivationsMixin:
         first[d], second[d] = (0, n // 2), (n // 2, n)
         return x.shrink(first) * x.shrink(second).sigmoid()  # (..., n, ...) -> (..., n/2, ...)
 
+    # ---- softmax with torch's dim= and dtype=, softmin, normalize ----
     @axis_is_dim
     def softmax(self, dim: int | None = None, dtype: DType | str | None = None) -> Tensor:
         """exp(x) / sum(exp(x)) along dim (the last when none is given), computed in dtype if given.

@@ -118,7 +118,8 @@ def conv_transpose2d(
 
 
 class ConvTransposeMixin:
-    """Tensor's transposed convolutions, by conv2d's rules."""
+    """Tensor's transposed convolutions, by conv2d's rules; the module-level functions of the same names are torch's F
+    functions, for 2 spatial dims exactly."""
 
     __slots__ = ()
 

@@ -277,8 +277,8 @@ def conv2d(
 
 
 class ConvolutionMixin:
-    """Tensor's convolutions: conv2d takes any number of spatial dims (tinygrad's rule); conv1d and conv3d are
-    torch's."""
+    """Tensor's convolutions: conv2d takes any number of spatial dims (tinygrad's rule), and conv1d and conv3d are
+    torch's; the module-level functions of the same names are torch's F functions, for 2 spatial dims exactly."""
 
     __slots__ = ()
 

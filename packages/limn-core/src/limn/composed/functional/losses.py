@@ -52,7 +52,7 @@ def _float_input(x: Tensor, what: str) -> Tensor:
     return x
 
 
-# ---- class targets: nll_loss and cross_entropy ----
+# ---- helpers of the class-target losses ----
 
 
 def _class_view(x: Tensor, target: TensorLike, what: str) -> tuple[Tensor, Tensor]:
@@ -125,7 +125,7 @@ def _cross_entropy_probabilities(
     return -terms.sum() * (1.0 / rows if rows else math.nan)  # mean over N * d..., NaN for none
 
 
-# ---- binary cross-entropy ----
+# ---- helpers of binary cross-entropy ----
 
 
 def _same_shape(x: Tensor, target: TensorLike, what: str) -> Tensor:
@@ -154,7 +154,7 @@ def _bce_edge(x: Tensor, t: Tensor, w: Tensor | float, smooth: Tensor) -> Tensor
     return clamped - (0.0 - ((x - xd) * dx + by_t))  # exactly `clamped`: the carried terms are +-0
 
 
-# ---- regression losses: elementwise, input and target broadcast as in torch ----
+# ---- helpers of the regression losses ----
 
 
 def _difference(x: Tensor, target: TensorLike, what: str) -> Tensor:
@@ -196,6 +196,7 @@ class LossesMixin:
 
     __slots__ = ()
 
+    # ---- class targets: nll_loss and cross_entropy ----
     def nll_loss(
         self,
         target: TensorLike,
@@ -288,6 +289,7 @@ class LossesMixin:
             x = x.permute((0, x.ndim - 1) + tuple(range(1, x.ndim - 1)))  # (N, d..., C) -> (N, C, d...)
         return x.cross_entropy(target, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
+    # ---- binary cross-entropy ----
     def binary_cross_entropy(
         self,
         target: TensorLike,
@@ -353,6 +355,7 @@ class LossesMixin:
         """tinygrad's spelling of binary_cross_entropy_with_logits(x, target, reduction=..., pos_weight=...)."""
         return self.binary_cross_entropy_with_logits(target, reduction=reduction, pos_weight=pos_weight)
 
+    # ---- regression losses: elementwise, input and target broadcast as in torch ----
     def l1_loss(
         self,
         target: TensorLike,

@@ -329,7 +329,9 @@ def avg_pool2d(
 
 
 class PoolingMixin:
-    """Tensor's max and average pools, by conv2d's rules."""
+    """Tensor's max and average pools, by conv2d's rules: max_pool2d and avg_pool2d take any number of spatial dims,
+    read from kernel_size (tinygrad's rule); the module-level functions of the same names are torch's F
+    functions, for 2 spatial dims exactly."""
 
     __slots__ = ()
 

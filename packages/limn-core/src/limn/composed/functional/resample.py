@@ -315,4 +315,5 @@ class ResampleMixin:
         n = self.ndim - 2
         if mode == "linear":
             mode = {1: "linear", 2: "bilinear", 3: "trilinear"}.get(n, mode)
+        # the module's interpolate, torch's F.interpolate, takes the tensor first: not a call of this method
         return interpolate(self, tuple(size), None, mode, align_corners if mode in RANKS else None)

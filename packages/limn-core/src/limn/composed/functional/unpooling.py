@@ -116,7 +116,8 @@ def max_unpool2d(
 
 
 class UnpoolingMixin:
-    """Tensor's max unpools, the inverse of a max pool with its indices."""
+    """Tensor's max unpools, the inverse of a max pool with its indices, by conv2d's rules; the module-level functions
+    of the same names are torch's F functions, for 2 spatial dims exactly."""
 
     __slots__ = ()
 
