@@ -17,7 +17,7 @@ PAGE = ROOT / "docs" / "reading.md"
 BEGIN, END = "<!-- reading path: begin -->", "<!-- reading path: end -->"
 
 # The budget in lines: the path may only shrink. The redesign's target is 6,000.
-BUDGET = 7_482
+BUDGET = 7_423
 
 # (distribution, module path under src/limn, what a reader learns there), in reading order
 PATH = [
@@ -47,12 +47,14 @@ PATH = [
     ("limn-compiler", "compiler/half_widths.py", "float16 and bfloat16 as bit patterns in C"),
     ("limn-c", "c/source.py", "the C rendering of one loop nest"),
     ("limn-c", "c/isa.py", "the target's vector unit and the kernel shapes chosen for it"),
+    ("limn-c", "c/rewrites/table.py", "which rewrites a loop takes: when each applies, what each keeps"),
     ("limn-c", "c/rewrites/threads.py", "leading loops become one OpenMP parallel for"),
     ("limn-c", "c/rewrites/pad_split.py", "a loop cut at a mask's edges"),
     ("limn-c", "c/rewrites/matmul.py", "register-tiled matmuls, bit-identical to the plain nest"),
     ("limn-c", "c/rewrites/jam.py", "several cells of a fold side by side"),
     ("limn-c", "c/rewrites/chunk.py", "a costly fold's values made a chunk at a time"),
     ("limn-c", "c/rewrites/hoist.py", "what an inner loop does not change, computed once"),
+    ("limn-c", "c/rewrites/split_epilogue.py", "a fold's loop, then its epilogue's loop"),
     ("limn-c", "c/prelude.py", "the C every kernel library starts with"),
     ("limn-c", "c/device.py", "cc, ctypes, and the bytes coming back"),
 ]

@@ -24,15 +24,16 @@ import pytest
 
 import limn
 from limn import Tensor
-from limn.c import device as backend_c
-from limn.c.device import CDevice, KernelCacheWarning
+from limn.c import library_cache
+from limn.c.device import CDevice
+from limn.c.library_cache import KernelCacheWarning
 
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch) -> Path:
     """A fresh cache folder, a fresh fallback state, and the fallback's temp folder inside tmp_path."""
     monkeypatch.setenv("LIMN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(backend_c, "_fallback", backend_c.CacheFallback())
+    monkeypatch.setattr(library_cache, "_fallback", library_cache.CacheFallback())
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     return tmp_path / "cache" / "c"
@@ -178,7 +179,7 @@ def test_an_unusable_cache_folder_falls_back_to_a_private_folder_with_one_warnin
         warnings.simplefilter("always")
         on(CDevice(cc=cc), first_kernel)
         on(CDevice(cc=cc), next_kernel)  # the next kernel, on a later device: straight to the fallback
-    private = backend_c._fallback.private
+    private = library_cache._fallback.private
     reported = cache_warnings(caught)
     assert len(reported) == 1, reported
     assert str(cache) in reported[0] and cause in reported[0] and str(private) in reported[0], reported[0]
@@ -203,6 +204,6 @@ def test_when_the_fallback_folder_fails_too_a_device_error_names_both(cache, mon
     with pytest.raises(limn.DeviceError) as info:
         first_kernel().numpy()
     text = str(info.value)
-    private = str(backend_c._fallback.private)
+    private = str(library_cache._fallback.private)
     for part in (str(cache), os.strerror(errno.EROFS), private, os.strerror(errno.ENOSPC), "LIMN_CACHE_DIR"):
         assert part in text, f"{part!r} missing from: {text}"

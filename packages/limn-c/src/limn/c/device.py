@@ -1,19 +1,15 @@
 """The c device: renders kernels as C, compiles them with cc, and calls them through ctypes.
 
 The executor, plan cache and assign transaction are limn-compiler's (jit.CompiledDevice); this module
-adds the toolchain (finding cc, checking it builds a shared library, OpenMP or not), a program cache in
-memory and on disk (keyed by source, compiler identity, flags and host; written atomically, an entry that
-is corrupt or not a file is a miss; a folder that cannot be written or executed from is replaced, with one
-warning, by a private temp folder), and the five byte hooks: buffers are host numpy arrays, the big ones
-reused through a pool (c/pool.py).
+adds the toolchain (finding cc, checking it builds a shared library, OpenMP or not), the compile step the
+kernel cache on disk runs (c/library_cache.py), and the five byte hooks: buffers are host numpy arrays,
+the big ones reused through a pool (c/pool.py).
 Pipeline: tensor -> graph -> schedule -> IR -> C source (c/source.py) -> **cc -> ctypes**.
 """
 
 from __future__ import annotations
 
-import atexit
 import ctypes
-import errno
 import hashlib
 import os
 import platform
@@ -21,8 +17,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +24,9 @@ import numpy as np
 
 from limn.c import attention as c_attention
 from limn.c import isa as c_isa
+from limn.c import library_cache
 from limn.c import source_index as c_source_index
+from limn.c.library_cache import cache_dir
 from limn.c.pool import HostPool
 from limn.c.prelude import PRELUDE
 from limn.c.rewrites.matmul import VECTOR_PRELUDE
@@ -50,50 +46,6 @@ BASE_FLAGS = ["-O3", "-fPIC", "-shared", "-std=c11", "-fno-math-errno", "-fno-tr
 
 class CompileError(RuntimeError):
     """cc rejected a kernel: the message holds the command, cc's output and the offending lines."""
-
-
-def cache_dir() -> Path:
-    """Where compiled kernels are kept (limn.compiler.cache_files): $LIMN_CACHE_DIR/c, else $XDG_CACHE_HOME/limn/c, else
-    ~/.cache/limn/c."""
-    return cache_files.cache_dir("c")
-
-
-class KernelCacheWarning(RuntimeWarning):
-    """The kernel cache could not be used as configured; kernels still run, built somewhere else."""
-
-
-class FolderUnusable(Exception):
-    """A cache folder cannot hold or serve libraries (read-only, full, not a folder, mounted noexec)."""
-
-    def __init__(self, folder: Path, cause: str) -> None:
-        super().__init__(f"{folder}: {cause}")
-        self.folder, self.cause = folder, cause
-
-
-@dataclass
-class CacheFallback:
-    """This process's way around cache folders that failed: each failed folder with its cause, the
-    private temp folder that serves instead (made on first need, removed at exit), and the cache slots
-    found held by a directory. Each is reported by one KernelCacheWarning."""
-
-    failed: dict[Path, str] = field(default_factory=dict)
-    private: Path | None = None
-    occupied: set[Path] = field(default_factory=set)
-
-    def private_folder(self) -> Path:
-        if self.private is None:
-            try:
-                self.private = Path(tempfile.mkdtemp(prefix="limn-kernels-"))
-            except OSError as e:
-                raise FolderUnusable(Path(tempfile.gettempdir()), _reason(e)) from e
-            atexit.register(shutil.rmtree, self.private, ignore_errors=True)
-        return self.private
-
-
-_fallback = CacheFallback()
-
-# what cc says when the disk, not the source, is at fault: the folder is unusable, the kernel is fine
-DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 
 def physical_cores() -> int:
@@ -256,7 +208,7 @@ class CDevice(CompiledDevice):
         if not kernel.nest:  # built by hand, not lowered from a nest key
             return self.renderer.render(kernel)[1]
         path = c_source_index.entry(cache_dir() / "sources", kernel.nest, repr(self.options))
-        source = c_source_index.parse(_file_bytes(path))  # a FIFO or folder in the slot is a miss
+        source = c_source_index.parse(cache_files.file_bytes(path))  # a FIFO or folder in the slot is a miss
         if source is None:
             source = self.renderer.render(kernel)[1]
             c_source_index.write(path, source)
@@ -286,109 +238,28 @@ class CDevice(CompiledDevice):
         return functions
 
     def _library(self, source: str) -> ctypes.CDLL:
-        """The shared library for this source, from the disk cache or freshly compiled into it. A cache
-        folder that fails is replaced by a private temp folder for the rest of the process, with one
-        warning; if that fails too, DeviceError names both."""
-        key = "\n".join([source, self.toolchain.identity, " ".join(self.toolchain.flags), self.toolchain.host_target()])
-        digest = hashlib.sha256(key.encode()).hexdigest()
-        folder = cache_dir()
-        if folder not in _fallback.failed:
-            try:
-                lib = self._cached_or_built(source, digest, folder)
-                self.libraries.append(lib)
-                return lib
-            except FolderUnusable as e:
-                _fallback.failed[folder] = e.cause
-                newly_failed = True
-        else:
-            newly_failed = False
-        try:
-            private = _fallback.private_folder()
-            lib = self._cached_or_built(source, digest, private)
-        except FolderUnusable as e:
-            raise DeviceError(
-                f"the c device cannot keep compiled kernels anywhere: the cache {folder} failed "
-                f"({_fallback.failed[folder]}) and so did the fallback {e.folder} ({e.cause}); set "
-                "LIMN_CACHE_DIR to a writable folder on a filesystem that allows running code "
-                "(not full, not mounted noexec)"
-            ) from e
-        if newly_failed:
-            warnings.warn(
-                f"limn: the c device cannot use its kernel cache {folder} ({_fallback.failed[folder]}); "
-                f"kernels are cached in {private} for the rest of this process",
-                KernelCacheWarning,
-                stacklevel=2,
-            )
+        """The shared library for this source, through the kernel cache (limn.c.library_cache), keyed by
+        the source, the compiler's identity, the flags and the host."""
+        toolchain = self.toolchain
+        key = "\n".join([source, toolchain.identity, " ".join(toolchain.flags), toolchain.host_target()])
+        lib = library_cache.library(source, key, self._compile)
         self.libraries.append(lib)
         return lib
 
-    def _cached_or_built(self, source: str, digest: str, folder: Path) -> ctypes.CDLL:
+    def _compile(self, source: str, src_path: str, lib_path: str) -> None:
+        """cc builds `src_path` (holding `source`) into the shared library `lib_path`. A full disk is the
+        folder's fault (an OSError); any other failure is the kernel's (CompileError)."""
+        cmd = [self.toolchain.cc, *self.toolchain.flags, src_path, "-o", lib_path, "-lm"]
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except FileExistsError as e:
-            raise FolderUnusable(folder, "it exists and is not a folder") from e
-        except OSError as e:
-            raise FolderUnusable(folder, _reason(e)) from e
-        lib_path = folder / f"{digest}.so"
-        sum_path = folder / f"{digest}.sha256"
-        lib = self._load_cached(lib_path, sum_path)
-        if lib is None:
-            lib = self._build(source, lib_path, sum_path, folder)
-        return lib
-
-    @staticmethod
-    def _load_cached(lib_path: Path, sum_path: Path) -> ctypes.CDLL | None:
-        """A cached library whose bytes match its recorded checksum; anything else is a miss."""
-        if not cache_files.matches_checksum(lib_path, sum_path):
-            return None
-        try:
-            return ctypes.CDLL(str(lib_path))
-        except OSError:
-            return None  # a rebuild shows whether the folder itself cannot serve libraries
-
-    def _build(self, source: str, lib_path: Path, sum_path: Path, folder: Path) -> ctypes.CDLL:
-        """Compiles to a unique temp name in the cache folder, loads it from there, then renames it into
-        place, so readers see a whole library or none, and processes compiling the same kernel at once do
-        not collide. Raises FolderUnusable when the folder cannot be written or a library in it cannot be
-        loaded (a noexec mount)."""
-        try:
-            fd, tmp_src = tempfile.mkstemp(suffix=".c", dir=folder)
-        except OSError as e:
-            raise FolderUnusable(folder, _reason(e)) from e
-        tmp_lib = tmp_src[:-2] + ".so.tmp"
-        tmp_sum = tmp_src[:-2] + ".sha256.tmp"
-        try:
-            try:
-                with os.fdopen(fd, "w") as f:
-                    f.write(source)
-            except OSError as e:
-                raise FolderUnusable(folder, _reason(e)) from e
-            cmd = [self.toolchain.cc, *self.toolchain.flags, tmp_src, "-o", tmp_lib, "-lm"]
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-            if done.returncode != 0:
-                for code in DISK_ERRNOS:
-                    if os.strerror(code) in done.stdout + done.stderr:  # cc could not write its output
-                        raise FolderUnusable(folder, f"{os.strerror(code)}: cc could not write {tmp_lib}")
-                raise CompileError(_compile_report(cmd, done.stdout + done.stderr, source))
-            try:
-                data = Path(tmp_lib).read_bytes()
-                lib = ctypes.CDLL(tmp_lib)  # the mapping outlives the rename and any unlink
-            except OSError as e:
-                raise FolderUnusable(folder, _reason(e)) from e
-            if _install(tmp_lib, lib_path, folder):
-                try:
-                    with open(tmp_sum, "w") as f:
-                        f.write(hashlib.sha256(data).hexdigest())
-                        f.flush()
-                        os.fsync(f.fileno())
-                except OSError as e:
-                    raise FolderUnusable(folder, _reason(e)) from e
-                _install(tmp_sum, sum_path, folder)
-            return lib
-        finally:
-            for leftover in (tmp_src, tmp_lib, tmp_sum):
-                if os.path.lexists(leftover):
-                    os.unlink(leftover)
+        except OSError as e:  # cc went missing after the toolchain found it: the kernel's failure, not the folder's
+            raise CompileError(f"C compilation failed: {' '.join(cmd)} could not run ({e})") from e
+        if done.returncode == 0:
+            return
+        for code in library_cache.DISK_ERRNOS:
+            if os.strerror(code) in done.stdout + done.stderr:  # cc could not write its output
+                raise OSError(code, f"{os.strerror(code)}: cc could not write", lib_path)
+        raise CompileError(_compile_report(cmd, done.stdout + done.stderr, source))
 
     def launch(self, program: Any, kernel: KernelIR, handles: list[np.ndarray]) -> None:
         program(*[h.ctypes.data for h in handles])
@@ -419,38 +290,6 @@ class CDevice(CompiledDevice):
 
     def synchronize(self) -> None:
         pass  # kernels run synchronously on the calling thread's team
-
-
-def _file_bytes(path: Path) -> bytes | None:
-    return cache_files.file_bytes(path)
-
-
-def _install(tmp: str, slot: Path, folder: Path) -> bool:
-    """Renames a finished temp file into its cache slot. A slot held by a directory is left alone and
-    reported once (False: the library is used from its temp name); any other failure is the folder's."""
-    try:
-        os.replace(tmp, slot)
-        return True
-    except IsADirectoryError as e:
-        if slot not in _fallback.occupied:
-            _fallback.occupied.add(slot)
-            warnings.warn(
-                f"limn: the c device's cache entry {slot} is a directory, not a file ({_reason(e)}); it is "
-                "left alone and this kernel is rebuilt in each process until it is removed",
-                KernelCacheWarning,
-                stacklevel=2,
-            )
-        return False
-    except OSError as e:
-        raise FolderUnusable(folder, _reason(e)) from e
-
-
-def _reason(e: OSError) -> str:
-    """An OSError as its errno text and the path it names: 'Read-only file system: /x/y'."""
-    if e.strerror is None:
-        return str(e)  # ctypes' dlopen errors carry only a message
-    where = e.filename2 or e.filename
-    return f"{e.strerror}: {where}" if where else e.strerror
 
 
 def _compile_report(cmd: list[str], output: str, source: str) -> str:

@@ -1,9 +1,9 @@
 """The C rendering of the loop-nest IR: one KernelIR in, one readable C function out.
 
 CRenderer is the C-style base (limn.compiler.cstyle) plus C's own entries (the prelude's half-width and float32 math
-helpers) and rewrites that change no bit of any result, each in a module that names the test holding it to the
-plain nest, in limn/c/rewrites/: threads, pad_split, matmul (tiles), jam, chunk, hoist; and here, a register
-fold's epilogue split into a loop of its own (fold_then_epilogue). Options turns each one off.
+helpers) and rewrites that change no bit of any result, each in a module of limn/c/rewrites/. Which of them a
+loop takes is one table, limn.c.rewrites.table: a row per rewrite (tiles, threads, split_epilogue, jam,
+pad_split, hoist, chunk) saying when it applies and what it keeps. Options turns each one off.
 Pipeline: tensor -> graph -> schedule -> IR -> **C source** -> cc -> ctypes.
 """
 
@@ -13,15 +13,15 @@ from dataclasses import dataclass, replace
 
 from limn.c import isa as c_isa
 from limn.c.prelude import MATH_FUNCS, SELECTS
-from limn.c.rewrites.chunk import costly, render_chunked, worth_chunking
-from limn.c.rewrites.hoist import hoist
-from limn.c.rewrites.jam import is_row_fold, render_jammed
-from limn.c.rewrites.matmul import epilogue_nest, fill_overwritten_by_tile, match_matmul, render_tiled
-from limn.c.rewrites.pad_split import split_at_mask_edges, whole
-from limn.c.rewrites.threads import Pragma, scatters, team_pragma
+from limn.c.rewrites.chunk import render_chunked
+from limn.c.rewrites.jam import render_jammed
+from limn.c.rewrites.matmul import epilogue_nest, fill_overwritten_by_tile, render_tiled
+from limn.c.rewrites.pad_split import whole
+from limn.c.rewrites.table import Block, plan
+from limn.c.rewrites.threads import Pragma, scatters
 from limn.compiler.cstyle import TYPES, CStyle, Decided
 from limn.compiler.half_widths import HALF_WIDTHS
-from limn.compiler.ir import Acc, Accum, EndLoop, Instr, KernelIR, LoadI, Loop, Store, loop_ends, top_level
+from limn.compiler.ir import Instr, KernelIR, Loop, top_level
 
 
 @dataclass
@@ -86,18 +86,18 @@ class CRenderer(CStyle):
     def nest(self, nest: list[Instr], depth: int, following: list[Instr] | None = None) -> bool:
         """A top-level loop nest: tiled if it reads as a matmul, else emitted with its team's pragma. True
         when the tile took the `following` nest along as its epilogue (so it is not emitted again)."""
-        if self.options.tile_matmuls:
-            in_tiles = self.options.tile_epilogues
-            m = match_matmul(nest, self.kernel, following if in_tiles else None)
-            if m is not None:
-                self.lines.extend(render_tiled(m if in_tiles else replace(m, epilogue=()), self, depth))
-                if m.epilogue and not in_tiles:  # the register form's epilogue: a nest of its own, after
-                    after = epilogue_nest(m)
-                    self.barrier(depth)
-                    self.loop_block(after, depth, {}, team_pragma(after, self.options), collapsing=0)
-                return m.takes_following
-        self.loop_block(nest, depth, {}, team_pragma(nest, self.options), collapsing=0)
-        return False
+        block = Block(nest, top=True, following=following)
+        m = plan(self, "tiles", block)
+        if m is None:
+            self.loop_block(nest, depth, {}, plan(self, "threads", block), collapsing=0)
+            return False
+        in_tiles = self.options.tile_epilogues
+        self.lines.extend(render_tiled(m if in_tiles else replace(m, epilogue=()), self, depth))
+        if m.epilogue and not in_tiles:  # the register form's epilogue: a nest of its own, after
+            after = epilogue_nest(m)
+            self.barrier(depth)
+            self.loop_block(after, depth, {}, plan(self, "threads", Block(after, top=True)), collapsing=0)
+        return m.takes_following
 
     def spell_lines(self, seq: list[Instr], depth: int) -> list[str]:
         """The C lines of straight-line instructions (a tile's epilogue), taken back out of the renderer's."""
@@ -120,32 +120,27 @@ class CRenderer(CStyle):
         `pragma` the team a top-level nest opens, and `collapsing` counts the loops below an enclosing
         collapse clause still owes. `chunk` False keeps a fold plain that rewrites/chunk would chunk
         (rewrites/jam renders one copy of a body whose copies, side by side, are no single fold)."""
-        loop, inner = block[0], block[1:-1]
-        whole_loop = collapsing == 0 and (pragma is None or pragma.collapse == 1)  # no collapse reaches inside
-        parts = fold_then_epilogue(loop, inner) if whole_loop and self.options.split_epilogues else None
+        b = Block(block, pragma, collapsing, chunk)
+        loop, inner = b.loop, b.inner
+        parts = plan(self, "split_epilogue", b)
         if parts is not None:  # two loops over the cells: the fold (jammed, say), then its epilogue (vectorized)
             fold, epilogue = parts
             self.loop_block([loop, *fold, block[-1]], depth, decided, pragma, collapsing, chunk)
             self.barrier(depth)
             self.loop_block([loop, *epilogue, block[-1]], depth, decided, pragma, collapsing, chunk)
             return
-        if self._jams(loop, inner, collapsing):
+        if plan(self, "jam", b):
             render_jammed(self, loop, inner, depth, decided, pragma)
             return
-        options = self.options
-        innermost = not any(isinstance(i, Loop) for i in inner)
-        collapse_here = pragma.collapse if pragma is not None else collapsing
-        # a loop inside a collapse must keep plain bounds, and an innermost one split under a collapse
-        # would leave its collapse nothing to fuse: those keep their checks
-        may_split = options.split_pads and collapsing == 0 and (collapse_here <= 1 or not innermost)
-        pieces = split_at_mask_edges(loop, inner) if may_split else whole(loop)
-        independent = innermost and not scatters(inner)
-        serial = pragma is None and collapsing == 0
-        chunked = chunk and options.chunk_folds and innermost and loop.reduce and serial and worth_chunking(inner)
-        if options.hoist_invariants and innermost and collapsing == 0 and (pragma is None or pragma.collapse == 1):
-            hoisted, inner = hoist(loop, inner)
-            for ins in hoisted:
+        pieces = plan(self, "pad_split", b) or whole(loop)
+        independent = b.innermost and not scatters(inner)
+        chunked = plan(self, "chunk", b)
+        hoisted = plan(self, "hoist", b)
+        if hoisted is not None:
+            before, inner = hoisted
+            for ins in before:
                 self.straight(ins, depth, decided)
+        collapse_here = b.collapse_here
         for piece in pieces:
             if piece.lo >= piece.hi:
                 continue
@@ -160,15 +155,6 @@ class CRenderer(CStyle):
             self.emit(self.loop_head(loop.var, piece.lo, piece.hi), depth)
             self.emit_seq(inner, depth + 1, here, max(collapse_here - 1, 0))
             self.emit("}", depth)
-
-    def _jams(self, loop: Loop, inner: list[Instr], collapsing: int) -> bool:
-        """Whether a loop is a row fold to jam: long enough, outside a collapse, and not one whose values are
-        costly enough to chunk instead (a vectorized exp beats eight scalar ones)."""
-        if not self.options.jam_folds or collapsing != 0 or not is_row_fold(loop, inner):
-            return False
-        if loop.extent < self.options.isa.jam:
-            return False
-        return not (self.options.chunk_folds and costly(inner))
 
     def emit_seq(self, seq: list[Instr], depth: int, decided: Decided, collapsing: int) -> None:
         """Emits a sequence of instructions, each loop in it as a block."""
@@ -191,26 +177,3 @@ class CRenderer(CStyle):
         text = self.statement(ins, decided)
         if text is not None:
             self.emit(text, depth)
-
-
-def fold_then_epilogue(loop: Loop, inner: list[Instr]) -> tuple[list[Instr], list[Instr]] | None:
-    """A loop over output cells whose body folds a register total, stores it, then computes an epilogue from
-    it (limn.compiler.epilogue), as two bodies for two loops over the same cells: the fold and its STORE, then the
-    epilogue. The same instructions for each cell, so the same bits: the epilogue reads the totals from
-    memory, at its own cell, and the fold reads nothing the epilogue writes. None for any other loop. Held
-    to the one loop by tests/c/test_c_corpus.py::test_split_epilogues_equal_unsplit_bit_for_bit."""
-    if loop.reduce or len(inner) < 4 or not isinstance(inner[0], Acc) or not isinstance(inner[1], Loop):
-        return None
-    end = loop_ends(inner)[1]
-    fold, rest = inner[: end + 2], inner[end + 2 :]
-    store = fold[-1]
-    if not rest or not isinstance(store, Store) or store.src != inner[0].dst:
-        return None
-    if any(isinstance(i, (Loop, EndLoop, Acc, Accum)) for i in rest):
-        return None
-    written = {store.buf} | {i.buf for i in rest if isinstance(i, Store)}
-    if any(isinstance(i, LoadI) and i.buf in written for i in fold):
-        return None
-    if any(isinstance(i, (LoadI, Store)) and i.buf in written and i.index != store.index for i in rest):
-        return None
-    return fold, rest

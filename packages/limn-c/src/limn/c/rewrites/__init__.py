@@ -1,2 +1,3 @@
-"""The rewrites the C renderer may apply to a loop nest: threads, jammed and chunked folds, hoisting, pad
-splitting and register-tiled matmuls. Each keeps the nest's answer bit for bit."""
+"""The rewrites the C renderer may apply to a loop nest: threads, register-tiled matmuls, split epilogues,
+jammed and chunked folds, pad splitting and hoisting. Each keeps the nest's answer bit for bit; table.py says
+which a loop takes."""
