@@ -20,7 +20,7 @@ import limn
 from limn import Tensor
 from limn.c import source_index as c_source_index
 from limn.c.device import CDevice
-from limn.compiler import codegen
+from limn.compiler import nest_memo
 from limn.compiler.codegen import ir
 
 
@@ -28,7 +28,7 @@ from limn.compiler.codegen import ir
 def index(tmp_path, monkeypatch) -> Path:
     """A fresh cache folder, its source index folder, and no nest lowered before in this process."""
     monkeypatch.setenv("LIMN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(codegen, "_lowered_before", {})
+    monkeypatch.setattr(nest_memo, "_lowered_before", {})
     return tmp_path / "cache" / "c" / "sources"
 
 
@@ -74,7 +74,7 @@ def test_a_nest_rendered_before_is_read_back_not_rendered(index, monkeypatch):
     first = CountingDevice()
     _, sources = run_on(first)
     assert first.rendered > 0 and entries(index), "the first device renders and keeps its sources"
-    monkeypatch.setattr(codegen, "_lowered_before", {})  # as in a new process
+    monkeypatch.setattr(nest_memo, "_lowered_before", {})  # as in a new process
     second = CountingDevice()
     _, again = run_on(second)
     assert second.rendered == 0, "every source should come from the index"
@@ -90,7 +90,7 @@ def test_other_options_or_another_limn_render_anew(index, monkeypatch):
     run_on(serial)
     assert serial.rendered > 0 and len(entries(index)) > kept
     monkeypatch.setattr(c_source_index, "code_fingerprint", lambda: "another limn")
-    monkeypatch.setattr(codegen, "_lowered_before", {})
+    monkeypatch.setattr(nest_memo, "_lowered_before", {})
     changed = CountingDevice()
     run_on(changed)
     assert changed.rendered > 0
@@ -111,7 +111,7 @@ def test_a_damaged_entry_is_a_miss_and_is_written_again(index, monkeypatch, dama
         os.mkfifo(victim)
     else:
         victim.mkdir()
-    monkeypatch.setattr(codegen, "_lowered_before", {})
+    monkeypatch.setattr(nest_memo, "_lowered_before", {})
     device = CountingDevice()
     _, again = run_on(device)
     assert device.rendered >= 1 and again == sources

@@ -16,7 +16,7 @@ import torch
 import limn
 from limn import Tensor
 from limn.compiler.epilogue import fold_epilogues
-from limn.compiler.kernel import Alu, Const, Kernel, Load
+from limn.compiler.kernel import Alu, Const, Elementwise, Fold, Kernel, Load
 from limn.compiler.schedule import describe, schedule
 from limn.dtypes import float32, int8
 from limn.graph.ops import REDUCE, Op
@@ -31,7 +31,7 @@ def _data(*shape: int) -> np.ndarray:
 
 def _folded(*tensors: Tensor) -> list[Kernel]:
     """The schedule's reduce kernels that carry an epilogue."""
-    return [k for k in schedule([t.node for t in tensors]).kernels if k.op in REDUCE and k.also]
+    return [k for k in schedule([t.node for t in tensors]).kernels if k.op in REDUCE and k.form.also]
 
 
 # ---- which graphs fold, with their values ----
@@ -67,7 +67,7 @@ def test_bias_and_gelu_fold_storing_the_pre_activation_and_the_activation(device
     limn.set_device(device)
     h, y = _linear_gelu(Tensor(x_np), Tensor(w_np), Tensor(b_np))
     (k,) = _folded(h, y)
-    assert len(schedule([h.node, y.node]).kernels) == 1 and len(k.also) == 2
+    assert len(schedule([h.node, y.node]).kernels) == 1 and len(k.form.also) == 2
     limn.realize(h, y)
     h_t = torch.tensor(x_np) @ torch.tensor(w_np).T + torch.tensor(b_np)
     np.testing.assert_allclose(h.numpy(), h_t.numpy(), rtol=1e-5, atol=1e-5)
@@ -125,12 +125,12 @@ def _load(slot: int, shape=CELLS, view: View | None = None, dtype=float32) -> Lo
 
 
 def _sum(out: int, src: int = 0) -> Kernel:
-    return Kernel(f"k{out}", Op.SUM, out, LOOP, _load(src, LOOP), reduce_axes=(1,))
+    return Kernel(f"k{out}", Op.SUM, out, LOOP, Fold(_load(src, LOOP), (1,)))
 
 
 def _add(out: int, *srcs: Load, shape=CELLS) -> Kernel:
     expr = Alu(Op.ADD, (srcs[0], srcs[1] if len(srcs) > 1 else Const(1.0, float32)), float32)
-    return Kernel(f"k{out}", Op.ADD, out, shape, expr)
+    return Kernel(f"k{out}", Op.ADD, out, shape, Elementwise(expr))
 
 
 def test_a_consumer_reading_the_total_at_its_cell_folds():
@@ -170,7 +170,7 @@ def test_a_write_in_between_of_what_the_consumer_reads_keeps_them_apart():
 
 def test_a_consumer_overwriting_what_the_fold_reads_is_not_folded():
     consumer = _add(0, _load(1), _load(0))  # buf0 += total: the fold reads buf0 at other cells
-    with_view = Kernel("k1", Op.SUM, 1, (4, 4), _load(0, (4, 4), View((4, 4), (0, 1))), reduce_axes=(1,))
+    with_view = Kernel("k1", Op.SUM, 1, (4, 4), Fold(_load(0, (4, 4), View((4, 4), (0, 1))), (1,)))
     assert len(fold_epilogues([with_view, consumer])) == 2
 
 
@@ -181,10 +181,12 @@ def test_an_in_place_write_of_a_buffer_read_at_another_cell_is_not_folded():
 
 
 def test_a_store_of_another_width_is_not_folded():
-    narrow = Kernel("k2", Op.CAST, 2, CELLS, Alu(Op.CAST, (_load(1),), int8))  # int8 beside the float32 total
+    narrow = Kernel(
+        "k2", Op.CAST, 2, CELLS, Elementwise(Alu(Op.CAST, (_load(1),), int8))
+    )  # int8 beside the float32 total
     assert len(fold_epilogues([_sum(1), narrow])) == 2
 
 
 def test_a_reduce_of_a_total_is_not_an_epilogue():
-    second = Kernel("k2", Op.SUM, 2, (4,), _load(1), reduce_axes=(0,))
+    second = Kernel("k2", Op.SUM, 2, (4,), Fold(_load(1), (0,)))
     assert len(fold_epilogues([_sum(1), second])) == 2

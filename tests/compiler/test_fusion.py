@@ -41,7 +41,7 @@ def test_matmul_is_one_kernel():
 def test_elementwise_chain_into_reduce_is_one_kernel():
     sched = schedule_of(elementwise_chain(Tensor.randn((4, 5))).sum())
     assert ops_of(sched) == [Op.SUM], f"ten elementwise ops must fuse into the reduce:\n{describe(sched)}"
-    alus = [e for e in walk_expr([sched.kernels[0].expr]) if isinstance(e, Alu)]
+    alus = [e for e in walk_expr([sched.kernels[0].form.expr]) if isinstance(e, Alu)]
     assert len(alus) == 10, f"the reduce kernel should compute all 10 ops, found {len(alus)}"
 
 
@@ -55,9 +55,11 @@ def test_sum_of_padded_view_does_not_copy():
     sched = schedule_of(x.pad(((1, 2), (0, 3))).sum())
     assert ops_of(sched) == [Op.SUM], f"a pad is a masked read, not a copy:\n{describe(sched)}"
     (kernel,) = sched.kernels
-    assert isinstance(kernel.expr, Load), f"the reduce should load straight from the input, got {kernel.expr}"
-    assert kernel.expr.slot == sched.inputs[0], "the load must read the input buffer itself"
-    assert kernel.expr.view.mask == ((1, 5), (0, 5)), f"the load's view must carry the pad: {kernel.expr.view}"
+    assert isinstance(kernel.form.expr, Load), f"the reduce should load straight from the input, got {kernel.form.expr}"
+    assert kernel.form.expr.slot == sched.inputs[0], "the load must read the input buffer itself"
+    assert kernel.form.expr.view.mask == ((1, 5), (0, 5)), (
+        f"the load's view must carry the pad: {kernel.form.expr.view}"
+    )
     assert kernel.loop_shape == (7, 8), f"the loop walks the padded shape, not {kernel.loop_shape}"
 
 
@@ -90,7 +92,7 @@ def _exp_kernels(sched):
     return [
         (k.name, k.out)
         for k in sched.kernels
-        for node in walk_expr([k.expr])
+        for node in walk_expr(k.roots)
         if isinstance(node, Alu) and node.op is Op.EXP
     ]
 

@@ -13,7 +13,7 @@ import torch
 
 import limn
 from limn import Tensor, optim
-from limn.compiler.kernel import Alu, Const, Kernel, Load
+from limn.compiler.kernel import Alu, Const, Elementwise, Fold, Kernel, Load
 from limn.compiler.merge import merge_kernels
 from limn.compiler.schedule import describe, schedule
 from limn.dtypes import float32
@@ -33,7 +33,7 @@ def _plus_one(slot: int, view: View = CELL) -> Alu:
 
 
 def _kernel(name: str, out: int, expr, op: Op = Op.ADD) -> Kernel:
-    return Kernel(name, op, out, SHAPE, expr)
+    return Kernel(name, op, out, SHAPE, Elementwise(expr))
 
 
 def test_a_kernel_reading_an_earlier_ones_output_at_its_cell_absorbs_it():
@@ -41,7 +41,7 @@ def test_a_kernel_reading_an_earlier_ones_output_at_its_cell_absorbs_it():
     c = _kernel("k1", 2, Alu(Op.MUL, (_load(1), _load(0)), float32))  # buf2 = buf1 * buf0
     (merged,) = merge_kernels([p, c])
     assert merged.outputs == (2, 1) and merged.inputs == (0,), merged
-    assert merged.expr.srcs[0] is merged.also[0][1], "the consumer uses the value it stores, not a reload"
+    assert merged.form.expr.srcs[0] is merged.form.also[0][1], "the consumer uses the value it stores, not a reload"
 
 
 def test_each_value_a_merge_moves_carries_why():
@@ -54,14 +54,14 @@ def test_each_value_a_merge_moves_carries_why():
     merge_kernels([_kernel("k0", 1, _plus_one(0)), _kernel("k1", 2, Alu(Op.MUL, (_load(0), _load(0)), float32))], joins)
     assert list(joins) == [2] and joins[2].rule == "sibling" and "cells of buf1" in joins[2].detail, joins
     joins = {}
-    between = Kernel("k1", Op.SUM, 3, SHAPE, _load(1), reduce_axes=(1,))
+    between = Kernel("k1", Op.SUM, 3, SHAPE, Fold(_load(1), (1,)))
     merge_kernels([_kernel("k0", 1, _plus_one(0)), between, _kernel("k2", 2, _plus_one(1))], joins)
     assert joins == {}, joins
 
 
 def test_a_reader_in_between_keeps_the_producer_where_it_is():
     p = _kernel("k0", 1, _plus_one(0))
-    between = Kernel("k1", Op.SUM, 3, SHAPE, _load(1), reduce_axes=(1,))  # a reduce reads buf1: not merged
+    between = Kernel("k1", Op.SUM, 3, SHAPE, Fold(_load(1), (1,)))  # a reduce reads buf1: not merged
     c = _kernel("k2", 2, _plus_one(1))
     kernels = merge_kernels([p, between, c])
     assert [k.outputs for k in kernels] == [(1,), (3,), (2,)], [str(k) for k in kernels]
@@ -69,7 +69,7 @@ def test_a_reader_in_between_keeps_the_producer_where_it_is():
 
 def test_a_write_of_the_producers_input_in_between_keeps_them_apart():
     p = _kernel("k0", 1, _plus_one(0))
-    overwrite = Kernel("k1", Op.SUM, 0, SHAPE, _load(5), reduce_axes=(1,))  # buf0 rewritten after p read it
+    overwrite = Kernel("k1", Op.SUM, 0, SHAPE, Fold(_load(5), (1,)))  # buf0 rewritten after p read it
     c = _kernel("k2", 2, _plus_one(1))
     kernels = merge_kernels([p, overwrite, c])
     assert [k.outputs for k in kernels] == [(1,), (0,), (2,)]

@@ -221,7 +221,7 @@ def test_a_training_step_schedules_one_call_of_each_kernel() -> None:
     loss = (out * Tensor(r(2, 3, 5, 4))).sum()
     loss.backward()
     kernels = schedule([loss.node, q.grad.node, k.grad.node, v.grad.node]).kernels
-    calls = sorted((k.custom.name, len(k.outputs)) for k in kernels if k.op is Op.CUSTOM)
+    calls = sorted((k.form.arg.name, len(k.outputs)) for k in kernels if k.op is Op.CUSTOM)
     assert calls == [("sdpa", 2), ("sdpa_bwd_kv", 2), ("sdpa_bwd_q", 1)]
 
 

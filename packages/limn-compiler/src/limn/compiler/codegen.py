@@ -8,15 +8,13 @@ Pipeline: tensor -> graph -> schedule -> **IR** -> renderer -> device.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import hashlib
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
+from limn.compiler import nest_memo
 from limn.compiler.checker import check
 from limn.compiler.coalesce import coalesce_reduce_dims
 from limn.compiler.ir import (
@@ -39,9 +37,10 @@ from limn.compiler.ir import (
     Term,
     Value,
 )
+from limn.compiler.kernel import Custom, Elementwise, Fold, Scatter
 from limn.compiler.schedule import Alu, Const, Expr, Gather, Kernel, Load, Schedule, schedule, walk_expr
 from limn.dtypes import DType
-from limn.graph.ops import REDUCE, Op, Shape
+from limn.graph.ops import Op, Shape
 from limn.graph.view import View, row_major_strides
 
 # ---- lowering ----
@@ -127,7 +126,7 @@ class _Lowerer:
         self.out = BufferArg("out", kernel.out, out_slot.dtype, out_slot.shape)
         self.names[kernel.out] = "out"
         self.also: list[BufferArg] = []  # the further outputs of a merged elementwise kernel: out1, out2, ...
-        for slot, _ in kernel.also:
+        for slot in kernel.outputs[1:] if not isinstance(kernel.form, Custom) else ():
             info = sched.slots[slot]
             self.also.append(BufferArg(f"out{len(self.also) + 1}", slot, info.dtype, info.shape))
             self.names[slot] = self.also[-1].name
@@ -197,14 +196,16 @@ class _Lowerer:
 
     def lower(self) -> KernelIR:
         k = self.kernel
-        if k.custom is not None:
-            return self._custom()
-        if k.op in REDUCE:
-            self._reduce()
-        else:
-            self._elementwise(k.loop_shape, self.order)
-            if k.scatter is not None:
-                self._scatter()
+        match k.form:
+            case Custom() as custom:
+                return self._custom(custom)
+            case Fold() as fold:
+                self._reduce(fold)
+            case Scatter() as scatter:
+                self._elementwise(k.loop_shape, self.order)  # out = the base, then the updates added
+                self._scatter(scatter)
+            case Elementwise():
+                self._elementwise(k.loop_shape, self.order)
         return KernelIR(k.name, k.op, k.loop_shape, tuple(self.inputs), (self.out, *self.also), tuple(self.body))
 
     def _names(self, shape: Shape, reduce_axes: tuple[int, ...] = ()) -> list[Term | None]:
@@ -223,16 +224,16 @@ class _Lowerer:
             self.body.append(Store(buffer.name, index, v))
         self.close_loops(dims, ())
 
-    def _reduce(self) -> None:
-        """The fold, in a register or in the output's memory, and then its epilogue (Kernel.also) at each
+    def _reduce(self, form: Fold) -> None:
+        """The fold, in a register or in the output's memory, and then its epilogue (Fold.also) at each
         output cell: in the register form right after the cell's total is stored, in the memory form in a
         nest over the output cells after the whole fold."""
         k = self.kernel
         out_strides = row_major_strides(self.out.shape)  # reduce dims have size 1 there: stride 0
-        fold = walk_expr([k.expr]) if k.also else self.order
-        epilogue = [e for _, e in k.also]
+        fold = walk_expr([form.expr]) if form.also else self.order
+        epilogue = [e for _, e in form.also]
         shape, axes, order, out_strides, epilogue = coalesce_reduce_dims(
-            k.loop_shape, k.reduce_axes, fold, out_strides, epilogue
+            k.loop_shape, form.reduce_axes, fold, out_strides, epilogue
         )
         expr = order[-1]  # the root comes last
         out_view = View(shape, out_strides)
@@ -286,8 +287,7 @@ class _Lowerer:
         for buffer, v in zip(self.also, values):
             self.body.append(Store(buffer.name, index, v))
 
-    def _scatter(self) -> None:
-        part = self.kernel.scatter
+    def _scatter(self, part: Scatter) -> None:
         shape = part.shape
         out_strides = row_major_strides(self.out.shape)
         dims = [d for d in range(len(shape)) if shape[d] != 1]  # colliding adds land in index order
@@ -302,17 +302,11 @@ class _Lowerer:
         self.body.append(Accum("out", Index(terms), Op.ADD, u))
         self.close_loops(dims, ())
 
-    def _custom(self) -> KernelIR:
-        k = self.kernel
-        ins = tuple(
-            BufferArg(f"in{i}", s, self.sched.slots[s].dtype, self.sched.slots[s].shape)
-            for i, s in enumerate(k.custom_inputs)
-        )
-        outs = tuple(
-            BufferArg(f"out{i}", s, self.sched.slots[s].dtype, self.sched.slots[s].shape)
-            for i, s in enumerate(k.custom_outputs)
-        )
-        return KernelIR(k.name, k.op, k.loop_shape, ins, outs, (), custom=k.custom.name, params=k.custom.params)
+    def _custom(self, custom: Custom) -> KernelIR:
+        k, slots = self.kernel, self.sched.slots
+        ins = tuple(BufferArg(f"in{i}", s, slots[s].dtype, slots[s].shape) for i, s in enumerate(custom.inputs))
+        outs = tuple(BufferArg(f"out{i}", s, slots[s].dtype, slots[s].shape) for i, s in enumerate(custom.outputs))
+        return KernelIR(k.name, k.op, k.loop_shape, ins, outs, (), custom=custom.arg.name, params=custom.arg.params)
 
 
 def _views(order: list[Expr]) -> list[View]:
@@ -330,105 +324,22 @@ def _zero(dtype: DType) -> bool | int | float:
     return False if dtype.kind == "b" else 0.0 if dtype.is_float else 0
 
 
+def _lower_now(kernel: Kernel, sched: Schedule) -> KernelIR:
+    return _Lowerer(kernel, sched).lower()
+
+
 def lower(kernel: Kernel, sched: Schedule) -> KernelIR:
     """The loop nests of one scheduled kernel; with LIMN_DEBUG>=1 they pass checker.check first (an IRError
     prints the nest, marking the instruction that breaks a rule)."""
-    nest = _lowered(kernel, sched)
+    nest = nest_memo.lowered(kernel, sched, _lower_now)
     return check(nest) if _debug_level() >= 1 else nest
 
 
 def lower_schedule(sched: Schedule) -> Program:
     """The loop nests of every kernel of a schedule, as one printable Program."""
     checking = _debug_level() >= 1
-    nests = [_lowered(k, sched) for k in sched.kernels]
+    nests = [nest_memo.lowered(k, sched, _lower_now) for k in sched.kernels]
     return Program(sched, tuple(check(nest) if checking else nest for nest in nests))
-
-
-# ---- nests lowered before ----
-# A nest depends on its kernel only up to the slots it is bound to: the same layer at another depth, or the
-# same kernel in another plan, lowers to the same instructions over other slots. So each distinct nest is
-# lowered once and then rebound, sharing its instructions: a process keeps every plan it builds, and fewer
-# objects in them is less for the garbage collector to walk on every full collection.
-
-
-@dataclass(frozen=True)
-class Lowered:
-    """A nest lowered once, and for each of its buffers (inputs, then outputs) the position of that
-    buffer's slot in its nest_key's numbering, which another kernel of the same key binds anew."""
-
-    nest: KernelIR
-    positions: tuple[int, ...]
-    digest: str  # sha256 of the nest_key: KernelIR.nest of every kernel bound to this nest
-
-
-LOWERED_KEPT = 4096
-"""How many nests the memo holds; past that it starts over (a GPT forward has about 45 distinct nests)."""
-
-_lowered_before: dict[str, Lowered] = {}
-
-
-def _lowered(kernel: Kernel, sched: Schedule) -> KernelIR:
-    """`kernel`'s nest: lowered now, or rebound from the nest of an equal nest_key lowered before."""
-    if kernel.custom is not None:
-        return _Lowerer(kernel, sched).lower()
-    lowerer = _Lowerer(kernel, sched)
-    key, slots = nest_key(kernel, sched, lowerer.order)
-    known = _lowered_before.get(key)
-    if known is None:
-        nest = dataclasses.replace(lowerer.lower(), nest=hashlib.sha256(key.encode()).hexdigest())
-        position = {slot: i for i, slot in enumerate(slots)}
-        if len(_lowered_before) >= LOWERED_KEPT:
-            _lowered_before.clear()
-        positions = tuple(position[b.slot] for b in nest.inputs + nest.outputs)
-        _lowered_before[key] = Lowered(nest, positions, nest.nest)
-        return nest
-    nest, n_in = known.nest, len(known.nest.inputs)
-    bound = [BufferArg(b.name, slots[p], b.dtype, b.shape) for b, p in zip(nest.inputs + nest.outputs, known.positions)]
-    ins, outs = tuple(bound[:n_in]), tuple(bound[n_in:])
-    return KernelIR(kernel.name, nest.op, nest.loop_shape, ins, outs, nest.body, nest=known.digest)
-
-
-def nest_key(kernel: Kernel, sched: Schedule, order: list[Expr] | None = None) -> tuple[str, list[int]]:
-    """Everything a non-CUSTOM kernel's nest is made from, spelled out with its slots renumbered by first use
-    (its output 0), and the slots in that order. Kernels of equal keys lower to the same instructions: their
-    op, loop shape and reduce axes, their expressions node by node (sources by position, so what is shared
-    stays shared; constants by type and repr, since 0.0 == -0.0), views, dtypes, and each slot's dtype and
-    shape are equal. The key is the repr of plain tuples, so it says each of them exactly. `order` is
-    walk_expr of the kernel's expression when the caller has walked it already."""
-    assert kernel.expr is not None, f"{kernel.name} has no expression to key"
-    numbers: dict[int, int] = {slot: i for i, slot in enumerate(kernel.outputs)}
-
-    def view(v: View | None) -> tuple | None:
-        return None if v is None else (v.shape, v.strides, v.offset, v.mask)
-
-    def load(e: Load) -> tuple:
-        return (numbers.setdefault(e.slot, len(numbers)), view(e.view), e.dtype.name)
-
-    at: dict[int, int] = {}
-
-    def rows(order: list[Expr]) -> tuple:
-        out: list[tuple] = []
-        for e in order:
-            at[id(e)] = len(out)
-            if isinstance(e, Load):
-                out.append(("load", *load(e)))
-            elif isinstance(e, Const):
-                out.append(("const", type(e.value).__name__, repr(e.value), e.dtype.name, view(e.mask_view)))
-            elif isinstance(e, Alu):
-                out.append((e.op.name, e.dtype.name, tuple([at[id(s)] for s in e.srcs])))
-            else:
-                out.append(("gather", load(e.src), load(e.idx), e.axis, e.dtype.name))
-        return tuple(out)
-
-    expr = rows(walk_expr(kernel.roots) if order is None else order)
-    roots = tuple(at[id(root)] for root in kernel.roots)  # which rows the outputs store
-    scatter = None
-    if kernel.scatter is not None:
-        part = kernel.scatter
-        scatter = (load(part.idx), rows(walk_expr([part.upd])), part.axis, part.shape)
-    slots = list(numbers)
-    buffers = tuple((sched.slots[s].dtype.name, sched.slots[s].shape) for s in slots)
-    return repr((kernel.op.name, kernel.loop_shape, kernel.reduce_axes, expr, roots, scatter, buffers)), slots
 
 
 def _debug_level() -> int:

@@ -23,9 +23,9 @@ Pipeline: tensor -> graph -> schedule (fusion, merge, then **epilogue**) -> IR -
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from limn.compiler.kernel import Const, Expr, Gather, Join, Kernel, Load, walk_expr
+from limn.compiler.kernel import Const, Expr, Fold, Gather, Join, Kernel, Load, walk_expr
 from limn.compiler.merge import WINDOW, cell_view, cells_only, mergeable, one_width, rebuilt, stored_values
 from limn.graph.ops import REDUCE, Shape
 from limn.graph.view import View, row_major_strides
@@ -61,7 +61,7 @@ class Cells:
     def of(r: Kernel, c: Kernel) -> Cells | None:
         """How c's cells lie on r's output cells, or None where c's loop shape is not r's output cells."""
         c_dims = [d for d, s in enumerate(c.loop_shape) if s != 1]
-        r_dims = [d for d, s in enumerate(r.loop_shape) if s != 1 and d not in r.reduce_axes]
+        r_dims = [d for d, s in enumerate(r.loop_shape) if s != 1 and d not in r.form.reduce_axes]
         if [c.loop_shape[d] for d in c_dims] != [r.loop_shape[d] for d in r_dims]:
             return None
         units = tuple(d for d, s in enumerate(c.loop_shape) if s == 1)
@@ -69,7 +69,7 @@ class Cells:
 
     def total(self, r: Kernel) -> View:
         """The view reading r's own output at each output cell: stride 0 along the reduce dims."""
-        out_cells = tuple(1 if d in r.reduce_axes else s for d, s in enumerate(self.shape))
+        out_cells = tuple(1 if d in r.form.reduce_axes else s for d, s in enumerate(self.shape))
         return View(self.shape, row_major_strides(out_cells))
 
     def lift(self, view: View) -> View | None:
@@ -110,13 +110,13 @@ def _reduce_read(done: list[Kernel], c: Kernel) -> int | None:
 
 def _may_fold(r: Kernel, c: Kernel) -> bool:
     """The rules of the module docstring that concern r and c themselves."""
-    if r.custom is not None or r.scatter is not None or not one_width(r, c):
+    if not isinstance(r.form, Fold) or not one_width(r, c):
         return False
     cells = Cells.of(r, c)
     if cells is None:
         return False
     writes, totals = set(c.outputs), dict(stored_values(r))
-    if writes & set(totals) or any(isinstance(e, Load) and e.slot in writes for e in walk_expr([r.expr])):
+    if writes & set(totals) or any(isinstance(e, Load) and e.slot in writes for e in walk_expr([r.form.expr])):
         return False
     cell = cell_view(c)
     for e in c.exprs:
@@ -125,7 +125,7 @@ def _may_fold(r: Kernel, c: Kernel) -> bool:
         view = e.view if isinstance(e, Load) else e.mask_view if isinstance(e, Const) else None
         if view is not None and cells.lift(view) is None:
             return False
-    earlier = [e for _, root in r.also for e in walk_expr([root])]  # r's epilogue so far, over r's cells
+    earlier = [e for _, root in r.form.also for e in walk_expr([root])]  # r's epilogue so far, over r's cells
     return cells_only(c.exprs, writes, cell) and cells_only(earlier, writes, cells.total(r))
 
 
@@ -134,7 +134,7 @@ def _folded(r: Kernel, c: Kernel) -> Kernel:
     reading r's own output, and its loads of r's earlier epilogue outputs those outputs' expressions."""
     cells = Cells.of(r, c)
     assert cells is not None, f"{c.name} was folded into {r.name} without lying on its cells"
-    total, earlier = cells.total(r), dict(r.also)
+    total, earlier = cells.total(r), dict(r.form.also)
 
     def leaf(e: Expr) -> Expr:
         if isinstance(e, Load):
@@ -146,4 +146,4 @@ def _folded(r: Kernel, c: Kernel) -> Kernel:
         return e if e.mask_view is None else Const(e.value, e.dtype, cells.lift(e.mask_view))
 
     new = rebuilt(c.roots, leaf)
-    return replace(r, also=r.also + tuple((slot, new[id(e)]) for slot, e in stored_values(c)))
+    return r.storing(tuple((slot, new[id(e)]) for slot, e in stored_values(c)))

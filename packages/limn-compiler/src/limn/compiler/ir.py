@@ -304,7 +304,7 @@ class BufferArg:
 @dataclass(frozen=True)
 class KernelIR:
     """One kernel's loop nests. A CUSTOM kernel has no body: the device supplies it whole. `nest` is the
-    sha256 of the nest_key it was lowered from (limn.compiler.codegen), "" when it was built by hand: every kernel
+    sha256 of the nest_key it was lowered from (limn.compiler.nest_memo), "" when it was built by hand: every kernel
     lowered from an equal key has this body and buffers, so a device may keep what it makes of the nest
     (the c device its C source) by it, across processes too. It takes no part in equality."""
 

@@ -26,7 +26,7 @@ import numpy as np
 from limn.compiler.codegen import lower_schedule
 from limn.compiler.explain import explain_schedule
 from limn.compiler.ir import KernelIR, Program
-from limn.compiler.kernel import SlotKind
+from limn.compiler.kernel import Scatter, SlotKind
 from limn.compiler.schedule import Gather, Load, Schedule, schedule
 from limn.dtypes import DType
 from limn.graph import provenance
@@ -371,12 +371,11 @@ def _index_checks(sched: Schedule) -> list[IndexCheck]:
     checks = []
     for i, k in enumerate(sched.kernels):
         loads: list[tuple[Load, int, str]] = []
-        if k.scatter is not None:
-            loads.append((k.scatter.idx, sched.slots[k.out].shape[k.scatter.axis], "scatter"))
-        if k.expr is not None:
-            for e in k.exprs:
-                if isinstance(e, Gather):
-                    loads.append((e.idx, e.src.view.shape[e.axis], "gather"))
+        if isinstance(k.form, Scatter):
+            loads.append((k.form.idx, sched.slots[k.out].shape[k.form.axis], "scatter"))
+        for e in k.exprs:
+            if isinstance(e, Gather):
+                loads.append((e.idx, e.src.view.shape[e.axis], "gather"))
         for load, size, what in loads:
             checks.append(IndexCheck(last_write.get(load.slot, -1) + 1, load, size, what))
         for s in k.outputs:

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from limn.dtypes import DType
-from limn.graph.ops import REDUCE, CustomArg, Node, Op, Shape, postorder
+from limn.graph.ops import CustomArg, Node, Op, Shape, postorder
 from limn.graph.view import View
 
 if TYPE_CHECKING:
@@ -82,10 +82,38 @@ def loads_of(e: Expr) -> tuple[Load, ...]:
 # ---- kernels ----
 
 
-@dataclass(frozen=True)
-class ScatterPart:
-    """The second nest of a SCATTER kernel: out[..., idx[j], ...] += upd[j] over idx's shape."""
+Stored = tuple[tuple[int, Expr], ...]  # further slots a kernel writes, each with the expression it stores
 
+
+@dataclass(frozen=True)
+class Elementwise:
+    """At every point of the loop shape, `expr` into the kernel's out and each of `also` into its slot: maps,
+    views, copies, gathers, assigns. Kernels merged cell for cell (limn.compiler.merge) add to `also`; the
+    expressions share what they have in common."""
+
+    expr: Expr
+    also: Stored = ()
+
+
+@dataclass(frozen=True)
+class Fold:
+    """`expr` folded over `reduce_axes` with the kernel's op (SUM or MAX) into out, then each of `also`, the
+    epilogue (limn.compiler.epilogue), once per output cell after the fold has finished it, into its slot.
+    The epilogue's views are over the loop shape with stride 0 along the reduce axes, so they read one value
+    per output cell, and a Load of the kernel's own out reads the finished total (as stored: rounded to
+    out's dtype). out itself is still stored, since other kernels may read it."""
+
+    expr: Expr
+    reduce_axes: tuple[int, ...]
+    also: Stored = ()
+
+
+@dataclass(frozen=True)
+class Scatter:
+    """SCATTER: `base` copied into out at every point, then a second nest over idx's `shape` adding the
+    updates, out[..., idx[j], ...] += upd[j] along `axis`."""
+
+    base: Expr
     idx: Load
     upd: Expr
     axis: int
@@ -93,35 +121,37 @@ class ScatterPart:
 
 
 @dataclass(frozen=True)
-class Kernel:
-    """One unit of compiled work: fill `out` by evaluating `expr` at every point of `loop_shape`
-    (folding over `reduce_axes` with `op` when op is SUM or MAX). GATHER kernels carry a Gather in expr,
-    SCATTER kernels a `scatter` part after the copy of the base, CUSTOM kernels only `custom`. An
-    elementwise kernel may fill more slots at the same points: `also` pairs each with its expression
-    (limn.compiler.merge folds kernels together this way; the expressions share what they have in common).
+class Custom:
+    """A CUSTOM call: the device's kernel for `arg`, reading slots `inputs` and writing slots `outputs`."""
 
-    A reduce kernel's `also` is its epilogue (limn.compiler.epilogue): each expression is evaluated once per output
-    cell, after the fold has finished that cell, and stored there (the slot is row-major over the output
-    cells, as `out` is). Its views are over `loop_shape` with stride 0 along the reduce axes, so they read
-    one value per output cell, and a Load of the kernel's own `out` slot reads the finished total (as
-    stored: rounded to out's dtype). `out` itself is still stored, since other kernels may read it."""
+    arg: CustomArg
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+Form = Elementwise | Fold | Scatter | Custom
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One unit of compiled work: fill slot `out` over the points of `loop_shape`, in the way its `form`
+    says (a tagged union: Elementwise, Fold, Scatter or Custom; `op` names the graph op it came from)."""
 
     name: str
     op: Op
     out: int
     loop_shape: Shape
-    expr: Expr | None
-    reduce_axes: tuple[int, ...] = ()
-    scatter: ScatterPart | None = None
-    custom: CustomArg | None = None
-    custom_inputs: tuple[int, ...] = ()
-    custom_outputs: tuple[int, ...] = ()
-    also: tuple[tuple[int, Expr], ...] = ()
+    form: Form
 
     @property
     def roots(self) -> list[Expr]:
-        """The expressions whose values the kernel stores: `expr`, then each of `also`'s."""
-        return ([self.expr] if self.expr is not None else []) + [e for _, e in self.also]
+        """The expressions whose values the kernel stores: the form's expr (a scatter's base), then its also's."""
+        form = self.form
+        if isinstance(form, Custom):
+            return []
+        if isinstance(form, Scatter):
+            return [form.base]
+        return [form.expr] + [e for _, e in form.also]
 
     @functools.cached_property
     def exprs(self) -> list[Expr]:
@@ -131,16 +161,15 @@ class Kernel:
     @functools.cached_property
     def inputs(self) -> tuple[int, ...]:
         """Slots this kernel reads, in first-use order (walked once per kernel: planning asks often)."""
-        if self.custom is not None:
-            return self.custom_inputs
-        roots = self.roots
-        if self.scatter is not None:
-            roots += [self.scatter.idx, self.scatter.upd]
+        form = self.form
+        if isinstance(form, Custom):
+            return form.inputs
+        walked = self.exprs if not isinstance(form, Scatter) else walk_expr([form.base, form.idx, form.upd])
         found: dict[int, None] = {}  # an ordered set
-        for e in self.exprs if self.scatter is None else walk_expr(roots):
+        for e in walked:
             for load in loads_of(e):
                 found.setdefault(load.slot)
-        if self.also and self.op in REDUCE:
+        if isinstance(form, Fold) and form.also:
             found.pop(self.out, None)  # an epilogue reads the total this kernel folds, not an input
         return tuple(found)
 
@@ -155,9 +184,18 @@ class Kernel:
                 renamed.__dict__[walked] = self.__dict__[walked]
         return renamed
 
+    def storing(self, more: Stored) -> Kernel:
+        """This elementwise or fold kernel storing `more` values too (a merge, or an epilogue)."""
+        assert isinstance(self.form, (Elementwise, Fold)), f"{self.name} ({self.op.name}) stores no further values"
+        return replace(self, form=replace(self.form, also=self.form.also + more))
+
     @property
     def outputs(self) -> tuple[int, ...]:
-        return self.custom_outputs if self.custom is not None else (self.out, *(slot for slot, _ in self.also))
+        form = self.form
+        if isinstance(form, Custom):
+            return form.outputs
+        also = form.also if isinstance(form, (Elementwise, Fold)) else ()
+        return (self.out, *(slot for slot, _ in also))
 
 
 # ---- the schedule ----

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from limn.compiler.kernel import Alu, Const, Expr, Gather, Join, Kernel, Load, walk_expr
+from limn.compiler.kernel import Alu, Const, Elementwise, Expr, Fold, Gather, Join, Kernel, Load, walk_expr
 from limn.graph.ops import REDUCE, Op
 from limn.graph.view import View
 
@@ -53,13 +53,13 @@ def merge_kernels(kernels: list[Kernel], joins: dict[int, Join] | None = None) -
             earlier = done[s]
             why = f"elementwise work over the cells of buf{earlier.out}, done in the same pass as it"
             joins.update((slot, Join("sibling", why)) for slot, _ in stored_values(kernel))
-            done[s] = replace(earlier, also=earlier.also + tuple(stored_values(kernel)))
+            done[s] = earlier.storing(tuple(stored_values(kernel)))
     return [k.named(f"k{n}") for n, k in enumerate(done)]
 
 
 def mergeable(k: Kernel) -> bool:
     """Whether a kernel is elementwise work that may move into another's nest (no NOT_MERGED op)."""
-    return k.op not in NOT_MERGED and k.custom is None and k.scatter is None and k.expr is not None
+    return isinstance(k.form, Elementwise) and k.op not in NOT_MERGED
 
 
 def one_width(a: Kernel, b: Kernel) -> bool:
@@ -142,8 +142,8 @@ def _may_fold(p: Kernel, c: Kernel, between_reads: set[int], between_writes: set
 
 def stored_values(k: Kernel) -> list[tuple[int, Expr]]:
     """Each slot the kernel writes with the expression whose value it stores there."""
-    assert k.expr is not None
-    return [(k.out, k.expr), *k.also]
+    assert isinstance(k.form, (Elementwise, Fold)), f"{k.name} ({k.op.name}) stores no expressions"
+    return [(k.out, k.form.expr), *k.form.also]
 
 
 def _merged(p: Kernel, c: Kernel) -> Kernel:
@@ -156,8 +156,8 @@ def _merged(p: Kernel, c: Kernel) -> Kernel:
         return value.get(e.slot, e) if isinstance(e, Load) else e
 
     new = rebuilt(c.roots, leaf)
-    also = tuple((slot, new[id(e)]) for slot, e in c.also) + tuple(stored_values(p))
-    return replace(c, expr=new[id(c.expr)], also=also)
+    also = tuple((slot, new[id(e)]) for slot, e in c.form.also) + tuple(stored_values(p))
+    return replace(c, form=Elementwise(new[id(c.form.expr)], also))
 
 
 def rebuilt(roots: list[Expr], leaf: Callable[[Expr], Expr]) -> dict[int, Expr]:

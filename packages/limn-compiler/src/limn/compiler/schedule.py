@@ -29,12 +29,15 @@ from limn.compiler.fusion import (
 from limn.compiler.kernel import (
     Alu,
     Const,
+    Custom,
+    Elementwise,
     Expr,
+    Fold,
     Gather,
     Join,
     Kernel,
     Load,
-    ScatterPart,
+    Scatter,
     Schedule,
     ScheduleError,
     Sink,
@@ -58,7 +61,6 @@ __all__ = [
     "Load",
     "Reason",
     "Rule",
-    "ScatterPart",
     "Schedule",
     "ScheduleError",
     "Sink",
@@ -244,16 +246,7 @@ def _custom_kernel(build: _Build, node: Node, order: list[Node], calls: dict[tup
     inputs = tuple(build.slot_of[id(s)] for s in node.srcs)
     build.reads[len(build.kernels)] = set(inputs)
     name = f"k{len(build.kernels)}"
-    kernel = Kernel(
-        name,
-        Op.CUSTOM,
-        outs[arg.output],
-        node.shape,
-        None,
-        custom=arg,
-        custom_inputs=inputs,
-        custom_outputs=tuple(outs),
-    )
+    kernel = Kernel(name, Op.CUSTOM, outs[arg.output], node.shape, Custom(arg, inputs, tuple(outs)))
     build.kernels.append(kernel)
 
 
@@ -280,7 +273,7 @@ def _assign_kernel(build: _Build, node: Node) -> None:
     else:
         out = build.slot_of[id(node)] = target
         build.in_place[kid] = node
-    build.kernels.append(Kernel(f"k{kid}", Op.ASSIGN, out, node.shape, value))
+    build.kernels.append(Kernel(f"k{kid}", Op.ASSIGN, out, node.shape, Elementwise(value)))
 
 
 def _kernel(build: _Build, node: Node) -> None:
@@ -292,21 +285,22 @@ def _kernel(build: _Build, node: Node) -> None:
     out = build.slot_of[id(node)] = build.new_slot(node, SlotKind.TEMP, build.decisions.stored[id(node)])
     if node.op in REDUCE:
         src = node.srcs[0]
-        kernel = Kernel(name, node.op, out, src.shape, build.expr(src, kid), reduce_axes=tuple(node.arg))
+        kernel = Kernel(name, node.op, out, src.shape, Fold(build.expr(src, kid), tuple(node.arg)))
     elif node.op is Op.GATHER:
         src_load, idx_load = build.expr(node.srcs[0], kid), build.expr(node.srcs[1], kid)
         assert isinstance(src_load, Load) and isinstance(idx_load, Load), "gather operands are stored"
-        kernel = Kernel(name, Op.GATHER, out, node.shape, Gather(src_load, idx_load, node.arg, node.dtype))
+        gather = Gather(src_load, idx_load, node.arg, node.dtype)
+        kernel = Kernel(name, Op.GATHER, out, node.shape, Elementwise(gather))
     elif node.op is Op.SCATTER:
         base, idx, upd = node.srcs
         idx_load = build.expr(idx, kid)
         assert isinstance(idx_load, Load), "scatter indices are stored"
-        part = ScatterPart(idx_load, build.expr(upd, kid), node.arg, idx.shape)
-        kernel = Kernel(name, Op.SCATTER, out, node.shape, build.expr(base, kid), scatter=part)
+        form = Scatter(build.expr(base, kid), idx_load, build.expr(upd, kid), node.arg, idx.shape)
+        kernel = Kernel(name, Op.SCATTER, out, node.shape, form)
     elif node.op is Op.CONTIGUOUS:
-        kernel = Kernel(name, Op.CONTIGUOUS, out, node.shape, build.expr(node.srcs[0], kid))
+        kernel = Kernel(name, Op.CONTIGUOUS, out, node.shape, Elementwise(build.expr(node.srcs[0], kid)))
     else:
-        kernel = Kernel(name, node.op, out, node.shape, build.expr(node, kid, is_root=True))
+        kernel = Kernel(name, node.op, out, node.shape, Elementwise(build.expr(node, kid, is_root=True)))
     build.kernels.append(kernel)
 
 
@@ -375,7 +369,7 @@ def _finish(build: _Build, sinks: list[Node]) -> Schedule:
             assert temp.target is not None, f"ASSIGN slot buf{temp.number} has no target"
             shape = build.slots[temp.target].shape
             load = Load(temp.number, View.contiguous(shape), temp.dtype)
-            kernels.append(Kernel(f"k{len(kernels)}", Op.ASSIGN, temp.target, shape, load))
+            kernels.append(Kernel(f"k{len(kernels)}", Op.ASSIGN, temp.target, shape, Elementwise(load)))
     sink_slots = []
     for s in sinks:
         base = s if id(s) in build.slot_of else s.srcs[0]  # an alias reads its source's buffer
