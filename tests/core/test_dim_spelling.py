@@ -2,7 +2,8 @@
 place, limn.frontend.arguments.axis_is_dim, which passes it on as dim, as torch's own argument parser does
 (torch.sum(x, axis=0)). So x.f(axis=k) is x.f(dim=k) for every method marked with it, and torch agrees.
 max and min are the named difference: their `axis=` is tinygrad's reduce (the values alone, as amax and
-amin), where torch's x.max(axis=1) is x.max(dim=1), a (values, indices) pair."""
+amin), where torch's x.max(axis=1) is x.max(dim=1), a (values, indices) pair. The same mark, aliases(...),
+reads other libraries' names for any one argument (tinygrad's neg_slope= and padding=, torch's min= and pad=)."""
 
 from __future__ import annotations
 
@@ -112,3 +113,20 @@ def test_a_method_marked_axis_is_dim_still_shows_its_own_signature():
     # functools.wraps keeps the signature and the source a reader and a type checker see
     assert list(inspect.signature(Tensor.sum).parameters) == ["self", "dim", "keepdim", "dtype"]
     assert inspect.getsource(Tensor.sum).lstrip().startswith("@axis_is_dim\n")
+
+
+@pytest.mark.parametrize(
+    "limn_call, torch_call",
+    [
+        (lambda x: x.leaky_relu(neg_slope=0.2), lambda t: torch.nn.functional.leaky_relu(t, negative_slope=0.2)),
+        (lambda x: x.clip(min=-1.0, max=1.0), lambda t: t.clip(min=-1.0, max=1.0)),
+        (lambda x: x.pad(pad=(1, 2)), lambda t: torch.nn.functional.pad(t, pad=(1, 2))),
+        (lambda x: x.pad(padding=(1, 2)), lambda t: torch.nn.functional.pad(t, pad=(1, 2))),
+    ],
+    ids=["leaky_relu_neg_slope", "clip_min_max", "pad_pad", "pad_padding"],
+)
+def test_other_libraries_names_for_an_argument_reach_the_one_parameter(limn_call, torch_call):
+    # the same mark, aliases(...), reads tinygrad's neg_slope= and padding= and torch's min=, max= and pad=
+    got = limn_call(Tensor(X)).numpy()
+    want = torch_call(torch.tensor(X)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6, err_msg="an alias against torch's own argument")

@@ -386,7 +386,7 @@ MISTAKES = {
         NotImplementedError,
         "mode 'typo'",
     ),
-    "pad_widths_twice": (lambda: Tensor(X).pad((1, 1), padding=(1, 1)), ValueError, "give the widths once"),
+    "pad_widths_twice": (lambda: Tensor(X).pad((1, 1), padding=(1, 1)), TypeError, "got widths=.* and padding="),
     "pad_reflect_too_wide": (lambda: Tensor(X).pad((4, 0), mode="reflect"), ValueError, "below the size 4"),
     "pad_crop_too_much": (lambda: Tensor(X).pad((-3, -2)), ValueError, "crop more than the 4"),
     "pad_reflect_too_wide_before_its_crop": (

@@ -1,6 +1,7 @@
-"""What the primitives check and convert in a user's arguments: axes, broadcast shapes, python scalars in a
-dtype, host data as a fresh array, and numpy's axis= for torch's dim=. Plain functions of shapes and values,
-with no Tensor in sight, so the primitives (limn.frontend.primitives) read as the ops they build.
+"""What the primitives check and convert in a user's arguments: axes, broadcast shapes, python scalars in a dtype,
+host data as a fresh array, and other libraries' names for an argument (numpy's axis= for dim=). Plain functions
+of shapes and values, with no Tensor in sight, so the primitives (limn.frontend.primitives) read as the ops they
+build.
 """
 
 from __future__ import annotations
@@ -25,27 +26,36 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def axis_is_dim(method: Callable[P, R]) -> Callable[P, R]:
-    """Lets `method`, whose argument is torch's `dim`, be called with numpy's and tinygrad's `axis=` for it,
-    as torch's own argument parser allows (torch.sum(x, axis=0)). This is the one place the second spelling
-    is read: every method body sees `dim` alone. Both at once is a TypeError, as in torch."""
-    signature = inspect.signature(method)
+def aliases(**names: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Marks a method whose arguments other libraries name differently: aliases(axis="dim") lets it be called
+    with numpy's and tinygrad's axis= for torch's dim=, as torch's own argument parser does. This is the one
+    place a second name is read: the method body sees its own names alone. An argument given by both names
+    is a TypeError that names both."""
 
-    @functools.wraps(method)
-    def with_axis(*args: P.args, **kwargs: P.kwargs) -> R:
-        if "axis" in kwargs:
-            axis = kwargs.pop("axis")
-            given = signature.bind_partial(*args, **kwargs).arguments
-            if "dim" in given:
-                raise TypeError(
-                    f"{method.__name__}(): got dim={given['dim']!r} and axis={axis!r}, two names for one argument; "
-                    "pass one of them"
-                )
-            kwargs["dim"] = axis
-        return method(*args, **kwargs)
+    def mark(method: Callable[P, R]) -> Callable[P, R]:
+        signature = inspect.signature(method)
 
-    provenance.forwards(with_axis.__code__)  # limn.explain names the method called, not this wrapper
-    return with_axis
+        @functools.wraps(method)
+        def with_aliases(*args: P.args, **kwargs: P.kwargs) -> R:
+            moved = {alias: kwargs.pop(alias) for alias in names if alias in kwargs}
+            given = signature.bind_partial(*args, **kwargs).arguments if moved else {}
+            for alias, value in moved.items():
+                name = names[alias]
+                if name in given:
+                    raise TypeError(
+                        f"{method.__name__}(): got {name}={given[name]!r} and {alias}={value!r}, two names for "
+                        "one argument; pass one of them"
+                    )
+                kwargs[name] = given[name] = value
+            return method(*args, **kwargs)
+
+        provenance.forwards(with_aliases.__code__)  # limn.explain names the method called, not this wrapper
+        return with_aliases
+
+    return mark
+
+
+axis_is_dim = aliases(axis="dim")  # torch's parser takes numpy's axis= wherever an op has dim=
 
 
 def normalize_axis(axis: int, ndim: int, what: str) -> int:

@@ -16,7 +16,7 @@ from limn.composed.math import derivative
 from limn.composed.math.stable import expm1, log1p, log1p_exp
 from limn.dtypes import DType
 from limn.errors import ArgumentError
-from limn.frontend.arguments import axis_is_dim, normalize_axis
+from limn.frontend.arguments import aliases, axis_is_dim, normalize_axis
 from limn.graph.ops import Op
 
 if TYPE_CHECKING:
@@ -108,18 +108,17 @@ class ActivationsMixin:
     __slots__ = ()
 
     # ---- the ReLU family: piecewise linear ----
-    def leaky_relu(self, negative_slope: float = 0.01, *, neg_slope: float | None = None) -> Tensor:
-        """x where x > 0, negative_slope * x elsewhere, as torch (neg_slope is tinygrad's spelling).
+    @aliases(neg_slope="negative_slope")  # tinygrad's name
+    def leaky_relu(self, negative_slope: float = 0.01) -> Tensor:
+        """x where x > 0, negative_slope * x elsewhere, as torch.
 
         Gradient: negative_slope at 0 and at NaN, as torch's. -0.0 stays -0.0.
 
         >>> Tensor([-2.0, 0.0, 3.0]).leaky_relu(0.5).tolist()
         [-1.0, 0.0, 3.0]
         """
-        x = self
-        slope = negative_slope if neg_slope is None else neg_slope
-        x = _floats_only(x, "leaky_relu")
-        return x.gt(0).where(x, x * slope)  # leaky_relu: x if x > 0 else slope * x
+        x = _floats_only(self, "leaky_relu")
+        return x.gt(0).where(x, x * negative_slope)  # leaky_relu: x if x > 0 else slope * x
 
     def hardtanh(self, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
         """x clamped into [min_val, max_val], as torch: clamp's rule, gradient 1 strictly inside, 0 at and past

@@ -18,7 +18,7 @@ import limn  # limn.Tensor, named at call time: the class is built from this mod
 from limn import dtypes
 from limn.composed.math import derivative, rounding
 from limn.errors import ArgumentError
-from limn.frontend.arguments import Scalar, TensorLike
+from limn.frontend.arguments import Scalar, TensorLike, aliases
 from limn.frontend.primitives import times_alpha
 
 if TYPE_CHECKING:
@@ -348,14 +348,8 @@ class ElementwiseMixin:
         # nan_to_num(x) = nan if x is NaN, high if inf, low if -inf, else x
         return self.isnan().where(nan, self.eq(math.inf).where(high, self.eq(-math.inf).where(low, self)))
 
-    def clip(
-        self,
-        lo: TensorLike | None = None,
-        hi: TensorLike | None = None,
-        *,
-        min: TensorLike | None = None,  # torch's names: x.clip(min=0.0)
-        max: TensorLike | None = None,
-    ) -> Tensor:
+    @aliases(min="lo", max="hi")  # torch's names: x.clip(min=0.0)
+    def clip(self, lo: TensorLike | None = None, hi: TensorLike | None = None) -> Tensor:
         """Clamps into [lo, hi], as torch.clamp: min(max(x, lo), hi), so NaN stays NaN and lo > hi gives hi.
         The bounds go by position, as lo= and hi=, or by torch's names min= and max=; at least one is given.
 
@@ -366,11 +360,6 @@ class ElementwiseMixin:
         >>> Tensor([-2.0, 0.5, 3.0]).clip(-1.0, 1.0).tolist()
         [-1.0, 0.5, 1.0]
         """
-        if (lo is not None and min is not None) or (hi is not None and max is not None):
-            raise TypeError(
-                f"clip: a bound given twice (lo={lo!r}, min={min!r}, hi={hi!r}, max={max!r}); give one of each"
-            )
-        lo, hi = (min if lo is None else lo), (max if hi is None else hi)
         if lo is None and hi is None:
             raise ArgumentError(
                 f"clip/clamp of a {self.dtype.name} tensor of shape {self.shape}: both bounds are None, and at least "

@@ -17,7 +17,7 @@ import numpy as np
 from limn import dtypes
 from limn.composed.movement.rearrange import take_at
 from limn.errors import ArgumentError
-from limn.frontend.arguments import Scalar
+from limn.frontend.arguments import Scalar, aliases
 
 if TYPE_CHECKING:
     from limn.frontend.tensor import Tensor
@@ -34,14 +34,12 @@ class PaddingMixin:
 
     __slots__ = ()
 
+    @aliases(pad="widths", padding="widths")  # torch's keyword, tinygrad's
     def pad(
         self,
         widths: Sequence[int] | Sequence[tuple[int, int]] | None = None,
         mode: str = "constant",
         value: Scalar | None = None,
-        *,
-        pad: Sequence[int] | None = None,
-        padding: Sequence[int] | Sequence[tuple[int, int]] | None = None,
     ) -> Tensor:
         """x padded by `widths`, as torch.nn.functional.pad.
 
@@ -59,12 +57,11 @@ class PaddingMixin:
         [[9, 1, 2]]
         """
         x = self
-        given = [w for w in (widths, pad, padding) if w is not None]
-        if len(given) != 1:
-            raise ArgumentError(f"pad: give the widths once (positionally, pad= or padding=), got {len(given)} of them")
+        if widths is None:
+            raise ArgumentError("pad: no widths were given; pass them positionally, as pad= or as padding=")
         if not isinstance(mode, str):
             raise TypeError(f"pad: mode is a string ({', '.join(map(repr, MODES))}), got {mode!r}; a fill is value=")
-        pairs = _pairs(x, given[0])
+        pairs = _pairs(x, widths)
         if mode not in MODES:
             raise UnknownModeError(f"pad: mode {mode!r} is not one of {', '.join(map(repr, MODES))}")
         if mode != "constant" and value not in (None, 0):
