@@ -29,6 +29,7 @@ from limn.compiler.ir import (
     Store,
     Term,
 )
+from limn.dtypes import DType
 from limn.graph.ops import Op
 
 
@@ -44,7 +45,7 @@ class Matmul:
     b: LoadI  # indexed by batch, r, j (any strides: the panel copy makes its columns contiguous)
     out: str  # the output buffer's name
     out_index: Index  # indexed by batch, i, and j with stride 1
-    ctype: str
+    dtype: DType  # float32 or float64: the operands', the total's and the output's
     registers: bool  # the register form (no fill in front of it)
     epilogue: tuple[Instr, ...] = ()  # straight-line, at one output cell once its total is final
     takes_following: bool = False  # the epilogue is the nest after this one, which the tile replaces
@@ -128,8 +129,7 @@ def match_matmul(nest: list[Instr], kernel: KernelIR, following: list[Instr] | N
         return None
     if index_vars(out_index) - batch_vars - {i.var, j.var}:
         return None
-    ctype = "double" if dtype == dtypes.float64 else "float"
-    m = Matmul(batch, i, r, j, la, lb, out, out_index, ctype, registers, cells=tuple(outer))
+    m = Matmul(batch, i, r, j, la, lb, out, out_index, dtype, registers, cells=tuple(outer))
     if registers:
         return replace(m, epilogue=epilogue) if epilogue_fits(m, epilogue) else None
     found = epilogue_of(m, following) if following is not None else None

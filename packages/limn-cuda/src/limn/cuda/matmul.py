@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from limn.compiler.cstyle import TYPES
 from limn.compiler.ir import Acc, Accum, EndLoop, Instr, KernelIR
 from limn.compiler.matmul_form import Matmul, coef, match_matmul
 
@@ -100,7 +101,8 @@ def tile_count(m: Matmul, tiling: Tiling) -> int:
 
 def render_tiles(renderer, kernel: KernelIR, start: int, nest: list[Instr], m: Matmul, tiling: Tiling) -> str:
     """The function body of the tiled nest (see the module docstring), grid-stride over the tiles."""
-    t, fma = m.ctype, renderer.math_funcs[m.ctype]["fma"]
+    t = TYPES[m.dtype].value
+    fma = renderer.math_funcs[t]["fma"]
     ti, tj = max(-(-m.i.extent // tiling.rows), 1), max(-(-m.j.extent // tiling.cols), 1)
     pr, pc, nr, depth = tiling.patch_rows, tiling.patch_cols, m.r.extent, tiling.depth
     zero = f"total[p][q] = {renderer.literal(0, m.a.dtype)};"  # cells past the edge fold zeros, never stored

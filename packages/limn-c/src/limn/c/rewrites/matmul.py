@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from limn.compiler.cstyle import TYPES
 from limn.compiler.ir import EndLoop, Index, Instr, LoadI, Loop
 from limn.compiler.matmul_form import Matmul, coef, epilogue_of, fill_overwritten_by_tile, match_matmul
 
@@ -35,7 +36,7 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
     m = _batch_as_rows(m)
     if not m.batch and m.i.extent >= rows:
         return render_packed(m, renderer, depth)
-    t = m.ctype
+    t = TYPES[m.dtype].value
     ni, nr, nj = m.i.extent, m.r.extent, m.j.extent
     a_i, a_r = coef(m.a.index, m.i.var), coef(m.a.index, m.r.var)
     b_r, b_j = coef(m.b.index, m.r.var), coef(m.b.index, m.j.var)
@@ -126,7 +127,7 @@ def _batch_as_rows(m: Matmul) -> Matmul:
 
 def _panel_width(m: Matmul, vectors: int) -> str:
     """The columns one panel (and one tile) spans, as a C constant expression."""
-    return f"({vectors} * LIMN_VEC_{m.ctype.upper()})"
+    return f"({vectors} * LIMN_VEC_{TYPES[m.dtype].value.upper()})"
 
 
 def _row_tile(m: Matmul, rows: int, vectors: int, rest: int, ni: str, out_row: str, a_value: str) -> list[str]:
@@ -201,7 +202,7 @@ def _epilogue_lines(m: Matmul, renderer, rows: tuple[str, str], cols: tuple[str,
 def _plain_fold(m: Matmul, a: str, b: str, out: str, i_range: tuple[str, str], j_range: tuple[str, str]) -> list[str]:
     """The plain nest's fold for the cells in i_range x j_range (C bounds), each over all of r: what runs
     when a panel could not be allocated. `a`, `b`, `out` open each buffer's subscript at its base."""
-    t, i, r, j = m.ctype, m.i.var, m.r.var, m.j.var
+    t, i, r, j = TYPES[m.dtype].value, m.i.var, m.r.var, m.j.var
     fma = "fma" if t == "double" else "fmaf"
     a_i, a_r = coef(m.a.index, m.i.var), coef(m.a.index, m.r.var)
     b_r, b_j = coef(m.b.index, m.r.var), coef(m.b.index, m.j.var)
@@ -269,7 +270,7 @@ def _tile_fold(m: Matmul, out_row: str, a_value: str, rows: int, vectors: int, p
     the last block stored, one fma per cell per r in order, stored back. `panel` holds the block of b's
     columns row by row; `out_row` addresses row it + ii of the tile, `a_value` its a[it + ii, r]. A partial
     tile loads and stores only its first `cols` columns; its other lanes fold the panel's zeros, unread."""
-    t, r = m.ctype, m.r.var
+    t, r = TYPES[m.dtype].value, m.r.var
     vec, width, tj = f"limn_vec_{t}", f"LIMN_VEC_{t.upper()}", f"({vectors} * LIMN_VEC_{t.upper()})"
     if partial:
         lanes = f"(cols - v * {width} < 0 ? 0 : cols - v * {width} > {width} ? {width} : cols - v * {width})"
@@ -319,7 +320,7 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
     them across the block's panels, so neither operand is read again per tile. Tiles fold block after
     block from their stored totals; the edge tiles are the same fold over fewer rows or columns. Every
     cell sees the plain nest's fmas in its order."""
-    t = m.ctype
+    t = TYPES[m.dtype].value
     rows, vectors = renderer.options.isa.tile_rows, renderer.options.isa.tile_vectors
     ni, nr, nj = m.i.extent, m.r.extent, m.j.extent
     b_r, b_j = coef(m.b.index, m.r.var), coef(m.b.index, m.j.var)

@@ -45,9 +45,6 @@ class Block:
         self.collapse_here = self.pragma.collapse if self.pragma is not None else self.collapsing
 
 
-Condition = Callable[["CRenderer", Block], Any]
-
-
 def _jams(r: CRenderer, b: Block) -> bool:
     # a vectorized exp beats eight scalar ones: a fold costly enough to chunk is not jammed
     costly_to_jam = r.options.chunk_folds and costly(b.inner)
@@ -69,7 +66,7 @@ def _chunks(r: CRenderer, b: Block) -> bool:
 
 
 # name: (the Options switch that turns it off, when it applies -> its plan, the test holding it to the plain nest)
-REWRITES: dict[str, tuple[str, Condition, str]] = {
+REWRITES: dict[str, tuple[str, Callable[[CRenderer, Block], Any], str]] = {
     "tiles": (
         "tile_matmuls",
         lambda r, b: (
