@@ -21,8 +21,8 @@ BUDGET = 7_363
 
 # (distribution, module path under src/limn, what a reader learns there), in reading order
 PATH = [
-    ("limn-core", "frontend/tensor.py", "the Tensor a user holds: its bases, one mixin per composed module, map the API"),
-    ("limn-core", "frontend/primitives.py", "Tensor's base: its state, and the 19 primitives as methods, each one Node"),
+    ("limn-core", "frontend/tensor.py", "the Tensor a user holds: its bases, a mixin per composed module"),
+    ("limn-core", "frontend/primitives.py", "Tensor's state, and the 19 primitives as methods, one Node each"),
     ("limn-core", "frontend/host.py", "what a tensor says about itself, and numpy(): the way back to the host"),
     ("limn-core", "graph/ops.py", "the op table, its groups, and the Node DAG"),
     ("limn-core", "graph/view.py", "layout as arithmetic: shape, strides, offset, mask"),
