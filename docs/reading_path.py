@@ -17,7 +17,7 @@ PAGE = ROOT / "docs" / "reading.md"
 BEGIN, END = "<!-- reading path: begin -->", "<!-- reading path: end -->"
 
 # The budget in lines: the path may only shrink. The redesign's target is 6,000.
-BUDGET = 7_363
+BUDGET = 7_362
 
 # (distribution, module path under src/limn, what a reader learns there), in reading order
 PATH = [

@@ -18,10 +18,10 @@ from limn.c.rewrites.jam import render_jammed
 from limn.c.rewrites.matmul import epilogue_nest, fill_overwritten_by_tile, render_tiled
 from limn.c.rewrites.pad_split import whole
 from limn.c.rewrites.table import Block, plan
-from limn.c.rewrites.threads import Pragma, scatters
+from limn.c.rewrites.threads import Pragma
 from limn.compiler.cstyle import TYPES, CStyle, Decided
 from limn.compiler.half_widths import HALF_WIDTHS
-from limn.compiler.ir import Instr, KernelIR, Loop, top_level
+from limn.compiler.ir import Instr, KernelIR, Loop, is_scatter, top_level
 
 
 @dataclass
@@ -133,7 +133,7 @@ class CRenderer(CStyle):
             render_jammed(self, loop, inner, depth, decided, pragma)
             return
         pieces = plan(self, "pad_split", b) or whole(loop)
-        independent = b.innermost and not scatters(inner)
+        independent = b.innermost and not any(is_scatter(ins) for ins in inner)
         chunked = plan(self, "chunk", b)
         hoisted = plan(self, "hoist", b)
         if hoisted is not None:

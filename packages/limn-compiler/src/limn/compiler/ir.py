@@ -291,6 +291,21 @@ def top_level(body: Sequence[Instr]) -> list[tuple[int, list[Instr]]]:
     return pieces
 
 
+def is_scatter(ins: Instr) -> bool:
+    """An ACCUM at an index read from memory: a scatter, whose adds may collide, so they keep their order."""
+    return isinstance(ins, Accum) and ins.index is not None and any(isinstance(t, Value) for t, _ in ins.index.terms)
+
+
+def leading_loops(nest: Sequence[Instr]) -> list[Loop]:
+    """The non-reduce loops a nest opens first: its output cells' dims, which threads may split."""
+    leading = []
+    for ins in nest:
+        if not isinstance(ins, Loop) or ins.reduce:
+            break
+        leading.append(ins)
+    return leading
+
+
 @dataclass(frozen=True)
 class BufferArg:
     """A kernel parameter: its name in the nest (in0, out), the schedule slot, dtype and shape."""

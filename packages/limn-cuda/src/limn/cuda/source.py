@@ -8,7 +8,7 @@ are the C device's but for the math library's. Which loops are the cells (`cell_
     through atomics (limn.cuda.prelude.ATOMICS), the one place two threads touch one cell;
   - a nest whose every non-reduce loop appears once and whose every write names all of their counters: all of
     them, wherever they sit (a matmul's column loop inside its reduce loop becomes a coordinate of the thread);
-  - any other nest: its leading non-reduce loops, the loops the C device's OpenMP team splits (limn.c.rewrites.threads).
+  - any other nest: its leading loops (ir.leading_loops), the loops the C device's OpenMP team splits.
 The second shape, a long fold over few cells (`long_fold`: at most FEW_CELLS cells, a register total over at least
 LONG_FOLD terms), gives each cell a block: its threads fold strided slices of the terms, then a fixed tree in
 shared memory folds their partial totals and thread 0 runs the epilogue. It is the one shape that regroups the
@@ -30,7 +30,19 @@ from dataclasses import dataclass
 
 from limn.compiler.cstyle import TYPES, CStyle, Decided
 from limn.compiler.half_widths import HALF_WIDTHS
-from limn.compiler.ir import Acc, Accum, EndLoop, Instr, KernelIR, Loop, LoopVar, Store, Value, top_level
+from limn.compiler.ir import (
+    Acc,
+    Accum,
+    EndLoop,
+    Instr,
+    KernelIR,
+    Loop,
+    LoopVar,
+    Store,
+    is_scatter,
+    leading_loops,
+    top_level,
+)
 from limn.cuda.matmul import GPU_TILING, Tiling, render_tiles, tile_count, tiled_matmul
 from limn.cuda.prelude import ATOMICS, PRELUDE
 from limn.cuda.program import CudaProgram, Launch
@@ -60,11 +72,6 @@ def nests(body: tuple[Instr, ...]) -> list[tuple[int, list[Instr]]]:
     return out
 
 
-def is_scatter(ins: Instr) -> bool:
-    """An ACCUM into memory at an index read from memory: its adds may collide across cells."""
-    return isinstance(ins, Accum) and ins.index is not None and any(isinstance(t, Value) for t, _ in ins.index.terms)
-
-
 def cell_loops(nest: list[Instr]) -> list[Loop]:
     """The loops whose counters become a thread's coordinates (see the module docstring for the rule)."""
     loops = [ins for ins in nest if isinstance(ins, Loop) and not ins.reduce]
@@ -75,12 +82,7 @@ def cell_loops(nest: list[Instr]) -> list[Loop]:
     writes = [ins for ins in nest if isinstance(ins, Store) or (isinstance(ins, Accum) and ins.index is not None)]
     if once and all(counters <= {t for t, _ in w.index.terms if isinstance(t, LoopVar)} for w in writes):
         return loops
-    leading = []
-    for ins in nest:
-        if not isinstance(ins, Loop) or ins.reduce:
-            break
-        leading.append(ins)
-    return leading
+    return leading_loops(nest)
 
 
 def coordinates(cells: list[Loop]) -> list[str]:

@@ -3,9 +3,7 @@
 Takes a LOOP over cells whose body opens a register total, folds into it over one reduce loop and stores it, and
 the renderer; emits renamed copies of that body in one loop, as many as the ISA table's `jam` (limn.c.isa), each
 spelled from the one copy it renders. Each cell still folds its own values in its own order from its own
-identity: the same bits, held to the plain fold by
-tests/c/test_c_corpus.py::test_chunked_and_jammed_folds_equal_plain_folds_bit_for_bit.
-Pipeline: IR -> C source (c/source.py) -> cc.
+identity: the same bits. Pipeline: IR -> C source (c/source.py) -> cc.
 """
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 
 Takes a top-level nest and the renderer's Options, gives the Pragma for it, or None where it stays serial.
 Each output cell is still computed start to finish by one thread in the serial fold order, so a threaded
-nest equals the serial one bit for bit: tests/c/test_c_corpus.py::test_threaded_nests_equal_serial_bit_for_bit.
-Pipeline: IR -> C source (c/source.py asks this for each nest) -> cc -fopenmp.
+nest equals the serial one bit for bit. Pipeline: IR -> C source (c/source.py asks this for each nest) -> cc -fopenmp.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from limn.compiler.ir import Accum, Instr, Loop, Value
+from limn.compiler.ir import Instr, Loop, is_scatter, leading_loops
 
 if TYPE_CHECKING:
     from limn.c.source import Options
@@ -32,25 +31,12 @@ class Pragma:
         return f"#pragma omp {kind}{clause} schedule(static) num_threads({self.threads})"
 
 
-def scatters(instrs: list[Instr]) -> bool:
-    """Whether any ACCUM lands at an index read from memory (a scatter): its adds may collide, so they keep
-    their serial order (no team, no LIMN_IVDEP)."""
-    return any(
-        isinstance(i, Accum) and i.index is not None and any(isinstance(t, Value) for t, _ in i.index.terms)
-        for i in instrs
-    )
-
-
 def team_pragma(nest: list[Instr], options: Options) -> Pragma | None:
     """The team for a nest's leading non-reduce loops, or None (serial): one thread, a scatter, a nest
     whose outermost loop is a reduce (splitting it would regroup the sum), or too little work."""
-    if options.threads <= 1 or scatters(nest):
+    if options.threads <= 1 or any(is_scatter(ins) for ins in nest):
         return None
-    leading = []
-    for ins in nest:
-        if not isinstance(ins, Loop) or ins.reduce:
-            break
-        leading.append(ins)
+    leading = leading_loops(nest)
     if not leading:
         return None
     if math.prod(ins.extent for ins in nest if isinstance(ins, Loop)) < options.parallel_work:
