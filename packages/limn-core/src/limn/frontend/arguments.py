@@ -37,22 +37,28 @@ def aliases(**names: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
 
         @functools.wraps(method)
         def with_aliases(*args: P.args, **kwargs: P.kwargs) -> R:
-            moved = {alias: kwargs.pop(alias) for alias in names if alias in kwargs}
-            given = signature.bind_partial(*args, **kwargs).arguments if moved else {}
-            for alias, value in moved.items():
-                name = names[alias]
-                if name in given:
-                    raise TypeError(
-                        f"{method.__name__}(): got {name}={given[name]!r} and {alias}={value!r}, two names for "
-                        "one argument; pass one of them"
-                    )
-                kwargs[name] = given[name] = value
+            if kwargs and not names.keys().isdisjoint(kwargs):  # the common call names no alias: one check
+                _rename(method.__name__, signature, names, args, kwargs)
             return method(*args, **kwargs)
 
         provenance.forwards(with_aliases.__code__)  # limn.explain names the method called, not this wrapper
         return with_aliases
 
     return mark
+
+
+def _rename(what: str, signature: inspect.Signature, names: dict[str, str], args: tuple, kwargs: dict) -> None:
+    """kwargs with each alias replaced by the name it stands for; a TypeError where both were given."""
+    moved = {alias: kwargs.pop(alias) for alias in names if alias in kwargs}
+    given = signature.bind_partial(*args, **kwargs).arguments
+    for alias, value in moved.items():
+        name = names[alias]
+        if name in given:
+            raise TypeError(
+                f"{what}(): got {name}={given[name]!r} and {alias}={value!r}, two names for one argument; pass one"
+                " of them"
+            )
+        kwargs[name] = given[name] = value
 
 
 axis_is_dim = aliases(axis="dim")  # torch's parser takes numpy's axis= wherever an op has dim=
