@@ -8,6 +8,7 @@ Pipeline: tensor -> graph -> **schedule** (fusion.py decides, schedule.py builds
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -332,10 +333,62 @@ def kernel_reads(node: Node) -> list[tuple[Node, bool]]:
         return [(node.srcs[1], False)]
     if node.op is Op.SCATTER:
         base, idx, upd = node.srcs
-        return [(idx, False), (upd, False), (base, False)]
+        return [(idx, False), (base, False), (upd, False)]
     if node.op in REDUCE or node.op in (Op.GATHER, Op.CONTIGUOUS):
         return [(s, False) for s in node.srcs]  # a reduce's or copy's one src; a gather's source, then indices
     return [(node, True)]  # a stored view, elementwise value or const is its own kernel
+
+
+class MissingBuffer(Exception):
+    """Raised by kernel_walk where a kernel cannot read through a view: `need` says which value to store."""
+
+    def __init__(self, need: Need) -> None:
+        super().__init__(need.reason.detail)
+        self.need = need
+
+
+UNCOMPOSED = "its view does not compose with the one it is read by"
+PADDED = "a pad reads it, and padding must read zeros, not f(0)"
+Step = tuple[Node, View | None, list[tuple[int, int]] | None]  # node, view read through, sources' keys
+
+
+def kernel_walk(
+    root: Node, is_root: bool, stored: dict[int, Reason], seen: set[tuple[int, int]], views: dict[View, View]
+) -> Iterator[Step]:
+    """What a kernel computes for `root`, each node after its sources, once per view it is read through: the
+    one walk of first_missing_buffer and of the kernel builder (schedule._Build.expr). A leaf (a load or a
+    literal) has source_keys None; `is_root` computes a stored root from its srcs. Pairs in `seen` are skipped,
+    and `views` holds one object per distinct view, so a pair can hold its id. MissingBuffer where it fails."""
+    stack: list[Step] = [(root, None, None)]
+    while stack:
+        node, outer, source_keys = stack.pop()
+        if source_keys is not None:  # its sources came first
+            yield node, outer, source_keys
+            continue
+        key, own = (id(node), id(outer)), node is root and is_root  # a root its own kernel computes is no leaf
+        if key in seen and not own:
+            continue
+        seen.add(key)
+        if (is_leaf(node, stored) and not own) or node.op is Op.CONST:
+            yield node, outer, None
+            continue
+        if node.op in MOVEMENT:
+            inner = inner_view(node, outer)
+            if inner is None:
+                raise MissingBuffer(
+                    Need(node, Reason(Rule.VIEW_CHAIN, "its view does not compose with the one it is read by"))
+                )
+            src = node.srcs[0]
+            if inner.mask is not None and not is_leaf(src, stored):
+                raise MissingBuffer(
+                    Need(src, Reason(Rule.PAD, "a pad reads it, and padding must read zeros, not f(0)"))
+                )
+            sources = [(src, views.setdefault(inner, inner))]
+        else:
+            assert node.op in ELEMENTWISE, f"{node} reached a kernel unstored: ALWAYS_STORED covers every other op"
+            sources = [(s, outer) for s in node.srcs]
+        stack.append((node, outer, [(id(s), id(v)) for s, v in sources]))
+        stack.extend((s, v, None) for s, v in reversed(sources))
 
 
 def first_missing_buffer(order: list[Node], decisions: Decisions) -> Need | None:
@@ -345,44 +398,16 @@ def first_missing_buffer(order: list[Node], decisions: Decisions) -> Need | None
 
     What one kernel's walk found nothing below is nothing below for the next kernel either (a layer norm's
     kernels all reach the residual stream), so the kernels share the set of (node, view) pairs walked."""
-    views: dict[View, View] = {}  # one object per distinct view met, so `walked` can hold its id
+    views: dict[View, View] = {}
     walked: set[tuple[int, int]] = set()
     for node in order:
         if id(node) in decisions.stored:
             for root, is_root in kernel_reads(node):
-                need = _first_need_below(root, is_root, decisions.stored, walked, views)
-                if need is not None:
-                    return need
-    return None
-
-
-def _first_need_below(
-    root: Node, is_root: bool, stored: dict[int, Reason], walked: set[tuple[int, int]], views: dict[View, View]
-) -> Need | None:
-    """Walks what a kernel computes for `root` (each node once per view it is read through, sources in
-    order, as the builder does) and returns the first Need. `walked` holds the (node, view) pairs earlier
-    kernels walked without one (a pair is added as it is met: a walk that finds a Need ends the search),
-    and `views` one object per distinct view, so a pair can hold its id."""
-    stack: list[tuple[Node, View | None]] = [(root, None)]
-    while stack:
-        node, outer = stack.pop()
-        key = (id(node), id(outer))
-        if key in walked and not (node is root and is_root):  # a root its own kernel computes is no leaf
-            continue
-        walked.add(key)
-        if (is_leaf(node, stored) and not (node is root and is_root)) or node.op is Op.CONST:
-            continue  # a load or a literal
-        if node.op in MOVEMENT:
-            inner = inner_view(node, outer)
-            if inner is None:
-                return Need(node, Reason(Rule.VIEW_CHAIN, "its view does not compose with the one it is read by"))
-            src = node.srcs[0]
-            if inner.mask is not None and not is_leaf(src, stored):
-                return Need(src, Reason(Rule.PAD, "a pad reads it, and padding must read zeros, not f(0)"))
-            stack.append((src, views.setdefault(inner, inner)))
-            continue
-        assert node.op in ELEMENTWISE, f"{node} reached a kernel unstored: ALWAYS_STORED covers every other op"
-        stack.extend((s, outer) for s in reversed(node.srcs))
+                try:
+                    for _ in kernel_walk(root, is_root, decisions.stored, walked, views):
+                        pass
+                except MissingBuffer as missing:
+                    return missing.need
     return None
 
 

@@ -24,7 +24,7 @@ from limn.compiler.fusion import (
     compose,
     decide,
     free_to_recompute,
-    inner_view,
+    kernel_walk,
 )
 from limn.compiler.kernel import (
     Alu,
@@ -48,7 +48,7 @@ from limn.compiler.kernel import (
 )
 from limn.compiler.merge import merge_kernels
 from limn.graph import custom
-from limn.graph.ops import ELEMENTWISE, MOVEMENT, REDUCE, CustomArg, Node, Op, toposort
+from limn.graph.ops import MOVEMENT, REDUCE, CustomArg, Node, Op, toposort
 from limn.graph.view import View
 
 __all__ = [
@@ -142,50 +142,25 @@ class _Build:
 
     def expr(self, root: Node, kernel: int, is_root: bool = False) -> Expr:
         """The expression computing `root` at each point of its own (row-major) shape; `is_root` builds root
-        from its srcs though it is stored (it is the value this kernel writes). fusion.first_missing_buffer
-        has stored whatever this walk could not read through.
-
-        memo is keyed by (node, view): a node read through a view V evaluates its sources through V
-        too when it is elementwise, and through compose(its view, V) when it is itself a VIEW. Each node is
-        expanded once per view: its sources go on the stack above it, and it is built when it is next on top."""
+        from its srcs though it is stored (the value this kernel writes). It follows fusion.kernel_walk, the
+        walk first_missing_buffer took, so whatever a kernel could not read through is stored already.
+        memo is keyed by (node, view): a node read through a view V evaluates its sources through V too when
+        it is elementwise, and through compose(its view, V) when it is itself a VIEW."""
         stored = self.decisions.stored
-        views: dict[View, View] = {}  # one object per distinct view met, so a key can hold its id
         memo: dict[tuple[int, int], Expr] = {}  # (id(node), id(view)); the view None at the node's own index
-        # (node, the view it is read through, its sources' memo keys once they are on the stack)
-        stack: list[tuple[Node, View | None, list[tuple[int, int]] | None]] = [(root, None, None)]
-        while stack:
-            node, v, source_keys = stack.pop()
-            key = (id(node), id(v))
-            if source_keys is not None:  # every source is built now
-                self.computes.setdefault(kernel, {})[id(node)] = node
-                if not (node is root and is_root) and not free_to_recompute(node, stored):
-                    self.users.setdefault(id(node), set()).add(kernel)
-                if node.op in MOVEMENT:
-                    memo[key] = memo[source_keys[0]]  # a view is its source read another way
+        for node, v, source_keys in kernel_walk(root, is_root, stored, set(), {}):
+            key, own = (id(node), id(v)), node is root and is_root
+            if source_keys is None:  # a literal, or a load of a stored value or a leaf buffer
+                if node.op is Op.CONST and (id(node) not in stored or own):
+                    memo[key] = Const(node.arg, node.dtype, v if v is not None and v.mask is not None else None)
                 else:
-                    memo[key] = Alu(node.op, tuple([memo[k] for k in source_keys]), node.dtype)
+                    memo[key] = self._load(node, v, kernel)
                 continue
-            if key in memo:
-                continue
-            if (node is not root or not is_root) and (id(node) in stored or node.op is Op.BUFFER):
-                memo[key] = self._load(node, v, kernel)
-                continue
-            if node.op is Op.CONST:
-                masked = v if v is not None and v.mask is not None else None
-                memo[key] = Const(node.arg, node.dtype, masked)
-                continue
-            if node.op in MOVEMENT:
-                inner = inner_view(node, v)
-                assert inner is not None, f"{node} is read through {v}, which does not compose: it should be stored"
-                sources = [(node.srcs[0], views.setdefault(inner, inner))]
-            else:
-                assert node.op in ELEMENTWISE, f"{node} reached a kernel unstored"
-                sources = [(s, v) for s in node.srcs]  # elementwise: same index, same outer view
-            source_keys = [(id(s), id(sv)) for s, sv in sources]
-            stack.append((node, v, source_keys))
-            for (s, sv), k in zip(reversed(sources), reversed(source_keys)):
-                if k not in memo:
-                    stack.append((s, sv, None))
+            self.computes.setdefault(kernel, {})[id(node)] = node
+            if not own and not free_to_recompute(node, stored):
+                self.users.setdefault(id(node), set()).add(kernel)
+            sources = [memo[k] for k in source_keys]
+            memo[key] = sources[0] if node.op in MOVEMENT else Alu(node.op, tuple(sources), node.dtype)
         return memo[(id(root), id(None))]
 
     def _load(self, node: Node, v: View | None, kernel: int) -> Load:
