@@ -31,9 +31,10 @@ def sizes_of(args: tuple, what: str) -> tuple[int, ...]:
     return tuple(args)
 
 
-def joined(args: tuple, what: str) -> tuple[list[Tensor], int | None]:
-    """The tensors and the dim of a cat or stack, from torch's form `cat([a, b], dim)` or the varargs form
-    `cat(a, b, dim)` (tinygrad's, and `a.cat(b)` as a method, where a is the first)."""
+def joined(args: tuple, dim: int | None, what: str) -> tuple[list[Tensor], int]:
+    """The tensors and the dim (0 by default) of a cat or stack, from torch's form `cat([a, b], dim)` or the
+    varargs form `cat(a, b, dim)` (tinygrad's, and `a.cat(b)` as a method, where a is the first), the dim
+    by position or as dim= (axis=), not both."""
     if args and isinstance(args[0], (list, tuple)):
         tensors, rest = list(args[0]), args[1:]
     else:
@@ -44,7 +45,9 @@ def joined(args: tuple, what: str) -> tuple[list[Tensor], int | None]:
         raise TypeError(f"{what}: expected a sequence of tensors, got {', '.join(kinds)} among them")
     if len(rest) > 1 or (rest and (not isinstance(rest[0], int) or isinstance(rest[0], bool))):
         raise TypeError(f"{what}: after the tensors comes one int dim, got {rest!r}")
-    return tensors, rest[0] if rest else None
+    if rest and dim is not None:
+        raise TypeError(f"{what}(): got the dim twice, {rest[0]} and dim={dim} (axis= is dim's other name); pass one")
+    return tensors, rest[0] if rest else (0 if dim is None else dim)
 
 
 class ShapingMixin:
@@ -195,10 +198,7 @@ class ShapingMixin:
         >>> Tensor.cat([Tensor([1, 2]), Tensor([3])]).tolist()
         [1, 2, 3]
         """
-        tensors, given = joined(args, "cat")
-        if given is not None and dim is not None:
-            raise TypeError(f"cat(): got the dim twice, {given} and dim={dim} (axis= is dim's other name); pass one")
-        at = given if given is not None else (0 if dim is None else dim)
+        tensors, at = joined(args, dim, "cat")
         if not tensors:
             raise ArgumentError("cat: needs at least one tensor")
         first = tensors[0]
@@ -224,10 +224,7 @@ class ShapingMixin:
     @axis_is_dim
     def stack(*args: Tensor | Sequence[Tensor] | int, dim: int | None = None) -> Tensor:
         """Tensors of one shape joined along a new dim at `dim` (0 by default); takes the forms cat takes."""
-        tensors, given = joined(args, "stack")
-        if given is not None and dim is not None:
-            raise TypeError(f"stack(): got the dim twice, {given} and dim={dim} (axis= is dim's other name); pass one")
-        at = given if given is not None else (0 if dim is None else dim)
+        tensors, at = joined(args, dim, "stack")
         if not tensors:
             raise ArgumentError("stack: needs at least one tensor")
         if any(t_.shape != tensors[0].shape for t_ in tensors):
