@@ -10,9 +10,7 @@ MODULE_LINES, FUNCTION_LINES = 500, 60
 
 # still over, at most this long (issue 27 brings each under the limit)
 MODULES_OVER: dict[str, int] = {}  # none today: keep it so
-FUNCTIONS_OVER = {
-    "limn-compiler/src/limn/compiler/matmul_form.py match_matmul": 72,
-}
+FUNCTIONS_OVER: dict[str, int] = {}
 
 
 def sources() -> list[tuple[str, str]]:

@@ -64,93 +64,93 @@ def index_vars(index: Index) -> set[Term]:
 
 
 def match_matmul(nest: list[Instr], kernel: KernelIR, following: list[Instr] | None = None) -> Matmul | None:
-    """The Matmul a nest is, or None. Two nests fold out[i, j] = sum over r of a[i, r] * b[r, j] in r
-    order from 0, and both qualify: the memory form (all loops opened at once, in any order, then an
-    ACCUM into out after a fill) and the register form (the output loops, ACC, the r loop, an ACCUM into
-    the register, STORE). The body must be exactly two unmasked float loads, their MUL and the ADD.
-    An epilogue comes along: in the register form the instructions after the STORE, in the memory form
-    the `following` nest when it loops over the output cells (see epilogue_of)."""
+    """The Matmul a nest is (in either form, the module docstring's), or None. An epilogue comes along: in
+    the register form the instructions after the STORE, in the memory form the `following` nest when it
+    loops over the output cells (see epilogue_of)."""
     loops = [ins for ins in nest if isinstance(ins, Loop)]
     if len(loops) < 3 or len(nest) < 2 * len(loops) + 4:
         return None
     registers = isinstance(nest[len(loops) - 1], Acc)
-    epilogue: tuple[Instr, ...] = ()
-    if registers:
-        parts = register_form(nest, loops)
-        if parts is None:
-            return None
-        acc_ins, body, store, epilogue = parts
-        out, out_index = store.buf, store.index
-    else:  # LOOP.. body ENDLOOP..
-        if nest[: len(loops)] != loops or len(nest) != 2 * len(loops) + 4:
-            return None
-        if not all(isinstance(e, EndLoop) for e in nest[len(loops) + 4 :]):
-            return None
-        body = nest[len(loops) : len(loops) + 4]
-    la, lb, mul, acc = body
-    if not (isinstance(la, LoadI) and isinstance(lb, LoadI) and isinstance(mul, Arith) and isinstance(acc, Accum)):
-        return None
-    if mul.op is not Op.MUL or acc.op is not Op.ADD or acc.src != mul.dst:
-        return None
-    if set(mul.srcs) != {la.dst, lb.dst} or la.valid or lb.valid:
-        return None
-    if registers:
-        if acc.index is not None or acc.target != acc_ins.dst:
-            return None
-    else:
-        if acc.index is None:
-            return None
-        out, out_index = acc.target, acc.index
+    fold = register_form(nest, loops) if registers else memory_form(nest, loops)
     reduces = [x for x in loops if x.reduce]
-    if len(reduces) != 1 or (registers and reduces[0] is not loops[-1]):
+    if fold is None or len(reduces) != 1 or (registers and reduces[0] is not loops[-1]):
         return None
-    r = reduces[0]
-    dtype = mul.dtype
+    la, lb, dtype, out, out_index, epilogue = fold
     out_dtype = {b.name: b.dtype for b in kernel.outputs}.get(out)
     if dtype not in (dtypes.float32, dtypes.float64) or la.dtype != dtype or lb.dtype != dtype or out_dtype != dtype:
         return None
     if la.buf == out or lb.buf == out:
         return None  # an in-place write would let a tile read cells it already wrote
-    # roles: j is read by b and written stride-1 in out, i is read by a; the other output loops batch
     outer = [x for x in loops if not x.reduce]
-    for first, second in ((la, lb), (lb, la)):
-        a_vars, b_vars = index_vars(first.index), index_vars(second.index)
-        js = [x for x in outer if x.var in b_vars and x.var not in a_vars and coef(out_index, x.var) == 1]
-        is_ = [x for x in outer if x.var in a_vars and x.var not in b_vars]
-        if js and is_:
-            la, lb = first, second
-            break
-    else:
+    roles = _roles(la, lb, outer, reduces[0], out_index)
+    if roles is None:
         return None
-    j, i = js[-1], is_[-1]
-    batch = tuple(x for x in outer if x is not i and x is not j)
-    batch_vars = {x.var for x in batch}
-    if index_vars(la.index) - batch_vars - {i.var, r.var} or index_vars(lb.index) - batch_vars - {r.var, j.var}:
-        return None
-    if index_vars(out_index) - batch_vars - {i.var, j.var}:
-        return None
-    m = Matmul(batch, i, r, j, la, lb, out, out_index, dtype, registers, cells=tuple(outer))
+    a, b, i, j, batch = roles
+    m = Matmul(batch, i, reduces[0], j, a, b, out, out_index, dtype, registers, cells=tuple(outer))
     if registers:
         return replace(m, epilogue=epilogue) if epilogue_fits(m, epilogue) else None
     found = epilogue_of(m, following) if following is not None else None
     return m if found is None else replace(m, epilogue=found, takes_following=True)
 
 
-def register_form(nest: list[Instr], loops: list[Loop]) -> tuple[Acc, list[Instr], Store, tuple[Instr, ...]] | None:
-    """The ACC, the four instructions of the fold's body, the STORE of the total and the epilogue after it,
-    of a nest LOOP.. ACC LOOP r body ENDLOOP r STORE [epilogue] ENDLOOP..; or None."""
+Folded = tuple[LoadI, LoadI, DType, str, Index, tuple[Instr, ...]]  # a, b, the MUL's dtype, out, its index, epilogue
+
+
+def _body(body: list[Instr]) -> tuple[LoadI, LoadI, Arith, Accum] | None:
+    """The fold's four instructions when they are two unmasked loads, their MUL and its ADD into a total."""
+    la, lb, mul, acc = body
+    if not (isinstance(la, LoadI) and isinstance(lb, LoadI) and isinstance(mul, Arith) and isinstance(acc, Accum)):
+        return None
+    if mul.op is not Op.MUL or acc.op is not Op.ADD or acc.src != mul.dst:
+        return None
+    return (la, lb, mul, acc) if set(mul.srcs) == {la.dst, lb.dst} and not la.valid and not lb.valid else None
+
+
+def memory_form(nest: list[Instr], loops: list[Loop]) -> Folded | None:
+    """The fold of a nest LOOP.. body ENDLOOP.. adding into out in memory, or None."""
+    n = len(loops)
+    if nest[:n] != loops or len(nest) != 2 * n + 4 or not all(isinstance(e, EndLoop) for e in nest[n + 4 :]):
+        return None
+    parts = _body(nest[n : n + 4])
+    if parts is None or parts[3].index is None:  # the total is added into out in memory
+        return None
+    return parts[0], parts[1], parts[2].dtype, parts[3].target, parts[3].index, ()
+
+
+def register_form(nest: list[Instr], loops: list[Loop]) -> Folded | None:
+    """The fold of a nest LOOP.. ACC LOOP r body ENDLOOP r STORE [epilogue] ENDLOOP.. (a register total), or None."""
     head = len(loops) - 1
     if nest[:head] != loops[:-1] or nest[head + 1] is not loops[-1]:
         return None
     acc: Acc = nest[head]
-    body, after = nest[head + 2 : head + 6], nest[head + 6 :]
+    after = nest[head + 6 :]
     if len(after) < head + 2 or not isinstance(after[1], Store) or acc.identity != 0:
         return None
     if not isinstance(after[0], EndLoop) or not all(isinstance(e, EndLoop) for e in after[len(after) - head :]):
         return None
-    if after[1].src != acc.dst:
+    parts = _body(nest[head + 2 : head + 6])
+    if after[1].src != acc.dst or parts is None or parts[3].index is not None or parts[3].target != acc.dst:
         return None
-    return acc, body, after[1], tuple(after[2 : len(after) - head])
+    return parts[0], parts[1], parts[2].dtype, after[1].buf, after[1].index, tuple(after[2 : len(after) - head])
+
+
+def _roles(la: LoadI, lb: LoadI, outer: list[Loop], r: Loop, out_index: Index) -> tuple | None:
+    """(a, b, i, j, batch): j read by b and stride-1 in out, i read by a, the rest batch; None if none fits."""
+    for first, second in ((la, lb), (lb, la)):
+        a_vars, b_vars = index_vars(first.index), index_vars(second.index)
+        js = [x for x in outer if x.var in b_vars and x.var not in a_vars and coef(out_index, x.var) == 1]
+        is_ = [x for x in outer if x.var in a_vars and x.var not in b_vars]
+        if js and is_:
+            a, b = first, second
+            break
+    else:
+        return None
+    j, i = js[-1], is_[-1]
+    batch = tuple(x for x in outer if x is not i and x is not j)
+    names = {x.var for x in batch}
+    if index_vars(a.index) - names - {i.var, r.var} or index_vars(b.index) - names - {r.var, j.var}:
+        return None
+    return None if index_vars(out_index) - names - {i.var, j.var} else (a, b, i, j, batch)
 
 
 def epilogue_of(m: Matmul, following: list[Instr]) -> tuple[Instr, ...] | None:
