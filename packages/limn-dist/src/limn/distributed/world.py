@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ from limn.dtypes import uint8
 from limn.frontend.tensor import Tensor
 from limn.graph.ops import Op
 from limn.runtime.engine import realize
+
+ABORT_GRACE_S = 0.5  # how long a failed rank waits for its traceback to reach the launcher before it aborts
 
 __all__ = [
     "DistributedError",
@@ -95,6 +98,9 @@ def _abort_all(kind: type, error: BaseException, tb: Any) -> None:
     sys.stderr.write(f"[limn.distributed] rank {world.rank} of {world.size} failed:\n{text}")
     sys.stderr.write(f"[limn.distributed] rank {world.rank}: aborting all {world.size} ranks\n")
     sys.stderr.flush()
+    # MPICH's launcher handles the abort and the rank's output in one event loop, and may tear the job down
+    # before it has forwarded what this rank just wrote: give it a moment to pass the traceback on first.
+    time.sleep(ABORT_GRACE_S)
     world.comm.Abort(1)
 
 
