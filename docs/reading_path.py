@@ -3,8 +3,11 @@ back, with their line counts. `python docs/reading_path.py` prints the table; `-
 docs/reading.md between its markers. tests/test_reading_path.py holds the page to this list and the path to
 its budget.
 
-The composed catalogue, the fused attention kernels, the caches, nn and the other devices are off the path:
-they are rooms a reader visits when a question leads there, not the corridor.
+The path ends at the C rewrites' table, which says which rewrite a loop takes and what each must keep
+bit-identical to the plain nest; the rewrites themselves (tiles, jams, chunks, threads...) are the speed layer,
+counted after the path with a budget of their own: every kernel renders without them, so a reader follows a
+tensor to C first and reads them next. The composed catalogue, the fused attention kernels, the caches, nn and
+the other devices are off the path: rooms a reader visits when a question leads there, not the corridor.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "reading.md"
 BEGIN, END = "<!-- reading path: begin -->", "<!-- reading path: end -->"
 
-# The budget in lines: the path may only shrink. The redesign's target is 6,000.
-BUDGET = 7_362
+# The budgets in lines: each may only shrink. The redesign's target for the path is 6,000.
+BUDGET = 6_372
+SPEED_BUDGET = 1_019
 
 # (distribution, module path under src/limn, what a reader learns there), in reading order
 PATH = [
@@ -41,13 +45,19 @@ PATH = [
     ("limn-compiler", "compiler/codegen.py", "lowering: a kernel becomes a loop nest, views become index arithmetic"),
     ("limn-compiler", "compiler/coalesce.py", "neighbouring reduce dims folded as one loop"),
     ("limn-compiler", "compiler/ir.py", "the loop-nest IR: its grammar, instructions and printout"),
-    ("limn-compiler", "compiler/matmul_form.py", "when a nest reads as a matmul"),
     ("limn-compiler", "compiler/jit.py", "the executor: plans, program cache, the assign transaction"),
     ("limn-compiler", "compiler/cstyle.py", "what C and CUDA C spell alike"),
     ("limn-compiler", "compiler/half_widths.py", "float16 and bfloat16 as bit patterns in C"),
     ("limn-c", "c/source.py", "the C rendering of one loop nest"),
     ("limn-c", "c/isa.py", "the target's vector unit and the kernel shapes chosen for it"),
     ("limn-c", "c/rewrites/table.py", "which rewrites a loop takes: when each applies, what each keeps"),
+    ("limn-c", "c/prelude.py", "the C every kernel library starts with"),
+    ("limn-c", "c/device.py", "cc, ctypes, and the bytes coming back"),
+]
+
+# The speed layer, read after the path: the rewrites c/rewrites/table.py chooses among, in its order
+SPEED = [
+    ("limn-compiler", "compiler/matmul_form.py", "when a nest reads as a matmul"),
     ("limn-c", "c/rewrites/threads.py", "leading loops become one OpenMP parallel for"),
     ("limn-c", "c/rewrites/pad_split.py", "a loop cut at a mask's edges"),
     ("limn-c", "c/rewrites/matmul.py", "register-tiled matmuls, bit-identical to the plain nest"),
@@ -55,8 +65,6 @@ PATH = [
     ("limn-c", "c/rewrites/chunk.py", "a costly fold's values made a chunk at a time"),
     ("limn-c", "c/rewrites/hoist.py", "what an inner loop does not change, computed once"),
     ("limn-c", "c/rewrites/split_epilogue.py", "a fold's loop, then its epilogue's loop"),
-    ("limn-c", "c/prelude.py", "the C every kernel library starts with"),
-    ("limn-c", "c/device.py", "cc, ctypes, and the bytes coming back"),
 ]
 
 
@@ -65,19 +73,18 @@ def lines_of(distribution: str, module: str) -> int:
 
 
 def table() -> str:
-    """The path as a markdown table, with a total line."""
+    """The path, then the speed layer, as markdown tables, each with a total line."""
     rows = ["| # | module | lines | what it holds |", "| --- | --- | ---: | --- |"]
-    total = 0
-    for i, (distribution, module, what) in enumerate(PATH, 1):
-        n = lines_of(distribution, module)
-        total += n
-        rows.append(f"| {i} | `limn/{module}` ({distribution}) | {n:,} | {what} |")
-    rows.append(f"| | **total** | **{total:,}** | budget {BUDGET:,}; the target is 6,000 |")
+    for i, (distribution, module, what) in enumerate(PATH + SPEED, 1):
+        if i == len(PATH) + 1:
+            rows.append(f"| | **the path** | **{total_lines(PATH):,}** | budget {BUDGET:,}; the target is 6,000 |")
+        rows.append(f"| {i} | `limn/{module}` ({distribution}) | {lines_of(distribution, module):,} | {what} |")
+    rows.append(f"| | **the speed layer** | **{total_lines(SPEED):,}** | budget {SPEED_BUDGET:,} |")
     return "\n".join(rows)
 
 
-def total_lines() -> int:
-    return sum(lines_of(distribution, module) for distribution, module, _ in PATH)
+def total_lines(modules: list[tuple[str, str, str]] = PATH) -> int:
+    return sum(lines_of(distribution, module) for distribution, module, _ in modules)
 
 
 def page_with_table(page: str) -> str:

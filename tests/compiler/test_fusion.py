@@ -183,3 +183,37 @@ def test_half_width_reduce_always_uses_a_register_accumulator():
             assert nest_loops(kernel.body) == [["i1", "r0"]], f"{dtype}: the reduce loop goes inside:\n{kernel}"
             stores = [ins for ins in kernel.body if isinstance(ins, Store)]
             assert len(stores) == 1 and stores[0].src == accs[0].dst, f"{dtype}: one store of the total:\n{kernel}"
+
+
+# ---- the matmul form: the graph states it, the schedule records it ----
+
+CONTRACTIONS = {
+    "a @ b": (lambda a, b: a @ b, True),
+    "batched a @ b": (lambda a, b: a.reshape(2, 2, 4) @ b.reshape(1, 4, 6).expand(2, 4, 6), True),
+    "a @ b.T written as an einsum": (lambda a, b: Tensor.einsum("ik,jk->ij", a, b.T), True),
+    "two summed axes": (lambda a, b: Tensor.einsum("ikl,klj->ij", a.reshape(4, 2, 2), b.reshape(2, 2, 6)), True),
+    "a row-wise dot product": (lambda a, b: (a * a).sum(-1), False),
+    "an outer product summed": (lambda a, b: (a[:, :, None] * a[:, None, :]).sum(0), True),
+    "a matmul plus one": (lambda a, b: (a @ b) + 1.0, True),
+    "a sum of a square": (lambda a, b: (a.reshape(4, 4, 1) * 2.0).sum(1), False),
+    "a max over products": (lambda a, b: (a.reshape(4, 4, 1) * b.reshape(1, 4, 6)).amax(1), False),
+}
+
+
+def test_a_sum_of_a_product_of_two_broadcast_views_is_a_contraction_in_the_schedule():
+    """Rule: the schedule marks a SUM kernel as a Contraction (the matmul form the C and CUDA renderers tile)
+    exactly when the graph states a matmul: the MUL of two loads, each broadcast along a kept axis the
+    other reads. IR lowering carries the mark (KernelIR.matmul), and explain prints it."""
+    from limn.compiler.codegen import lower_schedule
+    from limn.compiler.kernel import Contraction
+
+    for name, (make, expected) in CONTRACTIONS.items():
+        a, b = Tensor.randn((4, 4)), Tensor.randn((4, 6))
+        sched = schedule_of(make(a, b))
+        marked = [isinstance(k.form, Contraction) for k in sched.kernels]
+        assert any(marked) == expected, f"{name}: Contraction kernels {marked}\n{describe(sched)}"
+        program = lower_schedule(sched)
+        assert [k.matmul for k in program.kernels] == marked, f"{name}: KernelIR.matmul differs from the form"
+    import limn
+
+    assert "(a matmul)" in str(limn.explain(Tensor.randn((4, 4)) @ Tensor.randn((4, 6)))), "explain names the form"

@@ -49,13 +49,15 @@ def test_fold_elementwise_draws_no_elementwise_box_and_names_the_ops_on_edges():
     assert any(" via " in e.label for e in g.edges), [e.label for e in g.edges]
 
 
-def test_schedule_view_has_a_cluster_per_kernel_named_as_ir_prints_it():
+def test_schedule_view_has_a_cluster_per_kernel_named_as_explain_names_it():
     loss, grad = small_loss()
     sched = schedule([loss.node, grad.node])
     program = lower_schedule(sched)
     g = build(loss, grad, schedule=True, expand=True)
-    names = [str(k).splitlines()[0] for k in program.kernels]
+    names = [k.name for k in explain_schedule(sched, program).kernels]
     assert [c.label for c in g.clusters] == names
+    for name, kernel in zip(names, program.kernels):  # the IR's header, and the matmul form where marked
+        assert name == str(kernel).splitlines()[0] + ("  (a matmul)" if kernel.matmul else ""), name
     boxes = {b.id: b for b in g.boxes}
     for cluster, kernel in zip(g.clusters, sched.kernels):
         ops = {boxes[m].label.split()[0] for m in cluster.members}

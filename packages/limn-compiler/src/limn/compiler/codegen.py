@@ -37,7 +37,7 @@ from limn.compiler.ir import (
     Term,
     Value,
 )
-from limn.compiler.kernel import Custom, Elementwise, Fold, Scatter
+from limn.compiler.kernel import Contraction, Custom, Elementwise, Fold, Scatter
 from limn.compiler.schedule import Alu, Const, Expr, Gather, Kernel, Load, Schedule, schedule, walk_expr
 from limn.dtypes import DType
 from limn.graph.ops import Op, Shape
@@ -206,7 +206,8 @@ class _Lowerer:
                 self._scatter(scatter)
             case Elementwise():
                 self._elementwise(k.loop_shape, self.order)
-        return KernelIR(k.name, k.op, k.loop_shape, tuple(self.inputs), (self.out, *self.also), tuple(self.body))
+        outputs, matmul = (self.out, *self.also), isinstance(k.form, Contraction)
+        return KernelIR(k.name, k.op, k.loop_shape, tuple(self.inputs), outputs, tuple(self.body), matmul=matmul)
 
     def _names(self, shape: Shape, reduce_axes: tuple[int, ...] = ()) -> list[Term | None]:
         return [loop_var(d, d in reduce_axes) if s != 1 else None for d, s in enumerate(shape)]

@@ -49,10 +49,10 @@ class Stored:
 
 @dataclass(frozen=True)
 class KernelExplanation:
-    """One kernel: its name as ir() prints it, the user lines its nodes came from (first seen first), and
-    each value it writes with the reason it is stored."""
+    """One kernel: its name as ir() prints it (with "(a matmul)" after a Contraction's), the user lines its
+    nodes came from (first seen first), and each value it writes with the reason it is stored."""
 
-    name: str  # e.g. "k1  SUM  loop[4, 5]"
+    name: str  # e.g. "k1  SUM  loop[4, 5]", or "k0  SUM  loop[4, 3, 5]  (a matmul)"
     sites: tuple[Site, ...]
     stores: tuple[Stored, ...]
 
@@ -105,7 +105,8 @@ def explain(*tensors) -> Explanation:
 def explain_schedule(sched: Schedule, program: Program | None = None) -> Explanation:
     """The Explanation of a schedule already made (limn.compiler.jit passes its plan's), lowering it if needed."""
     program = program if program is not None else lower_schedule(sched)
-    kernels = tuple(_kernel(sched, k, nest.header_lines()[0]) for k, nest in zip(sched.kernels, program.kernels))
+    heads = [nest.header_lines()[0] + ("  (a matmul)" if nest.matmul else "") for nest in program.kernels]
+    kernels = tuple(_kernel(sched, k, head) for k, head in zip(sched.kernels, heads))
     recorded = any(k.sites for k in kernels)
     return Explanation(kernels, program, recorded)
 

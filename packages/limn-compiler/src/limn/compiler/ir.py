@@ -332,6 +332,7 @@ class KernelIR:
     custom: str | None = None
     params: tuple[tuple[str, Any], ...] = ()  # a CUSTOM kernel's parameters (limn.graph.ops.CustomArg's), sorted
     nest: str = field(default="", compare=False, repr=False)
+    matmul: bool = False  # the schedule's Contraction: the graph states a matmul here (limn.compiler.matmul_form)
 
     def __str__(self) -> str:
         return "\n".join(self.header_lines() + self.body_lines())

@@ -109,6 +109,30 @@ class Fold:
 
 
 @dataclass(frozen=True)
+class Contraction(Fold):
+    """A Fold the graph states as a matmul: a SUM of the MUL of two loads, each broadcast (stride 0) along
+    a kept axis the other reads, as `a @ b` is built (a[i, r] expanded along j, times b[r, j] expanded along
+    i, summed over r). Lowering reads it as any Fold; devices that tile matmuls tile only these
+    (KernelIR.matmul carries the mark to limn.compiler.matmul_form)."""
+
+
+def fold_form(op: Op, expr: Expr, reduce_axes: tuple[int, ...], loop_shape: Shape) -> Fold:
+    """A reduce's form: a Contraction when the graph states a matmul (see Contraction), else a Fold."""
+    if op is not Op.SUM or not isinstance(expr, Alu) or expr.op is not Op.MUL:
+        return Fold(expr, reduce_axes)
+    a, b = expr.srcs
+    if not (isinstance(a, Load) and isinstance(b, Load)) or a.view.mask or b.view.mask:
+        return Fold(expr, reduce_axes)
+    kept = [d for d in range(len(loop_shape)) if d not in reduce_axes and loop_shape[d] != 1]
+
+    def broadcast(x: Load, y: Load) -> bool:  # x is constant along a kept axis that y reads
+        return any(x.view.strides[d] == 0 and y.view.strides[d] != 0 for d in kept)
+
+    states = broadcast(a, b) and broadcast(b, a)
+    return Contraction(expr, reduce_axes) if states else Fold(expr, reduce_axes)
+
+
+@dataclass(frozen=True)
 class Scatter:
     """SCATTER: `base` copied into out at every point, then a second nest over idx's `shape` adding the
     updates, out[..., idx[j], ...] += upd[j] along `axis`."""

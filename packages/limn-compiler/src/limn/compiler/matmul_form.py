@@ -3,9 +3,11 @@
 A nest folds out[batch, i, j] = sum over r of a[batch, i, r] * b[batch, r, j], r in order from 0, in one of two
 forms the scheduler writes: the memory form (an identity fill nest, then all loops opened at once and an ACCUM into
 out) and the register form (the output loops, an ACC, the r loop, an ACCUM into the register, a STORE and perhaps
-an epilogue). `match_matmul` finds which buffer is a, which is b, which loop is i, r and j, and the strides of each;
-every compiled device that tiles matmuls (limn.c.rewrites.matmul's register tiles, limn.cuda.matmul's shared-memory
-tiles) starts from this Matmul, so the rule that decides what a matmul is lives in one place.
+an epilogue). Which kernels are matmuls the schedule decides from the graph (limn.compiler.kernel.Contraction,
+carried here as KernelIR.matmul); in such a kernel's nest `match_matmul` finds which load is a, which is b, which
+loop is i, r and j, and whether the layout and dtypes let a device tile it. Every compiled device that tiles
+matmuls (limn.c.rewrites.matmul's register tiles, limn.cuda.matmul's shared-memory tiles) starts from this
+Matmul, so what a matmul is is decided in the compiler, once.
 Pipeline: IR -> **matmul form** -> a device's tiled rendering of it.
 """
 
@@ -68,7 +70,7 @@ def match_matmul(nest: list[Instr], kernel: KernelIR, following: list[Instr] | N
     the register form the instructions after the STORE, in the memory form the `following` nest when it
     loops over the output cells (see epilogue_of)."""
     loops = [ins for ins in nest if isinstance(ins, Loop)]
-    if len(loops) < 3 or len(nest) < 2 * len(loops) + 4:
+    if not kernel.matmul or len(loops) < 3 or len(nest) < 2 * len(loops) + 4:
         return None
     registers = isinstance(nest[len(loops) - 1], Acc)
     fold = register_form(nest, loops) if registers else memory_form(nest, loops)

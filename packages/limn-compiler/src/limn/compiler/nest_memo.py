@@ -53,7 +53,7 @@ def lowered(kernel: Kernel, sched: Schedule, lower_now: Callable[[Kernel, Schedu
     nest, n_in = known.nest, len(known.nest.inputs)
     bound = [BufferArg(b.name, slots[p], b.dtype, b.shape) for b, p in zip(nest.inputs + nest.outputs, known.positions)]
     ins, outs = tuple(bound[:n_in]), tuple(bound[n_in:])
-    return KernelIR(kernel.name, nest.op, nest.loop_shape, ins, outs, nest.body, nest=known.digest)
+    return KernelIR(kernel.name, nest.op, nest.loop_shape, ins, outs, nest.body, nest=known.digest, matmul=nest.matmul)
 
 
 def nest_key(kernel: Kernel, sched: Schedule, order: list[Expr] | None = None) -> tuple[str, list[int]]:

@@ -32,7 +32,6 @@ from limn.compiler.kernel import (
     Custom,
     Elementwise,
     Expr,
-    Fold,
     Gather,
     Join,
     Kernel,
@@ -44,6 +43,7 @@ from limn.compiler.kernel import (
     Slot,
     SlotKind,
     describe,
+    fold_form,
     walk_expr,
 )
 from limn.compiler.merge import merge_kernels
@@ -260,7 +260,8 @@ def _kernel(build: _Build, node: Node) -> None:
     out = build.slot_of[id(node)] = build.new_slot(node, SlotKind.TEMP, build.decisions.stored[id(node)])
     if node.op in REDUCE:
         src = node.srcs[0]
-        kernel = Kernel(name, node.op, out, src.shape, Fold(build.expr(src, kid), tuple(node.arg)))
+        form = fold_form(node.op, build.expr(src, kid), tuple(node.arg), src.shape)  # a Contraction or a Fold
+        kernel = Kernel(name, node.op, out, src.shape, form)
     elif node.op is Op.GATHER:
         src_load, idx_load = build.expr(node.srcs[0], kid), build.expr(node.srcs[1], kid)
         assert isinstance(src_load, Load) and isinstance(idx_load, Load), "gather operands are stored"
