@@ -1,9 +1,16 @@
 """Shared test setup: every test starts on the numpy device, `device` runs a test on numpy and on c, and tests/
 is importable (corpus.py, oracle.py)."""
 
-import pytest
+import sys
 
-import limn
+# This machine's environment sets PYTHONDONTWRITEBYTECODE; then every worker rewrites each test module's asserts
+# anew (about 5 s a worker) and compiles limn's modules on each import. The suite keeps its bytecode in
+# __pycache__ folders, which git ignores.
+sys.dont_write_bytecode = False
+
+import pytest  # noqa: E402
+
+import limn  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

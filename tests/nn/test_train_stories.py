@@ -47,6 +47,7 @@ def on_c():
     limn.set_device("numpy")
 
 
+@pytest.mark.train
 def test_a_short_run_lowers_the_loss_and_writes_a_checkpoint_and_its_curve(tmp_path, on_c, capsys):
     args = [*TINY, "--steps", "40", "--eval-every", "20", "--device", "c", "--out", str(tmp_path), "--tokens", "8"]
     figures = train_stories.main(args)
@@ -62,6 +63,7 @@ def test_a_short_run_lowers_the_loss_and_writes_a_checkpoint_and_its_curve(tmp_p
     assert sampled["text"] == figures["text"], "--sample from the final checkpoint, same seed: the same bytes"
 
 
+@pytest.mark.train
 def test_a_resumed_run_gives_the_uninterrupted_runs_losses_bit_for_bit(tmp_path, on_c):
     corpus = open_corpus(None)
     whole = train_stories.Run(settings(30, dropout=0.1), corpus)  # dropout on: the generator must resume too
@@ -129,6 +131,7 @@ def full_forward(model, prompt: bytes, count: int, temperature: float, top_k, se
     return bytes(out), seen
 
 
+@pytest.mark.train
 def test_sampling_with_a_seed_repeats_and_top_k_stays_in_the_top_k(trained):
     a = train_stories.generate(trained, b"Once", 12, 1.0, 5, seed=3)
     b = train_stories.generate(trained, b"Once", 12, 1.0, 5, seed=3)
@@ -139,6 +142,7 @@ def test_sampling_with_a_seed_repeats_and_top_k_stays_in_the_top_k(trained):
         assert byte in top, f"byte {k} ({byte}) is not among the top 5 {sorted(top)}"
 
 
+@pytest.mark.train
 @pytest.mark.parametrize("temperature, top_k", [(0.0, None), (0.8, 40)], ids=["greedy", "sampled"])
 def test_kv_cache_generation_equals_a_full_forward_per_byte(trained, temperature, top_k):
     cached = train_stories.generate(trained, b"The cat", 20, temperature, top_k, seed=1)
