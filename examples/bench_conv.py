@@ -21,7 +21,7 @@ from _limits import measure, report, share
 
 import limn
 from limn import Tensor
-from limn.c.device import team_size
+from limn.c.toolchain import team_size
 from limn.composed.functional.convolution import conv
 
 

@@ -21,7 +21,7 @@ from _bench import first_call_seconds, median_seconds, table
 from _limits import measure, report, share
 
 import limn
-from limn.c.device import team_size
+from limn.c.toolchain import team_size
 
 
 def main() -> None:

@@ -17,7 +17,8 @@ from corpus import CASES, Case, run_case, tolerance
 import limn
 from limn import Tensor
 from limn.c import isa as c_isa
-from limn.c.device import CDevice, Toolchain
+from limn.c.device import CDevice
+from limn.c.toolchain import Toolchain
 from limn.compiler.codegen import ir
 from limn.runtime.device import DeviceError
 

@@ -1,6 +1,7 @@
 """Rules for the c device's kernel disk cache when the disk misbehaves:
-- a cache slot held by a directory (where a .so or a .sha256 would go) is a miss; the kernel is built and
-  run anyway, the directory and what it holds are left alone, and one warning names it;
+- a cache slot held by a directory (where a .so or a .sha256 would go) is a poisoned entry: the kernel is
+  built, the directory removed and the entry written in its place, and one warning names it;
+- another kernel's library and checksum copied into a slot do not verify there: rebuilt, with a warning;
 - a FIFO in a cache slot is a miss, not a hang;
 - a cache folder that cannot be written (read-only, permission denied, full, a file in its place) or
   run from (noexec) is replaced by a private temp folder for the rest of the process, with one warning
@@ -72,22 +73,49 @@ def only_library(folder: Path) -> Path:
 
 
 @pytest.mark.parametrize("slot", [".so", ".sha256"])
-def test_a_directory_in_a_cache_slot_is_a_miss_left_alone_and_reported_once(cache, slot):
+def test_a_directory_in_a_cache_slot_is_removed_and_the_entry_written_reported_once(cache, slot):
     on(CDevice(), first_kernel)
     path = only_library(cache).with_suffix(slot)
     path.unlink()
     path.mkdir()
-    (path / "keep.txt").write_text("not limn's")  # someone's data: it must survive
+    (path / "stray.txt").write_text("a poisoned slot")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        on(CDevice(), first_kernel)  # a miss: built, and the directory gives way to the entry
+        on(CDevice(), next_kernel)  # other kernels are cached as usual
+    reported = cache_warnings(caught)
+    assert len(reported) == 1 and str(path) in reported[0] and "was a directory" in reported[0], reported
+    assert path.is_file(), "the slot healed: the entry is a file again"
+    assert not list(cache.glob("*.tmp")) and not list(cache.glob("*.c")), "temp files left behind"
+    libs = {p: p.stat().st_mtime_ns for p in cache.glob("*.so")}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        on(CDevice(), first_kernel)  # a later device: a cache hit, nothing rebuilt, nothing reported
+    assert not cache_warnings(caught) and {p: p.stat().st_mtime_ns for p in cache.glob("*.so")} == libs
+
+
+def test_another_kernels_library_in_a_slot_is_rebuilt_with_a_warning(cache):
+    """A library verifies against the slot it is loaded for: another kernel's library and checksum, whole
+    and valid, copied into this kernel's slot are not run (they would compute the other kernel, or fail on a
+    missing symbol); the kernel is built again, with a warning, and the slot holds its own entry again."""
+    on(CDevice(), first_kernel)
+    mine = only_library(cache)
+    on(CDevice(), next_kernel)
+    theirs = [p for p in cache.glob("*.so") if p != mine]
+    for suffix in (".sha256", ".so"):  # each lands as a new file: this process keeps the old ones mapped
+        for lib in theirs:
+            copy = cache / f"copy{suffix}.tmp"
+            copy.write_bytes(lib.with_suffix(suffix).read_bytes())
+            os.replace(copy, mine.with_suffix(suffix))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        on(CDevice(), first_kernel)  # compared with the numpy device: the other kernel's numbers would fail
+    reported = cache_warnings(caught)
+    assert any(str(mine) in r and "does not verify" in r for r in reported), reported
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         on(CDevice(), first_kernel)
-        on(CDevice(), first_kernel)  # a later device in the same process: rebuilt, run, not reported again
-        on(CDevice(), next_kernel)  # and other kernels are cached as usual
-    reported = cache_warnings(caught)
-    assert len(reported) == 1 and str(path) in reported[0] and "is a directory" in reported[0], reported
-    assert path.is_dir() and (path / "keep.txt").read_text() == "not limn's"
-    assert not list(cache.glob("*.tmp")) and not list(cache.glob("*.c")), "temp files left behind"
-    assert len([p for p in cache.glob("*.so") if p.is_file()]) == 1 + (slot == ".sha256")
+    assert not cache_warnings(caught), "the rebuilt entry verifies"
 
 
 def test_a_fifo_in_a_cache_slot_is_a_miss_not_a_hang(cache):

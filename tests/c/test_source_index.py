@@ -3,8 +3,9 @@
   its source from the index and renders nothing, and the source is byte for byte what rendering gives;
 - the entry is named by the nest, the renderer's options and the code fingerprint: other options or another
   limn render anew;
-- an entry that is not what was written (a changed byte, a truncated file, a FIFO or a folder in its
-  place) is a miss: the kernel is rendered (and the entry written again where it can be), never hung on;
+- an entry that is not what was written for its slot (a changed byte, a truncated file, another nest's
+  entry, a FIFO or a folder in its place) is a miss: the kernel is rendered (and the entry written again
+  where it can be), never hung on;
 - an index folder that cannot be written is no error: kernels render and run as without it;
 - a kernel built by hand (no nest key) is rendered, not indexed.
 The oracle for values is the numpy device; for sources, the renderer itself.
@@ -113,10 +114,36 @@ def test_a_damaged_entry_is_a_miss_and_is_written_again(index, monkeypatch, dama
         victim.mkdir()
     monkeypatch.setattr(nest_memo, "_lowered_before", {})
     device = CountingDevice()
-    _, again = run_on(device)
+    if damage in ("a changed byte", "truncated"):  # an entry there that does not verify is reported
+        with pytest.warns(RuntimeWarning, match="does not verify"):
+            _, again = run_on(device)
+    else:
+        _, again = run_on(device)
     assert device.rendered >= 1 and again == sources
     if damage in ("a changed byte", "truncated"):
         assert victim.read_text() == text, "the entry should be written again, whole"
+
+
+def test_another_nests_entry_in_a_slot_is_rendered_anew_with_a_warning(index, monkeypatch):
+    """An entry names the slot it was written for: another nest's entry, whole and valid, copied into a slot
+    is not compiled in its place (it would run the other kernel); the nest is rendered, with a warning, and
+    the slot holds its own source again."""
+    _, sources = run_on(CDevice())
+    (first,) = entries(index)
+    limn.register_device("c_other", CDevice)
+    limn.set_device("c_other")
+    (Tensor(np.ones((3, 5), np.float32)) * 2).amax(0).numpy()  # another nest, another entry
+    limn.set_device("numpy")
+    (second,) = [p for p in entries(index) if p != first]
+    mine = first.read_bytes()
+    first.unlink()
+    first.write_bytes(second.read_bytes())
+    monkeypatch.setattr(nest_memo, "_lowered_before", {})
+    device = CountingDevice()
+    with pytest.warns(RuntimeWarning, match="does not verify"):
+        _, again = run_on(device)
+    assert device.rendered >= 1 and again == sources
+    assert first.read_bytes() == mine, "the entry should be written again, whole"
 
 
 def test_an_unwritable_index_folder_is_no_error(index, monkeypatch):

@@ -63,6 +63,42 @@ def test_torchs_module_level_names_are_functions(name):
     assert callable(getattr(limn, name)) and not isinstance(getattr(limn, name), types.ModuleType), name
 
 
+def test_outer_is_torchs_and_refuses_what_torch_refuses():
+    a, b = np.array([1.0, -2.0, 3.5], np.float32), np.array([4, 5], np.int32)
+    for got in (Tensor(a).outer(Tensor(b)), limn.outer(Tensor(a), Tensor(b)), Tensor(a).ger(Tensor(b))):
+        want = torch.outer(torch.tensor(a), torch.tensor(b))
+        assert str(want.dtype).removeprefix("torch.") == got.dtype.name, "the promoted dtype is torch's"
+        np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=f"outer({a.tolist()}, {b.tolist()})")
+    with pytest.raises(RuntimeError, match=r"1-D tensors, got shapes \(3, 1\) and \(2,\)"):
+        Tensor(a).reshape(3, 1).outer(Tensor(b))  # torch: "outer: Expected 1-D argument self"
+
+
+@pytest.mark.parametrize("spelling", ["with", "with(False)", "decorator", "bare decorator", "decorator(False)"])
+def test_inference_mode_turns_gradients_off_as_torchs(spelling):
+    """limn.inference_mode is no_grad (limn has no version counters for it to skip); mode=False leaves the
+    mode as it is; it decorates called or bare, as torch's. The oracle is torch's requires_grad."""
+
+    def run(lib):
+        x = lib.ones(2, requires_grad=True)
+        mode = lib.inference_mode
+        if spelling == "with":
+            with mode():
+                return (x * 2).requires_grad
+        if spelling == "with(False)":
+            with mode(False):
+                return (x * 2).requires_grad
+        wrap = {"decorator": mode(), "bare decorator": mode, "decorator(False)": mode(False)}[spelling]
+        return wrap(lambda: (x * 2).requires_grad)()
+
+    assert run(limn) == run(torch), f"inference_mode, {spelling}: limn {run(limn)}, torch {run(torch)}"
+    assert limn.is_grad_enabled(), "the mode is restored afterwards"
+
+
+def test_realize_names_an_argument_that_is_not_a_tensor():
+    with pytest.raises(TypeError, match="argument 1 is NoneType"):
+        limn.realize(Tensor([1.0]), None)
+
+
 def test_device_names_a_device_as_torch_device_does():
     assert limn.device("numpy").name == "numpy"
     assert limn.device().name == limn.current_device()

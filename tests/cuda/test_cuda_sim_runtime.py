@@ -194,3 +194,27 @@ def test_a_damaged_cache_entry_is_rebuilt_not_loaded(tmp_path, damage):
     a, b, out = np.ones(1000, np.float32), np.ones(1000, np.float32), np.zeros(1000, np.float32)
     again.run(module, program, [a.ctypes.data, b.ctypes.data, out.ctypes.data], block=32)
     np.testing.assert_array_equal(out, 2)
+
+
+def test_another_programs_library_in_a_slot_is_rebuilt_with_a_warning(tmp_path):
+    """A library verifies against the slot it is loaded for: another program's library copied there with
+    its checksum is not run (it would fail on a missing symbol, or compute the other program); it is built
+    again, with a warning, and gives this program's numbers."""
+    program = CudaProgram(GRID_STRIDE_ADD, (Launch("add", ("const float*", "const float*", "float*"), cells=1000),))
+    other = CudaProgram(GRID_STRIDE_ADD.replace("a[i] + b[i]", "a[i] - b[i]"), program.launches)
+    assert other.source != program.source, "the two programs must differ for the test to mean anything"
+    SimRuntime(cache=tmp_path / "cache").compile(program)
+    (mine,) = (tmp_path / "cache").glob("*.so")
+    SimRuntime(cache=tmp_path / "cache").compile(other)
+    (theirs,) = [p for p in (tmp_path / "cache").glob("*.so") if p != mine]
+    for suffix in (".sha256", ".so"):  # each lands as a new file: this process keeps the old ones mapped
+        copy = tmp_path / f"copy{suffix}"
+        copy.write_bytes(theirs.with_suffix(suffix).read_bytes())
+        os.replace(copy, mine.with_suffix(suffix))
+    again = SimRuntime(cache=tmp_path / "cache")
+    with pytest.warns(RuntimeWarning, match="does not verify"):
+        module = again.compile(program)
+    assert again.builds == 1
+    a, b, out = np.ones(1000, np.float32), np.ones(1000, np.float32), np.zeros(1000, np.float32)
+    again.run(module, program, [a.ctypes.data, b.ctypes.data, out.ctypes.data], block=32)
+    np.testing.assert_array_equal(out, 2)

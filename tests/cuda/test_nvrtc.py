@@ -1,6 +1,8 @@
 """NVRTC compiles hand-written CUDA C to CUBIN and PTX, reports ptxas's resources, shows compile errors with
 their source lines, picks a target per GPU, and caches programs on disk. No GPU needed: NVRTC runs on the CPU."""
 
+import os
+
 import pytest
 
 from limn.runtime.device import DeviceError
@@ -173,13 +175,30 @@ def test_a_corrupt_entry_is_a_miss(cache, monkeypatch, damage):
         entry.mkdir()
     calls = _count_compiles(monkeypatch)
     if damage == "directory":
-        with pytest.warns(cuda_nvrtc.KernelCacheWarning, match="cannot store"):
-            again = cuda_nvrtc.cached_compile(ELEMENTWISE, "kernel.cu", 80, True, driver_version=13020)
-    else:
         again = cuda_nvrtc.cached_compile(ELEMENTWISE, "kernel.cu", 80, True, driver_version=13020)
-        cuda_nvrtc.cached_compile(ELEMENTWISE, "kernel.cu", 80, True, driver_version=13020)
-    assert len(calls) == 1, "compiled once more, and (but for a directory in the slot) stored again"
+    else:  # an entry that is there and does not verify is reported as it is compiled again
+        with pytest.warns(cuda_nvrtc.KernelCacheWarning, match="does not verify"):
+            again = cuda_nvrtc.cached_compile(ELEMENTWISE, "kernel.cu", 80, True, driver_version=13020)
+    cuda_nvrtc.cached_compile(ELEMENTWISE, "kernel.cu", 80, True, driver_version=13020)
+    assert len(calls) == 1, "compiled once more and stored again (a directory in the slot is removed: it heals)"
+    assert entry.is_file()
     assert (again.image, again.resources) == (first.image, first.resources)  # the log holds ptxas's timings
+
+
+def test_another_programs_entry_in_a_slot_is_rebuilt_with_a_warning(cache, monkeypatch):
+    """An entry verifies against the slot it is read for: another program's whole, valid entry copied there
+    is not loaded (it would run the other kernel); it is compiled again, with one warning, and replaced."""
+    mine = cuda_nvrtc.cached_compile(ELEMENTWISE, "kernel.cu", 80, True, driver_version=13020)
+    (my_entry,) = cache.iterdir()
+    cuda_nvrtc.cached_compile(SHARED, "kernel.cu", 80, True, driver_version=13020)
+    (other,) = [p for p in cache.iterdir() if p != my_entry]
+    os.replace(other, my_entry)
+    calls = _count_compiles(monkeypatch)
+    with pytest.warns(cuda_nvrtc.KernelCacheWarning, match="does not verify"):
+        again = cuda_nvrtc.cached_compile(ELEMENTWISE, "kernel.cu", 80, True, driver_version=13020)
+    assert len(calls) == 1 and (again.image, again.resources) == (mine.image, mine.resources)
+    assert cuda_nvrtc.cached_compile(ELEMENTWISE, "kernel.cu", 80, True, driver_version=13020).image == mine.image
+    assert len(calls) == 1, "the rebuilt entry is stored and read back"
 
 
 def test_nvrtc_that_cannot_load_names_what_to_install(monkeypatch):

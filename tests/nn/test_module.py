@@ -299,3 +299,41 @@ def test_to_moves_to_a_device_and_refuses_an_int_dtype(gpt):
         gpt.to(limn.int32)
     with pytest.raises(limn.DeviceError, match="cpu"):
         gpt.to("cpu")
+
+
+def _keeps_what_it_computed(lib):
+    """The same model in limn and torch: a forward that keeps its loss, an activation (under an underscore
+    name too) and a cache as attributes, as llama2.c's model.py keeps `self.last_loss`."""
+    nn_ = lib.nn
+
+    class Keeper(nn_.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn_.Linear(3, 2)
+            self.cache = [None]
+
+        def forward(self, x):
+            y = self.lin(x)
+            self.last_loss = (y * y).sum()
+            self._activation = y
+            self.cache[0] = y.detach()
+            return y
+
+    return Keeper()
+
+
+def test_a_tensor_a_forward_keeps_is_not_a_parameter_as_in_torch():
+    """Rule: only leaves are parameters. A loss, an activation or a cache a forward stores on the module is
+    computed (or detached data), so after a forward named_parameters(), parameters() and state_dict() hold the
+    layer's weights only, as torch's (which registers parameters and buffers only)."""
+    names = {}
+    for lib in (limn, torch):
+        model = _keeps_what_it_computed(lib)
+        model(lib.ones(1, 3))
+        names[lib.__name__] = (
+            [n for n, _ in model.named_parameters()],
+            len(list(model.parameters())),
+            sorted(model.state_dict()),
+        )
+    assert names["limn"] == names["torch"], f"limn {names['limn']}, torch {names['torch']}"
+    assert Tensor([1.0], requires_grad=True).is_leaf and not (Tensor([1.0], requires_grad=True) * 2).is_leaf

@@ -7,7 +7,7 @@ packages) are found through the `limn.devices` entry point group and chosen with
 
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)  # limn.* modules ship in several packages
 
-from limn.autograd import enable_grad, is_grad_enabled, no_grad
+from limn.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad
 from limn.composed.creation import manual_seed
 from limn.dtypes import DType, bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
 from limn.errors import ArgumentError
@@ -55,6 +55,7 @@ __all__ = [
     "long",
     "manual_seed",
     "no_grad",
+    "inference_mode",
     "realize",
     "register_device",
     "set_device",

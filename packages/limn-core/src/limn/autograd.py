@@ -36,9 +36,14 @@ _mode = _GradMode()
 
 
 class no_grad:
-    """Context manager (or decorator): ops inside record no gradient history, in this thread."""
+    """Context manager (or decorator, bare or called, as torch's): ops inside record no gradient history, in
+    this thread."""
 
     _sets = False
+
+    def __new__(cls, func: Callable | None = None) -> Any:
+        self = super().__new__(cls)
+        return self if func is None else self(func)  # `@no_grad` bare: the function comes back wrapped
 
     def __enter__(self) -> None:
         # a stack of previous modes, so one no_grad object can be entered again while it is active
@@ -48,10 +53,13 @@ class no_grad:
     def __exit__(self, *exc: object) -> None:
         _mode.enabled = self._prev.pop()
 
+    def _again(self) -> no_grad:
+        return type(self)()
+
     def __call__(self, fn: Callable) -> Callable:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with type(self)():
+            with self._again():  # a fresh one per call: two threads may run the function at once
                 return fn(*args, **kwargs)
 
         return wrapper
@@ -61,6 +69,24 @@ class enable_grad(no_grad):
     """Turns gradient recording back on inside a no_grad block, in this thread."""
 
     _sets = True
+
+
+class inference_mode(no_grad):
+    """torch.inference_mode: here no_grad (limn keeps no version counters for it to skip); with mode=False
+    it leaves the mode as it is, as torch's does."""
+
+    def __new__(cls, mode: bool | Callable = True) -> Any:
+        return super().__new__(cls) if isinstance(mode, bool) else inference_mode(True)(mode)  # bare: wraps
+
+    def __init__(self, mode: bool | Callable = True) -> None:
+        self.mode = mode is not False
+
+    def __enter__(self) -> None:
+        self._sets = False if self.mode else _mode.enabled
+        super().__enter__()
+
+    def _again(self) -> no_grad:
+        return inference_mode(self.mode)
 
 
 def is_grad_enabled() -> bool:

@@ -1,29 +1,22 @@
 """The c device: renders kernels as C, compiles them with cc, and calls them through ctypes.
 
 The executor, plan cache and assign transaction are limn-compiler's (jit.CompiledDevice); this module
-adds the toolchain (finding cc, checking it builds a shared library, OpenMP or not), the compile step the
-kernel cache on disk runs (c/library_cache.py), and the five byte hooks: buffers are host numpy arrays,
-the big ones reused through a pool (c/pool.py).
+adds the compile step the kernel cache on disk runs (c/library_cache.py) with the compiler c/toolchain.py
+found, and the five byte hooks: buffers are host numpy arrays, the big ones reused through a pool (c/pool.py).
 Pipeline: tensor -> graph -> schedule -> IR -> C source (c/source.py) -> **cc -> ctypes**.
 """
 
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import platform
-import shutil
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from limn.c import attention as c_attention
-from limn.c import isa as c_isa
 from limn.c import library_cache
 from limn.c import source_index as c_source_index
 from limn.c.library_cache import cache_dir
@@ -31,109 +24,16 @@ from limn.c.pool import HostPool
 from limn.c.prelude import PRELUDE
 from limn.c.rewrites.matmul import VECTOR_PRELUDE
 from limn.c.source import CRenderer, Options
+from limn.c.toolchain import Toolchain, team_size
 from limn.compiler import cache_files
 from limn.compiler.ir import KernelIR
 from limn.compiler.jit import CompiledDevice, debug_level
 from limn.dtypes import DType
 from limn.graph.ops import Shape
-from limn.runtime.device import DeviceError
-
-# No -ffast-math: every operation rounds as the IR says. -ffp-contract=off keeps a * b + c two roundings
-# unless the renderer writes fmaf; -fno-math-errno and -fno-trapping-math change no result (limn reads
-# neither errno nor the FP exception flags) but let gcc run both arms of a select, so loops with one vectorize.
-BASE_FLAGS = ["-O3", "-fPIC", "-shared", "-std=c11", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off"]
 
 
 class CompileError(RuntimeError):
     """cc rejected a kernel: the message holds the command, cc's output and the offending lines."""
-
-
-def physical_cores() -> int:
-    """Cores, not hardware threads: pairs of (physical id, core id) in /proc/cpuinfo."""
-    try:
-        pairs, phys = set(), None
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("physical id"):
-                phys = line.split(":")[1].strip()
-            elif line.startswith("core id"):
-                pairs.add((phys, line.split(":")[1].strip()))
-        if pairs:
-            return len(pairs)
-    except OSError:
-        pass
-    return os.cpu_count() or 1
-
-
-def team_size() -> int:
-    env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    return physical_cores()
-
-
-class Toolchain:
-    """A C compiler that is known to build shared libraries, with or without OpenMP."""
-
-    def __init__(self, cc: str | None = None, march: str | None = None) -> None:
-        name = cc or os.environ.get("CC") or "cc"
-        path = shutil.which(name)
-        if path is None:
-            raise DeviceError(
-                f"the c device needs a C compiler: {name!r} is not on PATH (install gcc or clang, or point CC at one)"
-            )
-        self.cc = path
-        try:
-            version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise DeviceError(f"the c device could not run the C compiler {path}: {e}") from e
-        self.identity = f"{path} {version.stdout.splitlines()[0] if version.stdout else ''}"
-        self.target = self._target(march or os.environ.get("LIMN_C_MARCH") or "native")
-        self.openmp = self._builds(self.target + ["-fopenmp"])
-        self.flags = BASE_FLAGS + self.target + (["-fopenmp"] if self.openmp else [])
-        self.isa, why = c_isa.probe(self.cc, self.flags)
-        self.isa_reason = f"{' '.join(self.target) or 'no -march'}: {why}"
-
-    def _target(self, march: str) -> list[str]:
-        """The -march flag kernels are built with. A requested target the compiler cannot build for is
-        an error; `native` that fails (a compiler too old for this CPU, or one that has no such flag)
-        falls back to the compiler's default target, whose kernels are correct, only slower."""
-        if self._builds([f"-march={march}"]):
-            return [f"-march={march}"]
-        if march == "native" and self._builds([]):
-            return []
-        raise DeviceError(
-            f"the c device cannot build a shared library with {self.cc} {' '.join(BASE_FLAGS)} -march={march}; "
-            "check that the compiler and its linker work, and that it knows that target "
-            "(LIMN_C_MARCH, or CDevice(march=...), names it)"
-        )
-
-    def _builds(self, extra: list[str]) -> bool:
-        with tempfile.TemporaryDirectory() as tmp:
-            src = Path(tmp) / "probe.c"
-            src.write_text("#include <math.h>\nvoid probe(float* x) { x[0] = sqrtf(x[0]); }\n")
-            cmd = [self.cc, *BASE_FLAGS, *extra, str(src), "-o", str(Path(tmp) / "probe.so"), "-lm"]
-            try:
-                done = subprocess.run(cmd, capture_output=True, timeout=120)
-            except (OSError, subprocess.TimeoutExpired):
-                return False
-            if done.returncode != 0:
-                return False
-            try:
-                ctypes.CDLL(str(Path(tmp) / "probe.so"))
-            except OSError:
-                return False
-            return True
-
-    def host_target(self) -> str:
-        """What -march=native means here: the machine and its CPU's feature flags."""
-        flags = ""
-        try:
-            for line in Path("/proc/cpuinfo").read_text().splitlines():
-                if line.startswith(("flags", "Features", "model name")):
-                    flags += line
-        except OSError:
-            pass
-        return f"{platform.machine()} {hashlib.sha256(flags.encode()).hexdigest()[:16]}"
 
 
 class CDevice(CompiledDevice):
@@ -208,7 +108,10 @@ class CDevice(CompiledDevice):
         if not kernel.nest:  # built by hand, not lowered from a nest key
             return self.renderer.render(kernel)[1]
         path = c_source_index.entry(cache_dir() / "sources", kernel.nest, repr(self.options))
-        source = c_source_index.parse(cache_files.file_bytes(path))  # a FIFO or folder in the slot is a miss
+        data = cache_files.file_bytes(path)  # None for a FIFO or a folder in the slot: a miss
+        source = c_source_index.parse(data, path.name)
+        if source is None and data is not None:
+            cache_files.warn_rebuilt("c", path)
         if source is None:
             source = self.renderer.render(kernel)[1]
             c_source_index.write(path, source)

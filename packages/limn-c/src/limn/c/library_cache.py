@@ -2,10 +2,12 @@
 
 A library is keyed by its source, the compiler's identity, the flags and the host. It is compiled to a temp
 name in the cache folder, loaded from there, then renamed into place beside its checksum, so a reader finds a
-whole library or none and two processes building one kernel do not collide; an entry that is corrupt or not
-a file is a miss. A folder that cannot be written or run from (read-only, full, noexec) is replaced, with
-one warning, by a private temp folder for the rest of the process (limn.compiler.cache_files holds where the
-folder is, and the checksums).
+whole library or none and two processes building one kernel do not collide. The checksum beside a library
+names its slot: an entry that is corrupt, or another kernel's copied into the slot, does not verify and is
+rebuilt with a warning; a directory in a slot is removed, with a warning, and the entry written. A folder
+that cannot be written or run from (read-only, full, noexec) is replaced, with one warning, by a private
+temp folder for the rest of the process (limn.compiler.cache_files holds where the folder is, and the
+checksums).
 Pipeline: C source -> **cc, through this cache** -> ctypes.
 """
 
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from limn.compiler import cache_files
+from limn.compiler.cache_files import KernelCacheWarning
 from limn.runtime.device import DeviceError
 
 # a build's compile step: (source, source file, library file) -> None, raising OSError where the folder fails
@@ -33,10 +36,6 @@ Compile = Callable[[str, str, str], None]
 def cache_dir() -> Path:
     """Where compiled kernels are kept: $LIMN_CACHE_DIR/c, else $XDG_CACHE_HOME/limn/c, else ~/.cache/limn/c."""
     return cache_files.cache_dir("c")
-
-
-class KernelCacheWarning(RuntimeWarning):
-    """The kernel cache could not be used as configured; kernels still run, built somewhere else."""
 
 
 class FolderUnusable(Exception):
@@ -120,8 +119,12 @@ def _cached_or_built(source: str, digest: str, folder: Path, compile: Compile) -
 
 
 def _load_cached(lib_path: Path, sum_path: Path) -> ctypes.CDLL | None:
-    """A cached library whose bytes match its recorded checksum; anything else is a miss."""
-    if not cache_files.matches_checksum(lib_path, sum_path):
+    """A cached library whose bytes match the checksum recorded for its slot; anything else is a miss, and
+    an entry there that does not verify is reported (cache_files.warn_rebuilt) before the rebuild replaces it."""
+    verified = cache_files.check_entry(lib_path, sum_path)
+    if verified is False:
+        cache_files.warn_rebuilt("c", lib_path)
+    if not verified:
         return None
     try:
         return ctypes.CDLL(str(lib_path))
@@ -150,7 +153,7 @@ def _build(source: str, lib_path: Path, sum_path: Path, folder: Path, compile: C
         if _install(tmp_lib, lib_path, folder):
             try:
                 with open(tmp_sum, "w") as f:
-                    f.write(hashlib.sha256(data).hexdigest())
+                    f.write(cache_files.checksum_line(lib_path, data))
                     f.flush()
                     os.fsync(f.fileno())
             except OSError as e:
@@ -164,23 +167,38 @@ def _build(source: str, lib_path: Path, sum_path: Path, folder: Path, compile: C
 
 
 def _install(tmp: str, slot: Path, folder: Path) -> bool:
-    """Renames a finished temp file into its cache slot. A slot held by a directory is left alone and
-    reported once (False: the library is used from its temp name); any other failure is the folder's."""
+    """Renames a finished temp file into its cache slot. A slot held by a directory is a poisoned entry: it is
+    removed, reported once, and the file takes its place; if it cannot be removed the library is used from its
+    temp name (False). Any other failure is the folder's."""
     try:
         os.replace(tmp, slot)
         return True
     except IsADirectoryError as e:
-        if slot not in _fallback.occupied:
-            _fallback.occupied.add(slot)
-            warnings.warn(
-                f"limn: the c device's cache entry {slot} is a directory, not a file ({_reason(e)}); it is "
-                "left alone and this kernel is rebuilt in each process until it is removed",
-                KernelCacheWarning,
-                stacklevel=2,
-            )
-        return False
+        cause = _reason(e)
     except OSError as e:
         raise FolderUnusable(folder, _reason(e)) from e
+    removed = _heal(slot)
+    if slot not in _fallback.occupied:
+        _fallback.occupied.add(slot)
+        outcome = "removed it" if removed else "cannot remove it: this kernel is rebuilt in each process"
+        warnings.warn(
+            f"limn: the c device's cache entry {slot} was a directory, not a file ({cause}); limn {outcome}",
+            KernelCacheWarning,
+            stacklevel=2,
+        )
+    if not removed:
+        return False
+    try:
+        os.replace(tmp, slot)
+        return True
+    except OSError as e:
+        raise FolderUnusable(folder, _reason(e)) from e
+
+
+def _heal(slot: Path) -> bool:
+    """Removes a directory that holds a cache slot; whether it is gone."""
+    shutil.rmtree(slot, ignore_errors=True)
+    return not slot.exists()
 
 
 def _reason(e: OSError) -> str:

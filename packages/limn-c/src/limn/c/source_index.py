@@ -6,9 +6,10 @@ cost of planning a GPT forward of a new shape with every library in the disk cac
 a function of three things: its nest (KernelIR.nest, the digest of the nest_key every kernel lowered to
 that body shares), the renderer's options, and the code of limn that lowers and renders. So an entry is
 named by a hash of the three, and the third is a fingerprint of every module file of the installed
-packages: a changed limn renders everything again. An entry is the source with its own sha256 on a first
-line; an entry that does not match is a miss and is written again. Entries are written to a temp file and
-renamed into place; a folder that cannot be read or written makes the index a no-op, never an error.
+packages: a changed limn renders everything again. An entry is the source with its own sha256 and the entry's
+name on a first line; an entry that does not match (damaged, or another nest's copied into its place) is a
+miss and is written again (a folder in its place is removed). Entries are written to a temp file and renamed
+into place; a folder that cannot be read or written makes the index a no-op, never an error.
 Pipeline: IR -> C source (c/source.py, **or this index**) -> cc -> ctypes.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import shutil
 import socket
 from pathlib import Path
 
@@ -51,9 +53,10 @@ def entry(folder: Path, nest: str, options: str) -> Path:
     return folder / name[:2] / f"{name}.c"
 
 
-def parse(data: bytes | None) -> str | None:
-    """The source in an entry's bytes (None: no entry, or not a regular file); None again when the entry is
-    not what was written (its checksum line does not match, or it is not UTF-8)."""
+def parse(data: bytes | None, name: str) -> str | None:
+    """The source in the bytes of entry `name` (None: no entry, or not a regular file); None again when the
+    entry is not what was written for that name (its checksum line does not match, names another entry, or
+    it is not UTF-8)."""
     if data is None:
         return None
     try:
@@ -63,7 +66,7 @@ def parse(data: bytes | None) -> str | None:
     first, _, source = text.partition("\n")
     if not first.startswith(HEADER) or not first.endswith(" */"):
         return None
-    if first[len(HEADER) : -len(" */")] != hashlib.sha256(source.encode()).hexdigest():
+    if first[len(HEADER) : -len(" */")] != f"{hashlib.sha256(source.encode()).hexdigest()} for {name}":
         return None
     return source
 
@@ -75,7 +78,9 @@ def write(path: Path, source: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as f:
-            f.write(f"{HEADER}{hashlib.sha256(source.encode()).hexdigest()} */\n{source}")
+            f.write(f"{HEADER}{hashlib.sha256(source.encode()).hexdigest()} for {path.name} */\n{source}")
+        if path.is_dir() and not path.is_symlink():  # a folder in the slot would poison it for good
+            shutil.rmtree(path, ignore_errors=True)
         os.replace(tmp, path)
     except OSError:
         try:

@@ -3,7 +3,8 @@
 Every compiled device (limn-c's cc libraries, limn-cuda's CUBINs and its CPU simulator's libraries) keeps what
 it built under one folder per device, and reads an entry as plain bytes that may be anything: missing, a folder,
 a FIFO another process left in the slot. The devices check what they read (a checksum) and write atomically
-(a temp file, then os.replace) themselves.
+(a temp file, then os.replace) themselves; an entry that does not verify is built again, with a
+KernelCacheWarning.
 Pipeline: IR -> renderer -> **the cache** -> device.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import warnings
 from pathlib import Path
 
 from limn import atomic_write
@@ -42,16 +44,41 @@ def file_bytes(path: Path) -> bytes | None:
         return None
 
 
-def matches_checksum(path: Path, sum_path: Path) -> bool:
-    """Whether the file at `path` is a regular file whose bytes hash to the sha256 recorded in `sum_path`
-    (False when either is missing, not a regular file, or they disagree: a truncated or foreign entry)."""
+class KernelCacheWarning(RuntimeWarning):
+    """A compiled device's kernel cache could not be used as it stood (a folder that fails, an entry that
+    does not verify); kernels still run, built anew or somewhere else."""
+
+
+def checksum_line(slot: Path, data: bytes) -> str:
+    """What an entry's checksum file holds: the sha256 of its bytes and the name of the slot it was written
+    for, so an entry copied into another slot, checksum and all, does not verify there."""
+    return f"{hashlib.sha256(data).hexdigest()} {slot.name}"
+
+
+def check_entry(path: Path, sum_path: Path) -> bool | None:
+    """Whether the entry at `path` verifies against `sum_path`: True when its bytes hash to the recorded sha256
+    and the checksum names this slot; None when either file is missing or not a regular file (a plain miss);
+    False when both are there and disagree (a damaged entry, or another entry's bytes in this slot)."""
     recorded, data = file_bytes(sum_path), file_bytes(path)
     if recorded is None or data is None:
-        return False
-    return hashlib.sha256(data).hexdigest() == recorded.decode("ascii", "replace").strip()
+        return None
+    line = recorded.decode("ascii", "replace").strip()
+    if " " not in line:
+        return None  # a checksum from before entries named their slot: rebuilt quietly, as a miss
+    return line == checksum_line(path, data)
 
 
 def record_checksum(path: Path, sum_path: Path) -> None:
-    """Writes the sha256 of `path`'s bytes to `sum_path` atomically, so a reader finds a whole checksum or none.
+    """Writes `path`'s checksum line to `sum_path` atomically, so a reader finds a whole checksum or none.
     OSError propagates: the caller decides whether a folder that cannot take it is fatal."""
-    atomic_write.write_atomically(sum_path, hashlib.sha256(path.read_bytes()).hexdigest().encode("ascii"))
+    atomic_write.write_atomically(sum_path, checksum_line(path, path.read_bytes()).encode("ascii"))
+
+
+def warn_rebuilt(device: str, path: Path) -> None:
+    """The one warning for an entry that did not verify: the device builds it again and replaces it."""
+    warnings.warn(
+        f"limn: the {device} device's cache entry {path} does not verify (damaged, or another kernel's entry "
+        "in its slot); the kernel is built again and the entry replaced",
+        KernelCacheWarning,
+        stacklevel=3,
+    )

@@ -43,6 +43,12 @@ class HostMixin:
         return self._device
 
     @property
+    def is_leaf(self) -> bool:
+        """True unless the tensor was computed from one that requires grad (it then has a gradient history),
+        as torch's: parameters and data are leaves, activations and losses are not."""
+        return self._ctx is None
+
+    @property
     def ndim(self) -> int:
         """The number of dims."""
         return len(self.shape)

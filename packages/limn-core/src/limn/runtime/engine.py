@@ -121,6 +121,11 @@ def realize(*tensors: Tensor) -> None:
 
     A tensor whose buffer an assign has since overwritten in place (optimizer state) raises
     limn.runtime.snapshot.StaleReadError instead of reading the new bytes."""
+    for i, t in enumerate(tensors):
+        if not isinstance(getattr(t, "node", None), Node):  # the runtime sits below Tensor's class: ask its node
+            raise TypeError(
+                f"limn.realize takes tensors; argument {i} is {type(t).__name__} ({t!r:.60}): pass Tensors only"
+            )
     for t in tensors:
         if t.node.op is Op.BUFFER and t.node in _realized:
             t.node = snapshot.check_readable(_resolved(t.node))  # read before an assign: the old bytes

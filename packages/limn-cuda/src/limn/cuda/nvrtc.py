@@ -13,6 +13,7 @@ import functools
 import hashlib
 import json
 import re
+import shutil
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 
 from limn import atomic_write
 from limn.compiler import cache_files
+from limn.compiler.cache_files import KernelCacheWarning
 from limn.runtime.device import DeviceError
 
 INSTALL_HINT = "pip install 'limn-cuda[nvrtc]' (or, in limn's checkout, uv sync --extra cuda)"
@@ -33,10 +35,6 @@ PTXAS_VERBOSE = "--ptxas-options=-v"
 
 class NvrtcError(RuntimeError):
     """NVRTC rejected a program: the message holds the options, NVRTC's log and the source lines it names."""
-
-
-class KernelCacheWarning(RuntimeWarning):
-    """The cuda kernel cache could not store a program; it still runs, compiled again in the next process."""
 
 
 @dataclass(frozen=True)
@@ -266,6 +264,8 @@ def cached_compile(source: str, name: str, arch: int, cubin: bool, driver_versio
     program is returned uncached. `driver_version` is cuDriverGetVersion's (13020), part of the key."""
     path = cache_dir() / f"{cache_key(source, name, arch, cubin, driver_version)}.bin"
     hit = _read_entry(path)
+    if hit is None and cache_files.file_bytes(path) is not None:
+        cache_files.warn_rebuilt("cuda", path)  # an entry there that does not verify: compiled again, replaced
     if hit is not None:
         return hit
     compiled = compile(source, name, arch, cubin)
@@ -281,20 +281,23 @@ def cached_compile(source: str, name: str, arch: int, cubin: bool, driver_versio
     return compiled
 
 
-def _encode(compiled: Compiled) -> bytes:
-    meta = {"cubin": compiled.cubin, "arch": compiled.arch, "log": compiled.log}
+def _encode(compiled: Compiled, slot: str) -> bytes:
+    """The entry's bytes; its meta names the slot it is written for, so a copy in another slot does not verify."""
+    meta = {"cubin": compiled.cubin, "arch": compiled.arch, "log": compiled.log, "slot": slot}
     meta["resources"] = [asdict(r) for r in compiled.resources.values()]
     body = json.dumps(meta).encode() + b"\n" + compiled.image
     return hashlib.sha256(body).hexdigest().encode() + b"\n" + body
 
 
-def _decode(data: bytes) -> Compiled | None:
+def _decode(data: bytes, slot: str) -> Compiled | None:
     digest, _, body = data.partition(b"\n")
     if hashlib.sha256(body).hexdigest().encode() != digest:
         return None
     meta_line, _, image = body.partition(b"\n")
     try:
         meta = json.loads(meta_line)
+        if meta["slot"] != slot:
+            return None  # another program's entry copied into this slot
         resources = {r["name"]: Resources(**r) for r in meta["resources"]}
         return Compiled(image, meta["cubin"], meta["arch"], meta["log"], resources)
     except (ValueError, KeyError, TypeError):
@@ -304,11 +307,13 @@ def _decode(data: bytes) -> Compiled | None:
 def _read_entry(path: Path) -> Compiled | None:
     """The entry at `path` if it is a regular file whose checksum holds; None for anything else."""
     data = cache_files.file_bytes(path)
-    return None if data is None else _decode(data)
+    return None if data is None else _decode(data, path.name)
 
 
 def _write_entry(path: Path, compiled: Compiled) -> None:
     """Writes the entry through a temp file and a rename (limn.atomic_write): a reader sees a whole
     entry or none, and processes storing the same program at once do not collide."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write.write_atomically(path, _encode(compiled))
+    if path.is_dir() and not path.is_symlink():  # a folder in the slot would poison it for good
+        shutil.rmtree(path, ignore_errors=True)
+    atomic_write.write_atomically(path, _encode(compiled, path.name))

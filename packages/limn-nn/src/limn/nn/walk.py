@@ -30,7 +30,8 @@ def named_parameters(obj: Any, remove_duplicate: bool = True) -> Iterator[tuple[
     under the first path that meets it (a tied weight keeps the first name; remove_duplicate=False gives
     it under every path, as torch's); a cycle is walked once. A tensor without requires_grad (a mask, a
     rotary table) is not a parameter and is skipped, unless an object above lists it in `_frozen` (a
-    parameter Module.requires_grad_(False) froze, which stays a parameter, as torch's).
+    parameter Module.requires_grad_(False) froze, which stays a parameter, as torch's); nor is one computed
+    from parameters (not a leaf: a loss or an activation a forward kept as an attribute).
 
     >>> from limn.nn import Linear
     >>> class MLP:
@@ -63,7 +64,8 @@ def _walk(
     """Depth first, in attribute order. `on_path` holds the containers above (a cycle stops there); `frozen`
     the ids of parameters an object above froze (Module.requires_grad_(False) lists them in `_frozen`)."""
     if isinstance(value, Tensor):
-        is_parameter = value.requires_grad or id(value) in frozen
+        # a parameter is a leaf: a loss or an activation kept as an attribute is computed, never a parameter
+        is_parameter = (value.requires_grad and value.is_leaf) or id(value) in frozen
         if is_parameter or buffer:
             yield path, value, is_parameter
         return

@@ -272,13 +272,10 @@ class ElementwiseMixin:
             return 0.5 * x * (1 + inner.tanh())
         if approximate != "none":
             raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
-        # x * (1 + erf(x / sqrt 2)) / 2, in torch's order (x * (1 + erf) overflows to inf past 1.7e38, as torch's);
-        # torch's gelu(+inf) is NaN (its erf kernel meets inf * 0), and so is its gradient there
+        # (x / 2) * (1 + erf(x / sqrt 2)): halving first keeps gelu(3e38) = 3e38 and gelu(+inf) = inf, as
+        # torch's float64 kernel gives (its float32 kernels differ by ISA up there); gelu(-inf) is NaN as torch's
         inner = x * (1 / math.sqrt(2))
-        value = x * (1 + (inner.erf() if x.dtype == dtypes.float64 else _erf_fast(inner))) * 0.5
-        at_inf = x.eq(math.inf)
-        nan_there = at_inf.where(x, 1.0) * at_inf.where(math.nan, 1.0)  # NaN with gradient NaN at +inf, 1 elsewhere
-        return at_inf.where(nan_there, value)
+        return (x * 0.5) * (1 + (inner.erf() if x.dtype == dtypes.float64 else _erf_fast(inner)))
 
     def silu(self) -> Tensor:
         """x * sigmoid(x) (swish)."""

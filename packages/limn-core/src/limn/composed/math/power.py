@@ -222,10 +222,30 @@ def _pow(x: Tensor, y: Tensor) -> Tensor:
     +inf, and d/dy = x**y log x (0 where x = 0 <= y), NaN for a negative base as log x is."""
     xd, yd = x.detach(), y.detach()
     rules = _pow_rules(xd, yd)
-    safe_base = rules.edge.where(1.0, rules.use_abs.where(-xd, xd))
-    smooth = rules.sign * (rules.edge.where(0.0, yd) * safe_base.log()).exp()  # x ** y = sign * e**(y log|x|)
+    safe_base = rules.edge.where(1.0, rules.use_abs.where(-xd, xd)).cast(dtypes.float64)
+    smooth = rules.sign * _magnitude(safe_base, rules.edge.where(0.0, yd).cast(dtypes.float64)).cast(x.dtype)
     value = rules.edge.where(rules.edge_value, smooth)
     return derivative.carry(value, (x, y), _pow_partials)
+
+
+SQUARINGS = 7  # integer powers below 2**7 multiply by squaring
+
+
+def _magnitude(base: Tensor, y: Tensor) -> Tensor:
+    """base ** y in float64 for a finite base > 0 (or a NaN). An integer y below 2**SQUARINGS multiplies by
+    squaring, exact wherever the power is representable (as C's pow is, so (-5.5) ** 2.0 is 30.25) and the
+    same bits on every device; any other y, or a power that overflowed or vanished on the way, is
+    e**(y log base). float32 rounds the float64 power once."""
+    ay = y.abs()
+    q = ay.lt(2**SQUARINGS).logical_and(ay.floor().eq(ay)).where(ay, math.nan)  # NaN: not by squaring
+    power, square = limn.Tensor.ones(base.shape, dtype=dtypes.float64, device=base.device), base
+    for _ in range(SQUARINGS):  # base ** q = the product of base ** (2 ** i) over q's bits i
+        half = bitwise.half_floor(q)
+        power = (q - 2.0 * half).eq(1).where(power * square, power)
+        square, q = square * square, half
+    power = y.lt(0).where(power.reciprocal(), power)
+    squared = q.eq(0).logical_and(power.isfinite()).logical_and(power.ne(0))  # q is 0 after the bits, NaN if not
+    return squared.where(power, (y * base.log()).exp())
 
 
 def _pow_partials(x: Tensor, y: Tensor, out: Tensor) -> tuple[Tensor, Tensor]:

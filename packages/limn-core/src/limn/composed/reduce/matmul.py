@@ -54,6 +54,16 @@ class MatmulMixin:
         """x @ other (matmul). Unlike torch.dot it is not limited to 1-D operands."""
         return self.matmul(other)
 
+    def outer(self, vec2: Tensor) -> Tensor:
+        """The outer product of two 1-D tensors, out[i, j] = x[i] * vec2[j] (torch.outer, torch.ger)."""
+        other = vec2 if isinstance(vec2, limn.Tensor) else limn.Tensor(vec2)
+        if self.ndim != 1 or other.ndim != 1:
+            raise ArgumentError(
+                f"outer takes two 1-D tensors, got shapes {self.shape} and {other.shape}: flatten them first"
+            )
+        return self.unsqueeze(1) * other.unsqueeze(0)  # (n, 1) * (1, m) -> (n, m)
+
+    ger = outer
     __matmul__ = matmul
 
     def __rmatmul__(self, other: TensorLike) -> Tensor:

@@ -150,6 +150,8 @@ class SimRuntime:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
             if done.returncode != 0:
                 raise SimCompileError(_compile_report(cmd, done.stdout + done.stderr, program.source))
+            if path.is_dir() and not path.is_symlink():  # a folder in the slot would poison it for good
+                shutil.rmtree(path, ignore_errors=True)
             os.replace(tmp_lib, path)
             library = ctypes.CDLL(str(path))
             try:
@@ -245,9 +247,13 @@ def _launchers(library: ctypes.CDLL, program: CudaProgram) -> dict[str, ctypes._
 
 
 def _load(path: Path, sum_path: Path) -> ctypes.CDLL | None:
-    """A cached library whose bytes match its recorded checksum, or None: missing, truncated, foreign or not
-    loadable, which a rebuild replaces."""
-    if not cache_files.matches_checksum(path, sum_path):
+    """A cached library whose bytes match the checksum recorded for its slot, or None: missing, truncated,
+    another program's or not loadable, which a rebuild replaces (with a warning for an entry that is there
+    and does not verify)."""
+    verified = cache_files.check_entry(path, sum_path)
+    if verified is False:
+        cache_files.warn_rebuilt("cuda-sim", path)
+    if not verified:
         return None
     try:
         return ctypes.CDLL(str(path))

@@ -1,0 +1,115 @@
+"""The toolchain: the C compiler the c device builds kernels with, the flags and target it passes, and how
+many threads a kernel's team has.
+
+Finding cc is a probe, not a guess: a compiler counts once it has built and loaded a small shared library with
+the flags kernels get, with OpenMP where that builds too, for -march=native (or LIMN_C_MARCH) where the compiler
+knows it. limn.c.isa then reads which vector unit that target has.
+Pipeline: C source -> **cc** (this toolchain, through c/library_cache.py) -> ctypes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from limn.c import isa as c_isa
+from limn.runtime.device import DeviceError
+
+# No -ffast-math: every operation rounds as the IR says. -ffp-contract=off keeps a * b + c two roundings
+# unless the renderer writes fmaf; -fno-math-errno and -fno-trapping-math change no result (limn reads
+# neither errno nor the FP exception flags) but let gcc run both arms of a select, so loops with one vectorize.
+BASE_FLAGS = ["-O3", "-fPIC", "-shared", "-std=c11", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off"]
+
+
+def physical_cores() -> int:
+    """Cores, not hardware threads: pairs of (physical id, core id) in /proc/cpuinfo."""
+    try:
+        pairs, phys = set(), None
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("physical id"):
+                phys = line.split(":")[1].strip()
+            elif line.startswith("core id"):
+                pairs.add((phys, line.split(":")[1].strip()))
+        if pairs:
+            return len(pairs)
+    except OSError:
+        pass
+    return os.cpu_count() or 1
+
+
+def team_size() -> int:
+    env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return physical_cores()
+
+
+class Toolchain:
+    """A C compiler that is known to build shared libraries, with or without OpenMP."""
+
+    def __init__(self, cc: str | None = None, march: str | None = None) -> None:
+        name = cc or os.environ.get("CC") or "cc"
+        path = shutil.which(name)
+        if path is None:
+            raise DeviceError(
+                f"the c device needs a C compiler: {name!r} is not on PATH (install gcc or clang, or point CC at one)"
+            )
+        self.cc = path
+        try:
+            version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise DeviceError(f"the c device could not run the C compiler {path}: {e}") from e
+        self.identity = f"{path} {version.stdout.splitlines()[0] if version.stdout else ''}"
+        self.target = self._target(march or os.environ.get("LIMN_C_MARCH") or "native")
+        self.openmp = self._builds(self.target + ["-fopenmp"])
+        self.flags = BASE_FLAGS + self.target + (["-fopenmp"] if self.openmp else [])
+        self.isa, why = c_isa.probe(self.cc, self.flags)
+        self.isa_reason = f"{' '.join(self.target) or 'no -march'}: {why}"
+
+    def _target(self, march: str) -> list[str]:
+        """The -march flag kernels are built with. A requested target the compiler cannot build for is
+        an error; `native` that fails (a compiler too old for this CPU, or one that has no such flag)
+        falls back to the compiler's default target, whose kernels are correct, only slower."""
+        if self._builds([f"-march={march}"]):
+            return [f"-march={march}"]
+        if march == "native" and self._builds([]):
+            return []
+        raise DeviceError(
+            f"the c device cannot build a shared library with {self.cc} {' '.join(BASE_FLAGS)} -march={march}; "
+            "check that the compiler and its linker work, and that it knows that target "
+            "(LIMN_C_MARCH, or CDevice(march=...), names it)"
+        )
+
+    def _builds(self, extra: list[str]) -> bool:
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "probe.c"
+            src.write_text("#include <math.h>\nvoid probe(float* x) { x[0] = sqrtf(x[0]); }\n")
+            cmd = [self.cc, *BASE_FLAGS, *extra, str(src), "-o", str(Path(tmp) / "probe.so"), "-lm"]
+            try:
+                done = subprocess.run(cmd, capture_output=True, timeout=120)
+            except (OSError, subprocess.TimeoutExpired):
+                return False
+            if done.returncode != 0:
+                return False
+            try:
+                ctypes.CDLL(str(Path(tmp) / "probe.so"))
+            except OSError:
+                return False
+            return True
+
+    def host_target(self) -> str:
+        """What -march=native means here: the machine and its CPU's feature flags."""
+        flags = ""
+        try:
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.startswith(("flags", "Features", "model name")):
+                    flags += line
+        except OSError:
+            pass
+        return f"{platform.machine()} {hashlib.sha256(flags.encode()).hexdigest()[:16]}"
