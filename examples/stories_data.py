@@ -47,8 +47,12 @@ class Corpus:
 
 
 def _mapped(path: Path) -> np.ndarray:
-    if not path.is_file():
+    if not path.exists():
         raise DataError(f"{path}: no such file")
+    if not path.is_file():  # a FIFO would block and /dev/zero never ends: only a file has a size to map
+        raise DataError(
+            f"{path}: not a regular file (a FIFO, a device or a socket); --data takes a text file or a folder"
+        )
     if path.stat().st_size == 0:
         raise DataError(f"{path}: the file is empty")
     return np.memmap(path, dtype=np.uint8, mode="r")

@@ -92,8 +92,11 @@ class History:
 
     @classmethod
     def from_json(cls, text: str) -> History:
-        data = json.loads(text)
-        return cls([tuple(r) for r in data["train"]], [tuple(r) for r in data["valid"]])
+        data = serialize.fields.json_object(text)
+        try:
+            return cls([tuple(r) for r in data["train"]], [tuple(r) for r in data["valid"]])
+        except (KeyError, TypeError) as e:
+            raise ValueError("not a history: an object of 'train' and 'valid' lists") from e
 
 
 class Run:
@@ -251,21 +254,46 @@ class Run:
         """The state of the checkpoint at `path`, written into this run's own tensors (nothing is loaded
         when a name or shape differs: the error lists them)."""
         serialize.load_into(path, self.state())
+        fields = checkpoint_fields(path)
+        self.step_count = fields["step"]
+        self.history = fields["history"]
+        self.schedule.load_state_dict(fields["schedule"])
+
+
+# what a train_stories checkpoint keeps in its metadata, each with the parser that checks it
+CHECKPOINT_FIELDS = {
+    "step": serialize.fields.natural,
+    "settings": serialize.fields.json_object,
+    "history": History.from_json,
+    "schedule": serialize.fields.json_object,
+    **{name: serialize.fields.positive for name in ("context", "layers", "heads", "width")},
+    "dropout": serialize.fields.rate,
+}
+
+
+def checkpoint_fields(path: Path) -> dict:
+    """The checkpoint's metadata, every field checked (serialize.read_fields): a CheckpointError names the
+    file and the key of the first that cannot be used, for --resume and --sample alike."""
+    try:
         metadata = serialize.read_metadata(path)
-        self.step_count = int(metadata["step"])
-        self.history = History.from_json(metadata["history"])
-        self.schedule.load_state_dict(json.loads(metadata["schedule"]))
+    except (OSError, ValueError) as e:  # missing, a folder, a FIFO or device, not safetensors
+        raise UserError(f"{path}: cannot read the checkpoint: {e}") from e
+    fields = serialize.read_fields(path, metadata, CHECKPOINT_FIELDS)
+    if fields["width"] % fields["heads"]:
+        raise serialize.CheckpointError(
+            f"{path}: metadata 'heads' {fields['heads']} does not divide 'width' {fields['width']}; the checkpoint "
+            "is damaged"
+        )
+    return fields
 
 
 def settings_of_checkpoint(path: Path, overrides: dict) -> Settings:
+    fields = checkpoint_fields(path)
+    config = Config(**{name: fields[name] for name in MODEL_ARGS})
     try:
-        metadata = serialize.read_metadata(path)
-    except (OSError, serialize.SafetensorsError) as e:
-        raise UserError(f"{path}: cannot read the checkpoint: {e}") from e
-    if "settings" not in metadata:
-        raise UserError(f"{path}: not a train_stories checkpoint (its metadata has no settings)")
-    saved = json.loads(metadata["settings"])
-    return Settings(config=Config.from_metadata(metadata), **{**saved, **overrides})
+        return Settings(config=config, **{**fields["settings"], **overrides})
+    except TypeError as e:  # a settings object with other keys than a run's
+        raise serialize.CheckpointError(f"{path}: metadata 'settings' does not hold a run's settings ({e})") from e
 
 
 # ---- sampling ----
@@ -434,10 +462,7 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
 
 def settings_of(args: argparse.Namespace) -> Settings:
     base = Settings(config=FULL, steps=20000, batch=32, warmup=500, eval_every=500) if args.full else Settings()
-    config = replace(
-        base.config,
-        **{k: getattr(args, k) for k in MODEL_ARGS if getattr(args, k) is not None},
-    )
+    config = config_of(base.config, {k: getattr(args, k) for k in MODEL_ARGS if getattr(args, k) is not None})
     chosen = {k: getattr(args, k) for k in ("steps", "batch", "eval_every", "checkpoint_every", "seed")}
     return replace(base, config=config, **{k: v for k, v in chosen.items() if v is not None})
 
@@ -456,8 +481,6 @@ def check_arguments(args: argparse.Namespace) -> None:
             f"--tokens {args.tokens}, --temperature {args.temperature}, --top-k {args.top_k}: tokens and temperature "
             "are at least 0, top-k is 0 (every byte) to 256"
         )
-    if args.width is not None and args.heads is not None and args.width % args.heads:
-        raise UserError(f"--width {args.width} is not a multiple of --heads {args.heads}")
     launched = launched_ranks()
     if launched > 1 and not args.distributed:
         raise UserError(
@@ -466,6 +489,39 @@ def check_arguments(args: argparse.Namespace) -> None:
         )
     if args.distributed and args.sample:
         raise UserError("--sample generates in one process: drop --distributed (and mpiexec)")
+    try:
+        args.prompt.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise UserError(f"--prompt: byte {e.object[e.start]!r} is not UTF-8 text; pass the prompt in UTF-8") from e
+
+
+def check_out(out: Path) -> None:
+    """--out must be a folder this process can write, found before any training."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out}: is a file, not a folder; name a folder for the checkpoint and loss.svg")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f".write-test-{os.getpid()}").touch()
+        (out / f".write-test-{os.getpid()}").unlink()
+    except OSError as e:
+        raise UserError(f"--out {out}: cannot write there ({e.strerror}); name a writable folder") from e
+
+
+def config_of(base: Config, changes: dict) -> Config:
+    """base with the command line's changes to the model; heads that do not divide the width are refused."""
+    width, heads = changes.get("width", base.width), changes.get("heads", base.heads)
+    if width % heads:
+        raise UserError(f"--heads {heads} does not divide the width {width}; pick --heads that divides --width")
+    return replace(base, **changes)
+
+
+def check_resume(settings: Settings, resumed_at: int | None) -> None:
+    """A resumed run must have steps left to take."""
+    if resumed_at is not None and resumed_at >= settings.steps:
+        raise UserError(
+            f"--resume: the checkpoint has trained {resumed_at} steps and the run asks for {settings.steps}; nothing "
+            f"is left to train: pass --steps with more than {resumed_at} to train more"
+        )
 
 
 def launched_ranks() -> int:
@@ -514,9 +570,11 @@ def main(argv: list[str] | None = None) -> dict:
         overrides = {k: getattr(args, k) for k in ("steps", "eval_every", "checkpoint_every") if getattr(args, k)}
         saved = settings_of_checkpoint(Path(args.resume), overrides)
         shape = {k: getattr(args, k) for k in MODEL_ARGS if getattr(args, k) is not None}
-        settings = replace(saved, config=replace(saved.config, **shape))
+        settings = replace(saved, config=config_of(saved.config, shape))
     else:
         settings = settings_of(args)
+    check_resume(settings, checkpoint_fields(Path(args.resume))["step"] if args.resume else None)
+    check_out(out)
     if args.distributed:
         check_batch(settings)
     run = Run(settings, open_corpus(args.data), distributed=args.distributed)
@@ -583,7 +641,7 @@ def cli(argv: list[str] | None = None) -> int:
     """The command line: main(), with a user's mistake told in one line on stderr and exit status 2."""
     try:
         main(argv)
-    except (UserError, DataError, limn.DeviceError) as e:
+    except (UserError, DataError, limn.DeviceError, serialize.CheckpointError) as e:
         say_error(str(e))
         return 2
     except ValueError as e:

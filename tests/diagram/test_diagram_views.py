@@ -123,6 +123,14 @@ from limn import Tensor
 def block(x, w):
     return (x @ w).tanh()
 
+def nothing():
+    pass
+
+
+def needs(x, y=1):
+    return x
+
+
 def step():
     x = Tensor.randn((3, 4))
     ws = [Tensor.randn((4, 4), requires_grad=True) for _ in range(4)]
@@ -194,7 +202,12 @@ def test_the_command_line_names_what_is_wrong(tmp_path: Path, capsys):
         ([f"{tmp_path / 'missing.py'}:step", "-o", str(tmp_path / "a.svg")], "no script"),
         ([f"{script}:step", "-o", str(tmp_path / "a.pdf")], "the format comes from the extension"),
         ([str(script), "-o", str(tmp_path / "a.svg")], "expected SCRIPT.py:FUNCTION"),
+        ([f"{script}:nothing", "-o", str(tmp_path / "a.svg")], "nothing returned None; return the tensors"),
+        ([f"{script}:needs", "-o", str(tmp_path / "a.svg")], "takes arguments (x) and is called with none"),
+        ([f"{script}:step", "-o", str(tmp_path / "no" / "a.svg")], f"the folder {tmp_path / 'no'} does not exist"),
+        ([f"{script}:step", "--device", "abacus", "-o", str(tmp_path / "a.svg")], "--device abacus: "),
     ]
     for args, message in cases:
         status, err = run_command_line(args, capsys)
-        assert status != 0 and message in err, f"python -m limn.diagram {' '.join(args)}: {err}"
+        lines = err.strip().splitlines()
+        assert status != 0 and len(lines) == 1 and message in err, f"python -m limn.diagram {' '.join(args)}: {err}"

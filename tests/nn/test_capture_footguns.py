@@ -8,6 +8,7 @@ test_capture.py (rand, randn); reading a value back into Python (.item(), .numpy
 
 import numpy as np
 import pytest
+import torch
 
 import limn
 from limn import Tensor
@@ -439,3 +440,49 @@ def test_a_captured_function_called_inside_another_captured_step_replays(device)
     before = inner.replays  # the uncaptured outer step replayed it on every eager call
     np.testing.assert_array_equal(inner(Tensor(XS[6])).numpy(), XS[6] * 2 + 1)
     assert inner.replays == before + 1
+
+
+MASKED_WRITES = {  # name: (the write, on a computed x, in limn's spelling and torch's)
+    "-inf where a logit is below the top one's less 0.5": (
+        lambda x: x.__setitem__(x < x.amax(-1, keepdim=True) - 0.5, -np.inf),
+        lambda x: x.__setitem__(x < x.amax(-1, keepdim=True) - 0.5, -np.inf),
+    ),
+    "a 0-d tensor": (
+        lambda x: x.__setitem__(x > 0.3, Tensor(np.float32(7.5))),
+        lambda x: x.__setitem__(x > 0.3, torch.tensor(np.float32(7.5))),
+    ),
+    "a row where a row's sum is positive": (
+        lambda x: x.__setitem__(x.sum(-1) > 0, Tensor(np.arange(4, dtype=np.float32))),
+        lambda x: x.__setitem__(x.sum(-1) > 0, torch.arange(4, dtype=torch.float32)),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MASKED_WRITES))
+def test_a_masked_write_records_without_reading_back_and_equals_torch(device, case):
+    """x[mask] = v, with v one value (or one row) for every masked place, is a WHERE: the step records it
+    (nothing is read back) and replays it; the eager result is torch's."""
+    write, torch_write = MASKED_WRITES[case]
+
+    def make_step():
+        def step(logits):
+            x = logits * 1.0  # a value the step computes, as a sampler's logits are
+            write(x)
+            return x
+
+        return step
+
+    assert_replays_as_eager(make_step, lambda c: ((Tensor(XS[c]),), {}))
+    want = torch.tensor(XS[0]) * 1.0
+    torch_write(want)
+    np.testing.assert_array_equal(make_step()(Tensor(XS[0])).numpy(), want.numpy(), err_msg=case)
+
+
+def test_a_masked_write_with_a_value_per_place_is_refused_naming_the_line_and_the_where_form(device):
+    def step(logits):
+        x = logits * 1.0
+        x[x > 0] = Tensor(np.ones(int((XS[0] > 0).sum()), np.float32))  # a value per masked place
+        return x
+
+    with pytest.raises(CaptureError, match=r"test_capture_footguns.py:\d+ in .*step.*mask.where\(value, x\)"):
+        capture(step)(Tensor(XS[0]))

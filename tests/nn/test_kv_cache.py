@@ -50,6 +50,24 @@ def test_attention_over_the_cache_equals_causal_attention_over_the_whole_sequenc
     np.testing.assert_allclose(np.concatenate(rows, axis=2), want, rtol=1e-5, atol=1e-6)
 
 
+def test_eager_use_reads_only_the_step_output_and_runs_every_position(device):
+    """Used eagerly, as a newcomer writes it: each step reads only its attention output, never the cache
+    itself, so each update's assign is still pending when the next one is made. The cache realizes its own
+    earlier assign then; that assign, named again inside the next step's graph, is not a second write to
+    the buffer. The rows equal causal attention over the whole sequence, on every device."""
+    t, heads, d = 6, 2, 8
+    q, k, v = (rng.standard_normal((1, heads, t, d)).astype(np.float32) for _ in range(3))
+    want = Tensor.scaled_dot_product_attention(Tensor(q), Tensor(k), Tensor(v), causal=True).numpy()
+    cache = nn.KVCache(1, heads, t, d)
+    rows = []
+    for i in range(t):
+        keys, values, filled = cache.update(Tensor(k[:, :, i : i + 1]), Tensor(v[:, :, i : i + 1]), Tensor(i))
+        qi = Tensor(q[:, :, i : i + 1])
+        rows.append(Tensor.scaled_dot_product_attention(qi, keys, values, key_mask=filled).numpy())
+    np.testing.assert_allclose(np.concatenate(rows, axis=2), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(cache.keys.numpy(), k)
+
+
 def test_bad_input_is_refused_with_what_to_do():
     cache = nn.KVCache(1, 2, 4, 3)
     one = Tensor.zeros((1, 2, 1, 3))

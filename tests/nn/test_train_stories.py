@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -23,7 +24,7 @@ import pytest
 import torch
 
 import limn
-from limn import Tensor
+from limn import Tensor, serialize
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
@@ -209,13 +210,21 @@ MISTAKES = {
     "shorter than a window": (["--data", "SHORT"], "fewer than one window"),
     "zero interval": (["--eval-every", "0"], "--eval-every 0: it must be at least 1"),
     "top-k": (["--top-k", "300"], "top-k is 0 (every byte) to 256"),
-    "heads": (["--width", "30", "--heads", "4"], "not a multiple of --heads"),
+    "heads": (["--width", "30", "--heads", "4"], "--heads 4 does not divide the width 30"),
+    "a FIFO as data": (["--data", "FIFO"], "FIFO: not a regular file"),
+    "/dev/zero as data": (["--data", "/dev/zero"], "/dev/zero: not a regular file"),
+    "a FIFO to resume": (["--resume", "FIFO"], "is a FIFO, not a regular file"),
+    "a device to sample": (["--sample", "/dev/zero"], "is a character device, not a regular file"),
+    "a prompt that is not UTF-8": (["--prompt", "Once \udcff"], "--prompt: byte '\\udcff' is not UTF-8 text"),
+    "--out a file": (["--out", "EMPTY"], "--out EMPTY: is a file, not a folder"),
+    "--out a place nothing can be written": (["--out", "/proc/limn-out"], "--out /proc/limn-out: cannot write there"),
 }
 
 
 def write_bad_corpora(folder: Path) -> None:
     (folder / "EMPTY").write_bytes(b"")
     (folder / "SHORT").write_bytes(b"Once upon a time." * 2)
+    os.mkfifo(folder / "FIFO")  # no writer: opening it to read would block forever
 
 
 @pytest.mark.parametrize("mistake", list(MISTAKES))
@@ -235,6 +244,60 @@ def test_the_script_itself_exits_2_with_one_line(tmp_path):
     done = run_script(*TINY, "--steps", "2", "--device", "numpy", *args, cwd=tmp_path)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and says in lines[0], done.stderr
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """A checkpoint of a run that has taken all its steps (the weights untrained: only its metadata matters)."""
+    run = train_stories.Run(settings(2), open_corpus(None))
+    run.step_count = 2
+    path = tmp_path_factory.mktemp("finished") / "ckpt.safetensors"
+    run.save(path)
+    return path
+
+
+DAMAGED = {  # metadata key: (the damaged value, what the one line says)
+    "step": ("two", "metadata 'step' is 'two', not a whole number >= 0"),
+    "settings": ("{", "metadata 'settings' is '{', not JSON"),
+    "history": ("[]", "metadata 'history' is '[]', not a JSON object"),
+    "layers": ("0", "metadata 'layers' is '0', not a whole number >= 1"),
+    "heads": ("3", "metadata 'heads' 3 does not divide 'width' 32"),
+    "schedule": (None, "metadata has no 'schedule'"),
+}
+
+
+@pytest.mark.parametrize("flag", ["--resume", "--sample"])
+@pytest.mark.parametrize("key", list(DAMAGED))
+def test_damaged_checkpoint_metadata_is_one_line_naming_the_key_and_the_file(
+    tmp_path, capsys, monkeypatch, finished, key, flag
+):
+    value, says = DAMAGED[key]
+    metadata = serialize.read_metadata(finished)
+    if value is None:
+        del metadata[key]
+    else:
+        metadata[key] = value
+    damaged = tmp_path / "damaged.safetensors"
+    serialize.save(damaged, serialize.load_numpy(finished), metadata)
+    status, err = run_cli(flag, str(damaged), "--steps", "4", cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
+    lines = err.strip().splitlines()
+    assert status == 2 and len(lines) == 1, f"{flag} with {key}={value!r}: {err}"
+    assert str(damaged) in lines[0] and says in lines[0], f"{flag} with {key}={value!r}: {err}"
+
+
+def test_heads_that_do_not_divide_the_default_width_are_one_line(tmp_path, capsys, monkeypatch):
+    width = train_stories.Settings().config.width
+    status, err = run_cli("--heads", "5", "--steps", "2", cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
+    assert width % 5, "the default width must not be a multiple of 5 for the test to mean anything"
+    lines = err.strip().splitlines()
+    assert status == 2 and len(lines) == 1 and f"--heads 5 does not divide the width {width}" in err, err
+
+
+@pytest.mark.parametrize("steps", [[], ["--steps", "1"]])
+def test_resuming_with_nothing_left_to_train_says_how_to_train_more(tmp_path, capsys, monkeypatch, finished, steps):
+    status, err = run_cli("--resume", str(finished), *steps, cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
+    lines = err.strip().splitlines()
+    assert status == 2 and len(lines) == 1 and "nothing is left to train: pass --steps with more than 2" in err, err
 
 
 def test_a_checkpoint_of_another_shape_lists_the_mismatches_and_loads_nothing(tmp_path, on_c, capsys, monkeypatch):

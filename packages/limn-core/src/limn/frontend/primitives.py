@@ -165,7 +165,7 @@ class Primitives(HostMixin):
 
         Every assign realized in one realize() reads the values from before any of them, so their order
         cannot matter, and a value built before the assign still computes what it saw then (limn.runtime.snapshot).
-        Trap: two assigns to one buffer in one realize() raise; realize the first before making the second."""
+        A second assign realizes the first; two tensors over one buffer, each with one pending, raise at realize."""
         if not isinstance(value, limn.Tensor):
             value = (
                 limn.Tensor.full(self.shape, value, dtype=self.dtype, device=self.device)

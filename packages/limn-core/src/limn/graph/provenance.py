@@ -205,6 +205,12 @@ def is_recording() -> bool:
     return _recorder.depth > 0
 
 
+def calling_site() -> Site | None:
+    """The user's line running now and the limn function it called there, for an error that names them
+    (recorded or not)."""
+    return _recorder.site_here()
+
+
 def site(node: Node) -> Site | None:
     """Where `node` was made, or None when it was made while recording was off (or by limn alone)."""
     return _recorder.sites.get(node)

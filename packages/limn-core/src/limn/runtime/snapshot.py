@@ -72,7 +72,7 @@ def prepare(sinks: Sequence[Node], realized: Callable[[Node], Node | None]) -> t
     order = toposort(sinks)
     targets: dict[int, Buffer] = {}
     for n in order:
-        if n.op is Op.ASSIGN:
+        if n.op is Op.ASSIGN and realized(n) is None:  # an assign realized before only names its result
             buf: Buffer = n.srcs[0].arg
             if id(buf) in targets:
                 raise ArgumentError(

@@ -6,6 +6,7 @@ The format comes from the output's extension: .svg, .dot or .tex.
 from __future__ import annotations
 
 import argparse
+import inspect
 import runpy
 import sys
 from collections.abc import Sequence
@@ -31,7 +32,20 @@ def _load_function(target: str):
     if not callable(fn):
         found = sorted(n for n, v in names.items() if callable(v) and not n.startswith("_"))
         raise SystemExit(f"limn.diagram: {script} has no function {name!r}; its functions: {', '.join(found)}")
+    try:
+        needed = [p.name for p in inspect.signature(fn).parameters.values() if _required(p)]
+    except (TypeError, ValueError):  # a callable without a signature Python can read: call it and see
+        needed = []
+    if needed:
+        raise SystemExit(
+            f"limn.diagram: {target} takes arguments ({', '.join(needed)}) and is called with none; give them "
+            "defaults, or draw a function of no arguments that calls it"
+        )
     return fn
+
+
+def _required(p: inspect.Parameter) -> bool:
+    return p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,15 +63,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     suffix = Path(args.output).suffix.lower()
     if suffix not in FORMATS:
-        parser.error(f"output {args.output!r}: the format comes from the extension, one of {', '.join(FORMATS)}")
+        raise SystemExit(
+            f"limn.diagram: -o {args.output}: the format comes from the extension, one of {', '.join(FORMATS)}"
+        )
+    if not Path(args.output).resolve().parent.is_dir():
+        raise SystemExit(
+            f"limn.diagram: -o {args.output}: the folder {Path(args.output).parent} does not exist; make it first"
+        )
     if args.device is not None:
         import limn
 
-        limn.set_device(args.device)
+        try:
+            limn.set_device(args.device)
+        except limn.DeviceError as e:
+            raise SystemExit(f"limn.diagram: --device {args.device}: {e}") from None
     fn = _load_function(args.target)
     with provenance.recording(stacks=True):
         result = fn()
-        graph = build(result, schedule=args.schedule, fold_elementwise=args.fold_elementwise, expand=args.expand)
+        if result is None:
+            raise SystemExit(
+                f"limn.diagram: {args.target} returned None; return the tensors to draw (a loss, a step's)"
+            )
+        try:
+            graph = build(result, schedule=args.schedule, fold_elementwise=args.fold_elementwise, expand=args.expand)
+        except (TypeError, ValueError) as e:  # it returned something that holds no tensors
+            raise SystemExit(f"limn.diagram: {args.target} returned no tensors to draw: {e}") from None
     graph.title = args.target
     if suffix == ".svg":
         path = write_atomically(args.output, graph.to_svg(args.theme).encode("utf-8"))

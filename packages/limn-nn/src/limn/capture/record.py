@@ -96,10 +96,13 @@ class _Recorder:
         self.targets.add(id(t.node.srcs[0].arg))
 
     def read_back(self, t: Tensor) -> None:
+        site = provenance.calling_site()
+        where = f" at {site}" if site is not None else ""
         self.refuse(
-            f"the step reads a {dtype_shape(t.dtype, t.shape)} value back into Python (.numpy()/.item()) "
-            "while it is being captured; a replay could not follow a branch on it. Return the value "
-            "from the step and read it outside"
+            f"the step reads a {dtype_shape(t.dtype, t.shape)} value back into Python{where} while it is being "
+            "captured (.numpy(), .item(), or an op that needs a mask's positions: x[mask] = values with one "
+            "value per place, nonzero, masked_select); a replay could not follow it. Return the value from "
+            "the step and read it outside, or write a masked update as x = mask.where(value, x)"
         )
 
     def realized(self, device: str, sinks: list[Node], buffers: list[Buffer], forks: list[Fork]) -> None:

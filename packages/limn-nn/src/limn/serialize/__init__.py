@@ -25,9 +25,19 @@ import numpy as np
 from limn import dtypes
 from limn.frontend.tensor import Tensor, realize
 from limn.graph.ops import Op
+from limn.serialize.fields import CheckpointError, read_fields
 from limn.serialize.header import LENGTH_BYTES, METADATA_KEY, SafetensorsError, header_bytes, read_header
 
-__all__ = ["SafetensorsError", "load", "load_into", "load_numpy", "read_metadata", "save"]
+__all__ = [
+    "CheckpointError",
+    "SafetensorsError",
+    "load",
+    "load_into",
+    "load_numpy",
+    "read_fields",
+    "read_metadata",
+    "save",
+]
 
 STALE_AGE_S = 3600  # a leftover temp whose writer cannot be asked is stale after an hour untouched
 

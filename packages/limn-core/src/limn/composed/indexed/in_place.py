@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn import autograd, dtypes
 from limn.errors import ArgumentError
+from limn.graph.ops import Op
 from limn.runtime.engine import realize
 
 if TYPE_CHECKING:
@@ -24,8 +25,9 @@ if TYPE_CHECKING:
 
 def update(x: Tensor, build: Callable[[Tensor], Tensor], inputs: list) -> None:
     """x takes build(x's value now). When gradients flow (x or a tensor among `inputs` requires grad) that is
-    a new node of the graph, so the gradient reaches both; otherwise x is computed first and the value is
-    an ASSIGN into its buffer (built after, so one run holds one assign to the buffer)."""
+    a new node of the graph, so the gradient reaches both. Otherwise a lazy x (not computed yet) takes the new
+    value as its node, and a computed x is realized first and the value is an ASSIGN into its buffer (built
+    after, so one run holds one assign to the buffer)."""
     flows = x.requires_grad or any(isinstance(t, limn.Tensor) and t.requires_grad for t in inputs)
     if autograd.is_grad_enabled() and flows:
         if x.requires_grad and x._ctx is None:
@@ -36,6 +38,9 @@ def update(x: Tensor, build: Callable[[Tensor], Tensor], inputs: list) -> None:
             )
         new = build(_previous(x))
         x.node, x._ctx, x.requires_grad = new.node, new._ctx, True
+        return
+    if x.node.op not in (Op.BUFFER, Op.ASSIGN):  # a value not computed yet has no buffer to write: x takes
+        x.node = build(_previous(x)).node  # the new value, still lazy (a captured step records it as it is)
         return
     # x and the tensors the write reads are computed first, in one run: an earlier assign to x lands, and
     # the write's graph holds buffers only, so the run that makes it holds one assign to x's buffer

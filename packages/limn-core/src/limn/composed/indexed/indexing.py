@@ -252,9 +252,28 @@ def _strides(sizes: list[int]) -> list[int]:
 def _written(x: Tensor, index: Any, value: Any) -> Tensor:
     """x with value written at x[index], a new tensor (setitem's value, before x takes it)."""
     value = _as_value(x, value)
+    masked = _mask_where(x, index, value)
+    if masked is not None:
+        return masked
     items = _expand_masks(x, _items(x, index))
     simple = all(i is None or isinstance(i, int) or (isinstance(i, slice) and i.step in (None, 1)) for i in items)
     return _write_box(x, items, value) if simple else _write_positions(x, items, value)
+
+
+def _mask_where(x: Tensor, index: Any, value: Tensor) -> Tensor | None:
+    """x[mask] = value as a WHERE, when the index is one bool tensor over x's leading dims and value is one
+    cell's (or one row's) worth, the same at every masked place: nothing is read back into Python, so the
+    write records in a captured step. None for any other index (the general path computes positions)."""
+    mask = index[0] if isinstance(index, tuple) and len(index) == 1 else index
+    if not (isinstance(mask, limn.Tensor) and mask.dtype == dtypes.bool_ and mask.shape == x.shape[: mask.ndim]):
+        return None
+    rest = x.shape[mask.ndim :]  # what one masked place holds
+    while value.ndim > len(rest) and value.shape[0] == 1:
+        value = value.reshape(value.shape[1:])
+    if value.ndim > len(rest) or any(v not in (1, r) for v, r in zip(reversed(value.shape), reversed(rest))):
+        return None  # one value per masked place: positions are needed
+    here = mask.reshape(mask.shape + (1,) * len(rest))  # (*mask, 1, ...) against x's (*mask, *rest)
+    return here.where(value, x)
 
 
 def _as_value(x: Tensor, value: Any) -> Tensor:
