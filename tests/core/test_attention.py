@@ -76,6 +76,76 @@ TABLE_ROW = Table(
 )
 
 
+# NaN and masks, forward and backward, against torch's default CPU path (its flash kernel): a NaN score makes
+# every row that can see it NaN and leaves the rows that cannot (causal rows before it, a masked key) alone;
+# a row that sees no key is 0 with no gradient, whatever mask hid its keys
+FLOAT_ROW = np.zeros((5, 5), np.float32)
+FLOAT_ROW[1] = -np.inf  # query 1's every score is -inf: a float mask that hides the whole row
+K_NAN = K.copy()
+K_NAN[:, :, 2, 0] = np.nan  # key 2 of every head
+HIDE_2 = np.ones(5, bool)
+HIDE_2[2] = False
+TABLE_NAN = Table(
+    [
+        case(f"{S}(q, k, v, m)", f"{F}(q, k, v, m)", q=Q, k=K, v=V, m=FLOAT_ROW, id="a float mask row all -inf"),
+        case(f"{S}(q, k, v)", f"{F}(q, k, v)", q=Q, k=K_NAN, v=V, id="a NaN key"),
+    ]
+)
+
+
+@pytest.mark.parametrize("name", TABLE_NAN.ids)
+def test_nan_and_masked_rows_are_torchs_forward_and_backward(device: str, name: str) -> None:
+    """The composed form (a float attn_mask) and the fused one (no mask): a row all -inf is 0 with no NaN in
+    any gradient, and a NaN key makes every row that sees it NaN."""
+    TABLE_NAN.assert_agrees(device, name)
+
+
+# rows that cannot see a NaN: torch's flash kernel (its default on CPU) leaves them finite, and so does limn;
+# torch's math kernel adds its causal mask as -inf, which a NaN score survives, so there every row is NaN
+V8 = r(2, 3, 5, 8)  # torch's flash kernel takes d_v = d only
+HIDDEN_NAN = {
+    "a NaN key, causal (rows before it)": (dict(is_causal=True), dict(is_causal=True), Q, K_NAN, V8),
+    "a NaN value under a masked key": (
+        dict(key_mask=HIDE_2),
+        dict(attn_mask=torch.tensor(HIDE_2[None, :])),
+        Q,
+        K,
+        np.where(HIDE_2[:, None], V8, np.nan).astype(np.float32),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(HIDDEN_NAN))
+def test_a_nan_leaves_the_rows_that_cannot_see_it_alone_as_torchs_flash_kernel(device: str, name: str) -> None:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    limn_kw, torch_kw, q, k, v = HIDDEN_NAN[name]
+    lq, lk, lv = (Tensor(a, requires_grad=True) for a in (q, k, v))
+    out = Tensor.scaled_dot_product_attention(
+        lq, lk, lv, **{a: Tensor(b) if isinstance(b, np.ndarray) else b for a, b in limn_kw.items()}
+    )
+    out.sum().backward()
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        want = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, **torch_kw)
+    want.sum().backward()
+    for what, got, ref in [
+        ("out", out, want),
+        ("dq", lq.grad, tq.grad),
+        ("dk", lk.grad, tk.grad),
+        ("dv", lv.grad, tv.grad),
+    ]:
+        got, ref = got.numpy(), ref.detach().numpy()
+        if what == "dk" and "masked key" in name:
+            # the named difference: a masked key is as if sliced away (the spec's oracle for key_mask), so its
+            # dK is exactly 0; torch multiplies the hidden cell's zero by a NaN row's dP - D and gets NaN
+            assert not got[..., 2, :].any() and np.isnan(ref[..., 2, :]).all(), f"{name}: the masked key's dK"
+            got, ref = np.delete(got, 2, axis=-2), np.delete(ref, 2, axis=-2)
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5, err_msg=f"{name}: {what} on {device}")
+    if "causal" in name:
+        assert np.isfinite(out.numpy()[..., :2, :]).all(), "the rows before the NaN key stay finite"
+
+
 ERRORS = {
     "causal with a mask": lambda m: m(Q, K, V, attn_mask=BOOL_MASK[:, :5], is_causal=True),
     "head dims differ": lambda m: m(Q, K[..., :6], V),

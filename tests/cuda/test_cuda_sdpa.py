@@ -230,3 +230,34 @@ def test_the_cuda_device_runs_them_on_the_emulated_driver(emulated_cuda, name: s
     assert launched == {f"limn_{k}_{suffix}" for k in kernels}
     blocks = {launch[2] for launch in emulated_cuda.launches if launch[0].startswith("limn_sdpa")}
     assert blocks == {cuda_attention.GPU.block}, "the block the kernels were written for"
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["plain", "causal"])
+def test_a_nan_key_reaches_the_rows_that_see_it_as_the_references_say(causal: bool) -> None:
+    """The kernels agree with the numpy references where NaN goes: every row that sees key 5 (a NaN in it) is
+    NaN with its L, the causal rows before it stay finite, and a masked key's P and dS are exactly 0 even in a
+    NaN row (NaN positions compared too)."""
+    n, t_q, t_k, d, d_v = 2, 11, 9, 8, 4
+    seeded = np.random.default_rng(7)
+    q, k, v = (seeded.standard_normal(s).astype(np.float32) for s in ((n, t_q, d), (n, t_k, d), (n, t_k, d_v)))
+    k[:, 5, 0] = np.nan
+    key_mask = np.ones((n, t_k), bool)
+    key_mask[:, 7] = False
+    params = dict(causal=causal, scale=0.4, masked=True)
+    out, lse = sdpa.forward(q, k, v, key_mask, causal, 0.4)
+    d_out = seeded.standard_normal(out.shape).astype(np.float32)
+    want = [
+        out,
+        lse,
+        sdpa.backward_q(q, k, v, key_mask, out, lse, d_out, causal, 0.4),
+        *sdpa.backward_kv(q, k, v, key_mask, out, lse, d_out, causal, 0.4),
+    ]
+    assert np.isnan(out[:, 5:]).all() and (np.isfinite(out[:, :5]).all() if causal else np.isnan(out).all())
+    limn.set_device("cuda-sim")
+    ins = [Tensor(x) for x in (q, k, v, key_mask)]
+    results = custom_call.apply("sdpa", *ins, **params)
+    grads_in = [*ins, Tensor(out), Tensor(lse), Tensor(d_out)]
+    results += custom_call.apply("sdpa_bwd_q", *grads_in, **params)
+    results += custom_call.apply("sdpa_bwd_kv", *grads_in, **params)
+    for what, got, ref in zip(OUTPUTS, results, want):
+        np.testing.assert_allclose(got.numpy(), ref.astype(np.float32), rtol=1e-5, atol=1e-5, err_msg=what)

@@ -242,7 +242,7 @@ static __device__ __forceinline__ void limn_sdpa_forward(const typename W::S* q,
                 m = top;
             }
             if (!live) continue;
-            const bool seen = l > 0;
+            const bool seen = l != 0; /* 0 only when no key was seen: a NaN score makes the row NaN */
             const R denom = seen ? l : (R)1;
 #pragma unroll
             for (int c = 0; c < W::CHUNK; c++)
@@ -286,7 +286,7 @@ static __device__ __forceinline__ void limn_sdpa_backward_q(const typename W::S*
                 for (int r = 0; r < W::TILE; r++) {
                     const bool visible = !dead && limn_sdpa_visible(s, mask_row, i, j0 + r, key_end);
                     p[r] = visible ? W::exp_(p[r] * scale - row_lse) : (R)0;
-                    ds[r] = p[r] * (ds[r] - delta);
+                    ds[r] = visible ? p[r] * (ds[r] - delta) : (R)0; /* 0 even where D is NaN */
                 }
                 limn_sdpa_stage<W>(k + b * s.t_k * s.d, s.d, c0, j0, key_end, ks);
 #pragma unroll
@@ -347,7 +347,7 @@ static __device__ __forceinline__ void limn_sdpa_backward_kv(const typename W::S
                     const bool visible = kept && i0 + r < s.t_q && (!s.causal || j <= i0 + r) &&
                                          row_lse[r] != -(R)INFINITY;
                     p[r] = visible ? W::exp_(p[r] * scale - row_lse[r]) : (R)0;
-                    ds[r] = p[r] * (ds[r] - row_delta[r]);
+                    ds[r] = visible ? p[r] * (ds[r] - row_delta[r]) : (R)0; /* 0 even where D is NaN */
                 }
                 limn_sdpa_stage<W>(q + b * s.t_q * s.d, s.d, c0, i0, s.t_q, qs);
                 limn_sdpa_stage<W>(d_out + b * s.t_q * s.d_v, s.d_v, c0, i0, s.t_q, gs);

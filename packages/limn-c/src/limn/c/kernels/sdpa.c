@@ -265,7 +265,7 @@ void limn_sdpa_forward_SUFFIX(const REAL* q, const REAL* k, const REAL* v, const
                                   limn_sdpa_band_of(causal, -LIMN_SDPA_FAR, r0 - j0, 1));
         }
         for (int64_t r = 0; r < rows; r++) {
-            const int seen = l[r] > 0;
+            const int seen = l[r] != 0; /* 0 only when no key was seen: a NaN score makes the row NaN */
             const REAL denom = seen ? l[r] : 1;
             LIMN_IVDEP
             for (int64_t c = 0; c < d_v; c++)

@@ -141,10 +141,10 @@ def masked_scores(
 
 def safe_softmax(scores: Tensor) -> Tensor:
     """softmax over the keys (the last dim); a row whose every score is -inf attends to nothing and gives 0,
-    not NaN (torch's safe softmax)."""
-    weights = scores.softmax(-1)
-    dead = scores.eq(-math.inf).all(-1, keepdim=True)
-    return dead.where(0.0, weights)
+    not NaN, and passes no gradient (torch's safe softmax). The dead row's scores are swapped for zeros before
+    the softmax, so its backward meets no NaN either (a float attn_mask of -inf adds straight into them)."""
+    dead = scores.eq(-math.inf).all(-1, keepdim=True)  # (..., t_q, 1)
+    return dead.where(0.0, dead.where(0.0, scores).softmax(-1))
 
 
 def composed(

@@ -17,7 +17,8 @@ Pipeline: tensor -> **custom_call.apply("sdpa")** -> graph (CUSTOM nodes) -> dev
 #
 # L is each row's logsumexp of its visible scaled scores, float32 (float64 for float64 inputs): the
 # probabilities are P = exp(S - L). A row that sees no key (every key masked, or t_k = 0) has O = 0,
-# L = -inf and zero gradients, never NaN. float16 and bfloat16 are read, widened to float32, computed in
+# L = -inf and zero gradients, never NaN; a row that sees a NaN score is NaN, as torch's, and a hidden key's
+# P and dS are exactly 0 in every row. float16 and bfloat16 are read, widened to float32, computed in
 # float32 and rounded once when stored. D = rowsum(dO * O) is what both backward passes need besides P.
 
 from __future__ import annotations
@@ -59,10 +60,16 @@ def _scores(q, k, key_mask, causal: bool, scale: float, rows: slice, keys: slice
 
 
 def _probabilities(q, k, key_mask, lse, causal: bool, scale: float, rows: slice, keys: slice) -> np.ndarray:
-    """P = exp(S - L) recomputed for one tile, (N, rows, keys); 0 in a row that sees no key (L = -inf)."""
+    """P = exp(S - L) recomputed for one tile, (N, rows, keys); exactly 0 where a key is hidden and in a row
+    that sees no key (L = -inf), also when the row's L is NaN."""
     s = _scores(q, k, key_mask, causal, scale, rows, keys)
     row_lse = lse[:, rows, None]  # (N, rows, 1)
-    return np.where(np.isneginf(row_lse), 0.0, np.exp(s - row_lse))
+    return np.where(np.isneginf(row_lse) | np.isneginf(s), 0.0, np.exp(s - row_lse))
+
+
+def _score_grads(p: np.ndarray, d_p: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """dS = P (dP - D), exactly 0 where P is (a hidden key, a row that sees none), even when D is NaN."""
+    return np.where(p == 0, 0.0, p * (d_p - delta))
 
 
 def forward(q, k, v, key_mask, causal: bool, scale: float, tile: int = TILE) -> tuple[np.ndarray, np.ndarray]:
@@ -90,7 +97,7 @@ def forward(q, k, v, key_mask, causal: bool, scale: float, tile: int = TILE) -> 
             denom = denom * rescale + p.sum(axis=2)
             acc = acc * rescale[..., None] + p @ v[:, keys]  # (N, t_q, d_v)
             row_max = new_max
-        seen = denom > 0
+        seen = denom != 0  # 0 only for a row that has seen no key; a NaN score makes the row NaN, as torch's
         safe = np.where(seen, denom, 1.0)
         out = np.where(seen[..., None], acc / safe[..., None], 0.0)
         lse = np.where(seen, row_max + np.log(safe), -np.inf)
@@ -109,7 +116,7 @@ def backward_q(q, k, v, key_mask, out, lse, d_out, causal: bool, scale: float, t
             keys = slice(start, min(start + tile, k.shape[1]))
             p = _probabilities(q, k, key_mask, lse, causal, scale, slice(None), keys)  # (N, t_q, keys)
             d_p = d_out @ v[:, keys].transpose(0, 2, 1)  # (N, t_q, keys)
-            d_s = p * (d_p - delta[..., None])
+            d_s = _score_grads(p, d_p, delta[..., None])
             d_q += d_s @ k[:, keys] * scale  # (N, t_q, d)
     return d_q
 
@@ -129,7 +136,7 @@ def backward_kv(
             p = _probabilities(q, k, key_mask, lse, causal, scale, rows, slice(None))  # (N, rows, t_k)
             d_v += p.transpose(0, 2, 1) @ d_out[:, rows]  # (N, t_k, d_v)
             d_p = d_out[:, rows] @ v.transpose(0, 2, 1)  # (N, rows, t_k)
-            d_s = p * (d_p - delta[:, rows, None])
+            d_s = _score_grads(p, d_p, delta[:, rows, None])
             d_k += d_s.transpose(0, 2, 1) @ q[:, rows] * scale  # (N, t_k, d)
     return d_k, d_v
 
