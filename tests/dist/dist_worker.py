@@ -86,6 +86,36 @@ def fail(args) -> None:
     print(f"rank {dist.rank()} done", flush=True)
 
 
+def leave(args) -> None:
+    """Rank 1 leaves at step 3 (its loop ends early: --how return, or sys.exit(3): --how exit) while rank 0
+    goes on reducing; rank 0 must abort, naming rank 1, not wait for it."""
+    t = Tensor(np.ones(1000, np.float32))
+    for step in range(200):
+        if dist.rank() == 1 and step == 3:
+            if args.how == "exit":
+                sys.exit(3)
+            return
+        dist.all_reduce([t], op="mean")
+    print(f"rank {dist.rank()} done", flush=True)
+
+
+def crossed(args) -> None:
+    """Rank 0 calls barrier() where rank 1 calls all_reduce: both must raise, naming the two calls."""
+    if dist.rank() == 0:
+        dist.barrier()
+    else:
+        dist.all_reduce([Tensor(np.ones(4, np.float32))])
+    print(f"rank {dist.rank()} done", flush=True)
+
+
+def stall(args) -> None:
+    """Rank 1 computes for a minute before its first collective; with a 2 s timeout rank 0 must give up."""
+    if dist.rank() == 1:
+        time.sleep(60)
+    dist.all_reduce([Tensor(np.ones(4, np.float32))])
+    print(f"rank {dist.rank()} done", flush=True)
+
+
 def mismatch(args) -> None:
     """Rank 1 passes a tensor of another shape (or dtype): every rank must get the same error, and nothing
     must have moved."""
@@ -119,7 +149,16 @@ def order(args) -> None:
     np.save(Path(args.out) / f"order-{dist.rank()}.npy", np.stack(results))
 
 
-SCENARIOS = {"train": train, "broadcast": broadcast, "fail": fail, "mismatch": mismatch, "order": order}
+SCENARIOS = {
+    "train": train,
+    "broadcast": broadcast,
+    "fail": fail,
+    "mismatch": mismatch,
+    "order": order,
+    "leave": leave,
+    "crossed": crossed,
+    "stall": stall,
+}
 
 
 def main() -> None:
@@ -135,8 +174,9 @@ def main() -> None:
     p.add_argument("--how", default="raise")
     p.add_argument("--save")
     p.add_argument("--load")
+    p.add_argument("--timeout", type=float)
     args = p.parse_args()
-    dist.init()
+    dist.init(timeout=args.timeout)
     limn.set_device(args.device)
     SCENARIOS[args.scenario](args)
 

@@ -95,6 +95,41 @@ def test_a_rank_that_fails_ends_every_rank_in_bounded_time(tmp_path: Path, how: 
         assert "KILLED" in done.stdout + done.stderr or "signal 9" in done.stdout + done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("how", ["return", "exit"])
+def test_a_rank_that_leaves_early_ends_every_rank_naming_it(tmp_path: Path, how: str):
+    """Rank 1's loop ends a step early (or it calls sys.exit(3), which no excepthook sees) while rank 0 goes on
+    reducing: rank 0 hears rank 1's farewell in its next all_reduce and aborts, within seconds."""
+    start = time.monotonic()
+    done = launch(2, "leave", str(tmp_path), "--how", how, check=False)
+    elapsed = time.monotonic() - start
+    assert done.returncode != 0 and "rank 0 done" not in done.stdout, f"{done.stdout}\n{done.stderr}"
+    assert "rank 1 ended while this rank waited for it in all_reduce('mean')" in done.stderr, done.stderr
+    assert "aborting all 2 ranks" in done.stderr and elapsed < 60, f"{elapsed:.0f} s\n{done.stderr}"
+
+
+def test_a_barrier_against_an_all_reduce_raises_on_both_ranks_naming_the_two(tmp_path: Path):
+    done = launch(2, "crossed", str(tmp_path), check=False)
+    assert done.returncode != 0 and "done" not in done.stdout, f"{done.stdout}\n{done.stderr}"
+    assert "rank 1 called all_reduce('sum') where rank 0 called barrier()" in done.stderr, done.stderr
+
+
+def test_a_collective_that_waits_past_its_timeout_aborts_naming_it(tmp_path: Path):
+    start = time.monotonic()
+    done = launch(2, "stall", str(tmp_path), "--timeout", "2", check=False)
+    elapsed = time.monotonic() - start
+    assert done.returncode != 0 and "rank 0 done" not in done.stdout, f"{done.stdout}\n{done.stderr}"
+    assert "all_reduce('sum') waited 2 s for the other ranks (the collective timeout, 2 s" in done.stderr, done.stderr
+    assert elapsed < 40, f"the stalled run took {elapsed:.0f} s to end (rank 1 sleeps 60 s)"
+
+
+def test_the_timeout_must_be_a_positive_number_of_seconds():
+    from limn.distributed import watchdog
+
+    with pytest.raises(ValueError, match=r"init\(timeout=...\) is -1: the collective timeout is a positive"):
+        watchdog.timeout_from(-1)
+    assert watchdog.timeout_from(None) == watchdog.TIMEOUT_S or "LIMN_DIST_TIMEOUT" in __import__("os").environ
+
+
 @pytest.mark.parametrize("how", ["shape", "dtype"])
 def test_mismatched_tensors_are_refused_on_every_rank_before_data_moves(tmp_path: Path, how: str):
     launch(2, "mismatch", str(tmp_path), "--how", how)

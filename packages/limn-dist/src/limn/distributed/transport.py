@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from limn.distributed import watchdog
 from limn.frontend.tensor import Tensor
 from limn.runtime.device import DeviceError, get_device
 
@@ -76,10 +77,12 @@ def _decide(device: str, world: Any) -> Transport:
             return Transport("host", HOST, device)  # a property of the device's kind: the same on every rank
         problem = _nccl_problem() or _gpu_problem(dev)
     if world is not None and world.size > 1:
-        records = world.comm.allgather((problem, socket.gethostname(), None if problem else _bus_id(dev)))
+        mine = (problem, socket.gethostname(), None if problem else _bus_id(dev))
+        records = watchdog.allgather_object(world.watch, mine, "choosing the transport")
         problem = _first(records, 0) or _shared_gpu(records)
         if problem is None:
-            problem = _first(world.comm.allgather((_peer_problem(dev, records, world.rank),)), 0)
+            peers = (_peer_problem(dev, records, world.rank),)
+            problem = _first(watchdog.allgather_object(world.watch, peers, "choosing the transport"), 0)
     if problem is not None:
         return Transport("staged", problem, device)
     return Transport("nccl", "every rank's GPU reaches the others'", device)

@@ -17,13 +17,15 @@ size, not by which rank arrives first (the tests hold MPICH to it, with ranks ar
 What is not: the same bits across world sizes (a sum of 2 parts and of 4 rounds differently), or across MPI
 implementations and versions, which may choose other reduction algorithms.
 
-A rank that raises aborts every rank (MPI_Abort, with the traceback and which rank it was), and a rank that
-is killed makes the launcher end the others: a failed run never hangs waiting for a collective.
+A rank that raises aborts every rank (MPI_Abort, with the traceback and which rank it was), a rank that is
+killed makes the launcher end the others, and every collective waits under limn.distributed.watchdog: a
+deadline, and an abort naming the rank that ended while the others waited for it. A failed run never hangs.
 Pipeline: nn/optim step -> **distributed** (buckets, MPI) -> tensor buffers -> device.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sys
@@ -37,15 +39,13 @@ from typing import Any
 import numpy as np
 
 from limn.distributed import buckets as dist_buckets
-from limn.distributed import transport
+from limn.distributed import transport, watchdog
 from limn.distributed.buckets import DEFAULT_BUCKET_BYTES, DistributedError, agree, pack, signature, unpack
 from limn.distributed.transport import host_arrays
 from limn.dtypes import uint8
 from limn.frontend.tensor import Tensor
 from limn.graph.ops import Op
 from limn.runtime.engine import realize
-
-ABORT_GRACE_S = 0.5  # how long a failed rank waits for its traceback to reach the launcher before it aborts
 
 __all__ = [
     "DistributedError",
@@ -67,17 +67,21 @@ class _World:
     comm: Any  # mpi4py's COMM_WORLD
     rank: int
     size: int
+    watch: watchdog.Watch  # how each collective waits (limn.distributed.watchdog)
 
 
 _world: _World | None = None
 
 
-def init() -> None:
+def init(timeout: float | None = None) -> None:
     """Joins the MPI world (idempotent). From then on an uncaught exception on any rank prints its traceback
-    with the rank and aborts every rank, so the others do not wait forever in a collective."""
+    with the rank and aborts every rank, a rank that ends tells the others (which abort if they wait for it),
+    and a collective that waits `timeout` seconds (else $LIMN_DIST_TIMEOUT, else 300) for the other ranks
+    aborts every rank, saying which collective it was."""
     global _world
     if _world is not None:
         return
+    seconds = watchdog.timeout_from(timeout)
     try:
         from mpi4py import MPI
     except ImportError as e:  # mpi4py imports, but finds no MPI library
@@ -86,9 +90,11 @@ def init() -> None:
             "for MPICH as a wheel, or point mpi4py at the cluster's MPI"
         ) from e
     comm = MPI.COMM_WORLD
-    _world = _World(comm, comm.Get_rank(), comm.Get_size())
+    rank, size = comm.Get_rank(), comm.Get_size()
+    _world = _World(comm, rank, size, watchdog.Watch(comm, comm.Dup(), rank, size, seconds))
     if _world.size > 1:
         sys.excepthook = _abort_all
+        atexit.register(watchdog.say_farewell, _world.watch)
 
 
 def _abort_all(kind: type, error: BaseException, tb: Any) -> None:
@@ -100,7 +106,7 @@ def _abort_all(kind: type, error: BaseException, tb: Any) -> None:
     sys.stderr.flush()
     # MPICH's launcher handles the abort and the rank's output in one event loop, and may tear the job down
     # before it has forwarded what this rank just wrote: give it a moment to pass the traceback on first.
-    time.sleep(ABORT_GRACE_S)
+    time.sleep(watchdog.ABORT_GRACE_S)
     world.comm.Abort(1)
 
 
@@ -125,8 +131,10 @@ def world_size() -> int:
 
 
 def barrier() -> None:
-    """Returns once every rank has called it."""
-    _get().comm.Barrier()
+    """Returns once every rank has called it. It exchanges a signature as every collective here does, so a
+    rank that calls barrier() where another calls all_reduce raises on both, naming the two."""
+    world = _get()
+    agree(watchdog.allgather_object(world.watch, signature([], [], [], "barrier()"), "barrier()"), "barrier")
 
 
 # ---- collectives on tensors ----
@@ -188,7 +196,8 @@ def all_reduce(
         _check_op(op, name, t)
     names, ts = [n for n, _ in pairs], [t for _, t in pairs]
     dtypes, shapes = [t.dtype for t in ts], [t.shape for t in ts]
-    agree(world.comm.allgather(signature(names, dtypes, shapes, f"all_reduce({op!r})")), "all_reduce")
+    what = f"all_reduce({op!r})"
+    agree(watchdog.allgather_object(world.watch, signature(names, dtypes, shapes, what), what), "all_reduce")
     write_back(ts, reduce_tensors(ts, op, bucket_bytes))
     return ts
 
@@ -223,9 +232,7 @@ def reduce_arrays(arrays: list[np.ndarray], dtypes: list, op: str, bucket_bytes:
     for bucket in dist_buckets.plan(dtypes, sizes, bucket_bytes):
         flat = pack(bucket, arrays)
         if world.size > 1:
-            from mpi4py import MPI
-
-            world.comm.Allreduce(MPI.IN_PLACE, flat, op=_mpi_ops()[op])
+            watchdog.allreduce(world.watch, flat, _mpi_ops()[op], f"all_reduce({op!r})")
         if op == "mean":
             flat /= world.size
         reduced |= unpack(bucket, flat, dtypes, shapes)
@@ -250,7 +257,8 @@ def broadcast_parameters(
     _whole_buffers(pairs, "broadcast_parameters")
     names, ts = [n for n, _ in pairs], [t for _, t in pairs]
     dtypes, shapes = [t.dtype for t in ts], [t.shape for t in ts]
-    agree(world.comm.allgather(signature(names, dtypes, shapes, "broadcast_parameters")), "broadcast_parameters")
+    sig = signature(names, dtypes, shapes, "broadcast_parameters")
+    agree(watchdog.allgather_object(world.watch, sig, "broadcast_parameters"), "broadcast_parameters")
     if world.size == 1:
         return ts
     nccl = transport.device_path(ts)
@@ -262,7 +270,7 @@ def broadcast_parameters(
     values: dict[int, np.ndarray] = {}
     for bucket in dist_buckets.plan(byte_dtype, [int(r.size) for r in raw], bucket_bytes):
         flat = pack(bucket, raw)
-        world.comm.Bcast(flat, root=root)
+        watchdog.bcast(world.watch, flat, root, "broadcast_parameters")
         if world.rank != root:
             for slot in bucket.slots:
                 piece = flat[slot.start : slot.start + slot.size]
@@ -302,7 +310,8 @@ def on_root(fn: Callable[[], Any], root: int = 0) -> Any:
             result = fn()
         except Exception as e:
             failure = e
-    message = world.comm.bcast(None if failure is None else f"{type(failure).__name__}: {failure}", root=root)
+    note = None if failure is None else f"{type(failure).__name__}: {failure}"
+    message = watchdog.bcast_object(world.watch, note, root, f"on_root({getattr(fn, '__name__', fn)!r})")
     if failure is not None:
         raise failure
     if message is not None:
