@@ -358,9 +358,12 @@ def test_a_global_tensor_rebound_between_calls_is_refused(device):
 def test_verify_catches_a_python_float_that_changes_between_calls(device):
     lr = {"value": 0.5}
 
+    def current():  # Python state read in a called function: the recording bakes the first value into a CONST
+        lr["value"] /= 2
+        return lr["value"]
+
     def step(x, y):
-        lr["value"] /= 2  # Python state: the recording baked the first value into a CONST
-        return x * lr["value"] - y
+        return x * current() - y
 
     captured = capture(step, verify=2)
     captured(Tensor(XS[0]), Tensor(XS[1]))
@@ -371,9 +374,12 @@ def test_verify_catches_a_python_float_that_changes_between_calls(device):
 def test_verify_catches_a_branch_on_a_python_counter(device):
     calls = {"n": 0}
 
-    def step(x, y):
+    def odd() -> bool:  # a counter kept by a called function, which no guard reads
         calls["n"] += 1
-        return x - y if calls["n"] % 2 else x + y
+        return bool(calls["n"] % 2)
+
+    def step(x, y):
+        return x - y if odd() else x + y
 
     captured = capture(step, verify=1)
     captured(Tensor(XS[0]), Tensor(XS[1]))

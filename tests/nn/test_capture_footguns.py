@@ -64,10 +64,50 @@ def _halving_closure():
     return step, lr
 
 
-def test_a_python_float_in_a_closure_replays_the_recorded_value_without_verify(device):
-    """A replay runs what the first call ran: a float read from Python is the recorded constant (the
-    module docstring's rule), as the eager step with the float held at its first value computes."""
+def _halving_helper():
+    """The same float, read inside a function the step calls: no guard sees it (verify does)."""
+    lr = {"value": 1.0}
+
+    def current():
+        lr["value"] /= 2
+        return lr["value"]
+
+    def step(x, y):
+        return x * current() - y
+
+    return step, lr
+
+
+def test_a_python_float_in_a_closure_that_changes_records_the_step_again(device):
+    """The guards (limn.capture.guards) note the float the step read; it changed, so each call records
+    anew and computes what the eager loop computes, never the stale value."""
     fn, _ = _halving_closure()
+    step = capture(fn)
+    got = [step(Tensor(XS[c]), Tensor(XS[c + 1])).numpy() for c in range(4)]
+    for c in range(4):
+        np.testing.assert_array_equal(got[c], XS[c] * np.float32(0.5 ** (c + 1)) - XS[c + 1], err_msg=f"call {c + 1}")
+    assert step.recordings == 4 and step.replays == 0
+
+
+def test_a_value_that_changes_on_every_call_is_refused_naming_it_after_max_recordings(device):
+    from limn.capture.record import MAX_RECORDINGS
+
+    fn, _ = _halving_closure()
+    step = capture(fn)
+    for c in range(MAX_RECORDINGS):
+        step(Tensor(XS[c % 4]), Tensor(XS[c % 4 + 1]))
+    match = (
+        r"reads closure variable lr at .*test_capture_footguns.py:\d+: \{'value': 0\.0078125\} when it was last "
+        r"recorded, \{'value': 0\.00390625\} now, and it has been recorded 8 times .*\(a 0-d tensor"
+    )
+    with pytest.raises(CaptureError, match=match):
+        step(Tensor(XS[0]), Tensor(XS[1]))
+
+
+def test_a_python_float_read_inside_a_called_function_replays_the_recorded_value_without_verify(device):
+    """What the guards cannot see (a value read inside a function the step calls) is replayed as recorded:
+    the module docstring's rule, which verify=N checks."""
+    fn, _ = _halving_helper()
     step = capture(fn)
     got = [step(Tensor(XS[c]), Tensor(XS[c + 1])).numpy() for c in range(4)]
     for c in range(4):
@@ -76,7 +116,7 @@ def test_a_python_float_in_a_closure_replays_the_recorded_value_without_verify(d
 
 def test_verify_catches_a_python_float_in_a_closure_and_names_the_constant(device):
     """verify runs the step eagerly too: the eager graph holds the new float, which it names as the cause."""
-    fn, _ = _halving_closure()
+    fn, _ = _halving_helper()
     step = capture(fn, verify=1)
     step(Tensor(XS[0]), Tensor(XS[1]))
     changed = r"a constant 0\.25 where the recording has 0\.5" if device == "numpy" else r"CONST .*= 0\.25 .*0\.5"
@@ -88,8 +128,11 @@ def test_a_replay_runs_no_python_so_side_effects_happen_on_the_recording_call_on
     """The documented cost of replaying without Python: a counter (or print) in the step runs once."""
     calls = {"n": 0}
 
-    def fn(x, y):
+    def count():  # inside a called function, which the guards do not read
         calls["n"] += 1
+
+    def fn(x, y):
+        count()
         return x - y
 
     step = capture(fn)
@@ -114,9 +157,12 @@ def test_a_tensor_made_from_a_python_list_that_changes_is_refused_as_changed_hos
     """The second call records again and compares the host data: other bytes are refused, not replayed."""
     scale = [1.0, -2.0, 3.0, 0.5]
 
-    def fn(x, y):
+    def scales():  # read inside a called function: no guard, the host-data check
         scale[0] += 1
-        return x * Tensor(scale) - y
+        return scale
+
+    def fn(x, y):
+        return x * Tensor(scales()) - y
 
     step = capture(fn)
     step(*pair(0)[0])
@@ -375,11 +421,15 @@ def test_a_step_that_raises_while_recorded_records_nothing_and_the_next_call_rec
         w = Tensor(np.zeros((8, 4), np.float32))
         calls = {"n": 0}
 
+        def first() -> bool:  # a called function: the counter is no guard's, so the step replays
+            calls["n"] += 1
+            return calls["n"] == 1
+
         def fn(x, y):
             w.assign(w + x).realize()
-            calls["n"] += 1
+            failing = first()
             w.assign(w * 2)  # left pending when the step raises
-            if calls["n"] == 1:
+            if failing:
                 raise ValueError("the step failed halfway")
             return (w - y).sum()
 

@@ -25,13 +25,15 @@ other way); host data whose bytes differ between the first two calls; an argumen
 step assigns or the recording keeps; a tensor the recording read that no longer exists outside it (a
 global rebound to a new tensor); a returned value that is not a tensor, or a tensor the step did not make.
 
-What cannot be seen from the recording is Python state the step reads: a float in a closure (a
-learning rate kept in Python) is replayed as recorded, a branch on a Python counter follows the recorded
-path, a print runs on the recording call only, a global rebound while the old tensor lives on is read as
-the old one. Pass such values in as tensor arguments (or keep them on the device, as optimizer
-hyperparameters are), and check a new step with `capture(fn, verify=N)`: its first N replays also run the
-function eagerly from the same state and raise on the first difference, naming what the eager call did
-otherwise (limn.capture.verify): another number of runs, another plan (the kernel line that changed, a
+Python values the step reads itself are guarded (limn.capture.guards): a float in a closure cell, a global
+counter a branch reads, a setting on `self`, a default argument, noted with the line that reads them when
+the step is recorded and read again before each replay; one that changed records the step anew (up to
+MAX_RECORDINGS times, then a CaptureError naming the value, its two values and the line). What the guards
+cannot see is a value read inside a function the step calls: it is replayed as recorded, as a print there
+runs on the recording call only. Pass such values in as tensor arguments (or keep them on the device, as
+optimizer hyperparameters are), and check a new step with `capture(fn, verify=N)`: its first N replays also
+run the function eagerly from the same state and raise on the first difference, naming what the eager call
+did otherwise (limn.capture.verify): another number of runs, another plan (the kernel line that changed, a
 closure's float as a CONST), or the first recorded kernel that wrote another value (`k1 SUM loop[8, 4]`,
 its slot, the largest difference, its source lines and the binding that differs).
 Pipeline: nn/optim step -> **capture** -> plan executor (jit.py) -> device.
@@ -47,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from limn.capture import guards as capture_guards
 from limn.capture import verify as capture_verify
 from limn.capture.recording import (
     CaptureError,
@@ -65,6 +68,8 @@ from limn.graph.ops import Node, Op
 from limn.runtime import engine
 from limn.runtime.device import Buffer, current_device, get_device
 from limn.runtime.snapshot import Fork
+
+MAX_RECORDINGS = 8  # how often a step records again for a Python value that changed, before it refuses
 
 
 class _Recorder:
@@ -293,6 +298,8 @@ class Captured:
         self.confirmed = False  # host data the step makes is checked once more on the second call
         self.replays = 0
         self.objects: list[Any] = []  # object arguments, held so no other object takes their id
+        self.guards: list[capture_guards.Guard] = []  # the Python values the recording read (capture/guards.py)
+        self.recordings = 0
 
     @property
     def runs(self) -> list[Run]:
@@ -309,12 +316,16 @@ class Captured:
         keywords = tuple(sorted(kwargs))
         flat = args + tuple(kwargs[k] for k in keywords)  # keyword arguments bind by name, in name order
         call = functools.partial(self.fn, *args, **kwargs)
+        if self.recording is not None and self._guards_changed():
+            self.recording = None  # a Python value the step read has changed: record it anew
         if self.recording is None:
+            guards = capture_guards.guards_of(self.fn, args, kwargs)  # the values as the call will read them
             signature = _signature(flat, keywords)
             # verify names a kernel's source lines when it finds one differing: record where nodes are made
             with provenance.recording() if self.verify else contextlib.nullcontext():
                 self.recording, out = _record(call, flat)
-            self.signature, self.sharing = signature, _sharing(flat)
+            self.signature, self.sharing, self.guards = signature, _sharing(flat), guards
+            self.recordings += 1
             self.objects = [a for a in flat if not isinstance(a, Tensor) and not _plain(a)]  # ids stay theirs
             self.confirmed = not self.recording.constants
             return out
@@ -334,6 +345,22 @@ class Captured:
         return self._replay(flat)
 
     # ---- what a replay must refuse ----
+
+    def _guards_changed(self) -> bool:
+        """Whether a Python value the recording read has changed since (then the step records again), raising
+        CaptureError once it has recorded MAX_RECORDINGS times: a value that changes on every call belongs in
+        a tensor argument."""
+        found = capture_guards.first_changed(self.guards)
+        if found is None:
+            return False
+        guard, now = found
+        if self.recordings >= MAX_RECORDINGS:
+            raise CaptureError(
+                f"the step reads {guard.what} at {guard.line}: {guard.value!r} when it was last recorded, {now!r} "
+                f"now, and it has been recorded {self.recordings} times for such changes; pass the value as an "
+                "argument (a 0-d tensor replays with its new value) or keep it on the device"
+            )
+        return True
 
     def _check_arguments(self, args: tuple, keywords: tuple[str, ...]) -> None:
         sig = _signature(args, keywords)

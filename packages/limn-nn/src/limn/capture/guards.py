@@ -1,0 +1,175 @@
+"""Guards: the Python values a captured step reads, noted when it is recorded and checked before each replay.
+
+A replay runs the recorded kernels and no Python, so a value the step read from Python (a learning rate in a
+closure, a counter in a global, a default argument, a setting on `self` or on an object the step names) would
+be replayed as it was when recorded. So the step's own code is read for the names it loads: each closure
+variable, global and default it reads, and each attribute it reads off an object it holds that way or takes
+as an argument, whose value is plain Python (numbers, strings, None, and tuples, lists and dicts of them), is
+noted with the line that reads it. Before each replay the values are read again; one that changed makes the
+step record anew (limn.capture.record decides how often), so a replay never runs on a stale value. Values read
+inside the functions the step calls are not seen: `capture(fn, verify=N)` is the check for those.
+Pipeline: nn/optim step -> **capture (guards)** -> plan executor (jit.py) -> device.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dis
+import inspect
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from limn.frontend.tensor import Tensor
+
+PLAIN = (bool, int, float, complex, str, bytes, type(None), np.generic)
+MAX_ITEMS = 64  # a container longer than this is not compared item by item on every replay
+MISSING = object()
+
+
+@dataclass(frozen=True)
+class Guard:
+    """One value the step read: what it is ("closure variable lr", "self.lr"), where the step reads it, how
+    to read it now, and its value when the step was recorded."""
+
+    what: str
+    line: str
+    read: Callable[[], Any]
+    value: Any
+
+    def changed(self) -> Any:
+        """The value now if it differs from the recorded one, else MISSING."""
+        try:
+            now = self.read()
+        except (AttributeError, KeyError, ValueError):
+            now = "<gone>"
+        return MISSING if _same(now, self.value) else now
+
+
+def plain(value: Any, depth: int = 0) -> bool:
+    """Whether a value is plain Python data the guards can compare: a number, a string, None, or a short tuple,
+    list or dict of them."""
+    if isinstance(value, PLAIN):
+        return True
+    if depth > 2 or not isinstance(value, (tuple, list, dict)) or len(value) > MAX_ITEMS:
+        return False
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    return all(plain(k, depth + 1) and plain(v, depth + 1) for k, v in items)
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return type(a) is type(b) and bool(a == b) or (a != a and b != b)  # NaN equals NaN here
+    except (TypeError, ValueError):
+        return False
+
+
+def _snapshot(value: Any) -> Any:
+    """A copy that later changes to a container do not reach."""
+    if isinstance(value, dict):
+        return {k: _snapshot(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_snapshot(v) for v in value]
+    return value
+
+
+def guards_of(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[Guard]:
+    """The guards of one call of `fn` with these arguments, read off fn's code (see the module docstring)."""
+    fn = inspect.unwrap(fn)
+    if isinstance(fn, types.MethodType):
+        args, fn = (fn.__self__, *args), fn.__func__
+    if not isinstance(fn, types.FunctionType):
+        return []
+    bound = _arguments(fn, args, kwargs)
+    found: dict[str, Guard] = {}
+    for ins, previous, line in _loads(fn.__code__):
+        for guard in _guards_at(fn, ins, previous, bound, f"{fn.__code__.co_filename}:{line}"):
+            found.setdefault(guard.what, guard)
+    return list(found.values())
+
+
+def _arguments(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The call's arguments by parameter name, defaults included (an attribute read off a default counts)."""
+    try:
+        bound = inspect.signature(fn).bind_partial(*args, **kwargs)
+    except TypeError:
+        return {}
+    passed = set(bound.arguments)
+    bound.apply_defaults()
+    return {name: (value, name in passed) for name, value in bound.arguments.items()}
+
+
+def _loads(code: types.CodeType):
+    """(instruction, the instruction before it, its line) for every instruction of the step's own code."""
+    previous, line = None, code.co_firstlineno
+    for ins in dis.get_instructions(code):
+        if ins.positions is not None and ins.positions.lineno is not None:
+            line = ins.positions.lineno
+        yield ins, previous, line
+        previous = ins
+
+
+def _guards_at(fn: types.FunctionType, ins: dis.Instruction, previous: Any, bound: dict, line: str) -> list[Guard]:
+    """The guards one load makes: a closure variable, a global, an argument's default, or an attribute of an
+    object the previous instruction loaded."""
+    name = ins.argval
+    if ins.opname in ("LOAD_DEREF", "LOAD_CLASSDEREF") and name in fn.__code__.co_freevars:
+        cell = fn.__closure__[fn.__code__.co_freevars.index(name)]
+        return _guard(f"closure variable {name}", line, lambda: cell.cell_contents)
+    if ins.opname == "LOAD_GLOBAL" and not hasattr(builtins, name):
+        space = fn.__globals__
+        return _guard(f"global {name}", line, lambda: space[name])
+    if ins.opname == "LOAD_FAST" and name in bound and not bound[name][1] and _default(fn, name) is not MISSING:
+        return _guard(f"default argument {name}", line, lambda: _default(fn, name))
+    if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and previous is not None:
+        owner = _owner(fn, previous, bound)
+        if owner is not None and not isinstance(owner, (Tensor, types.ModuleType, type)):
+            return _guard(f"{previous.argval}.{name}", line, lambda: getattr(owner, name))
+    return []
+
+
+def _guard(what: str, line: str, read: Callable[[], Any]) -> list[Guard]:
+    try:
+        value = read()
+    except (AttributeError, KeyError, ValueError):
+        return []
+    return [Guard(what, line, read, _snapshot(value))] if plain(value) else []
+
+
+def _default(fn: types.FunctionType, name: str) -> Any:
+    """The default of parameter `name`, as the function holds it now, or MISSING."""
+    code = fn.__code__
+    positional = code.co_varnames[: code.co_argcount]
+    if name in positional and fn.__defaults__:
+        index = positional.index(name) - (len(positional) - len(fn.__defaults__))
+        if index >= 0:
+            return fn.__defaults__[index]
+    return (fn.__kwdefaults__ or {}).get(name, MISSING)
+
+
+def _owner(fn: types.FunctionType, load: dis.Instruction, bound: dict) -> Any:
+    """The object an attribute is read off, when the instruction before loaded it from an argument, a closure
+    variable or a global; None otherwise."""
+    name = load.argval
+    try:
+        if load.opname == "LOAD_FAST":
+            return bound.get(name, (None, False))[0]
+        if load.opname == "LOAD_DEREF" and name in fn.__code__.co_freevars:
+            return fn.__closure__[fn.__code__.co_freevars.index(name)].cell_contents
+        if load.opname == "LOAD_GLOBAL":
+            return fn.__globals__.get(name)
+    except ValueError:  # an empty cell
+        return None
+    return None
+
+
+def first_changed(guards: list[Guard]) -> tuple[Guard, Any] | None:
+    """The first guard whose value changed, with its value now."""
+    for guard in guards:
+        now = guard.changed()
+        if now is not MISSING:
+            return guard, now
+    return None

@@ -1,0 +1,116 @@
+"""Rule: a captured step never replays a stale Python value it read itself (limn.capture.guards). A float in a
+closure cell rebound outside the step (a learning-rate schedule written by hand), a global counter a branch
+reads, a setting on `self`, a default argument: each is noted when the step is recorded, and a replay after
+it changed records the step again, so every call computes what the uncaptured loop computes (the oracle, on
+the same device, bit for bit). Values that stay put replay without recording again."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import limn
+from limn import Tensor
+from limn.capture import capture
+from limn.capture.guards import guards_of
+
+XS = np.random.default_rng(3).standard_normal((6, 4)).astype(np.float32)
+
+
+@pytest.fixture(params=["numpy", "c"])
+def device(request):
+    limn.set_device(request.param)
+    return request.param
+
+
+def _hand_written_schedule(captured: bool) -> np.ndarray:
+    """SGD by hand with lr = base * decay**step computed outside the step and read from its closure."""
+    w = Tensor(np.ones(4, np.float32))
+    lr = 0.1
+
+    def step(x):
+        w.assign(w - lr * x)
+        return w * 1.0
+
+    run = capture(step) if captured else step
+    for k in range(5):
+        lr = 0.1 * 0.5**k  # noqa: F841 (read by step through its closure cell)
+        run(Tensor(XS[k]))
+    return w.numpy()
+
+
+def test_a_learning_rate_rebound_outside_the_step_moves_the_weights_as_the_uncaptured_loop(device):
+    np.testing.assert_array_equal(_hand_written_schedule(True), _hand_written_schedule(False))
+
+
+COUNT = 0
+
+
+def _branch_on_a_global_counter(captured: bool) -> list[np.ndarray]:
+    global COUNT
+    COUNT = 0
+
+    def step(x):
+        return x * 2.0 if COUNT % 2 else x - 1.0
+
+    run = capture(step) if captured else step
+    outs = []
+    for k in range(5):
+        outs.append(run(Tensor(XS[k])).numpy())
+        COUNT += 1
+    return outs
+
+
+def test_a_branch_on_a_global_counter_follows_the_counter(device):
+    for k, (a, b) in enumerate(zip(_branch_on_a_global_counter(True), _branch_on_a_global_counter(False))):
+        np.testing.assert_array_equal(a, b, err_msg=f"call {k + 1}")
+
+
+class Scaler:
+    def __init__(self) -> None:
+        self.scale = 2.0
+
+
+SCALER = Scaler()
+
+
+def test_an_attribute_of_self_that_changes_records_again_and_one_that_stays_replays(device):
+    class Scaler:  # a class per test: a method captured on its class refuses a second instance
+        def __init__(self) -> None:
+            self.scale = 2.0
+
+        @capture
+        def step(self, x):
+            return x * self.scale
+
+    model = Scaler()
+    np.testing.assert_array_equal(model.step(Tensor(XS[0])).numpy(), XS[0] * 2.0)
+    np.testing.assert_array_equal(model.step(Tensor(XS[1])).numpy(), XS[1] * 2.0)
+    assert Scaler.step.replays == 1
+    model.scale = 3.0
+    np.testing.assert_array_equal(model.step(Tensor(XS[2])).numpy(), XS[2] * 3.0)
+    assert Scaler.step.recordings == 2
+
+
+def test_a_default_argument_that_is_changed_records_again(device):
+    def step(x, shift=1.0):
+        return x + shift
+
+    run = capture(step)
+    run(Tensor(XS[0]))
+    step.__defaults__ = (5.0,)
+    np.testing.assert_array_equal(run(Tensor(XS[1])).numpy(), XS[1] + 5.0)
+
+
+def test_the_guards_name_what_the_step_reads_and_where():
+    base = 0.5
+    settings = {"clip": 1.0}
+
+    def step(x, self=SCALER):
+        return x * base * settings["clip"] * self.scale * COUNT
+
+    found = {g.what: g for g in guards_of(step, (None,), {})}
+    assert {"closure variable base", "closure variable settings", "global COUNT", "self.scale"} <= set(found), found
+    assert found["closure variable base"].value == 0.5 and found["closure variable base"].line.endswith(
+        f":{step.__code__.co_firstlineno + 1}"
+    )
