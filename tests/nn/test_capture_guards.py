@@ -114,3 +114,24 @@ def test_the_guards_name_what_the_step_reads_and_where():
     assert found["closure variable base"].value == 0.5 and found["closure variable base"].line.endswith(
         f":{step.__code__.co_firstlineno + 1}"
     )
+
+
+def test_a_chain_of_attributes_is_guarded_to_its_plain_value(device):
+    """self.settings.clip, as train_stories reads its settings: the plain value at the end is what is noted."""
+
+    class Settings:
+        clip = 1.0
+
+    class Model:
+        def __init__(self) -> None:
+            self.settings = Settings()
+
+        @capture
+        def step(self, x):
+            return x * self.settings.clip
+
+    model = Model()
+    np.testing.assert_array_equal(model.step(Tensor(XS[0])).numpy(), XS[0])
+    model.settings.clip = 0.25
+    np.testing.assert_array_equal(model.step(Tensor(XS[1])).numpy(), XS[1] * np.float32(0.25))
+    assert "self.settings.clip" in {g.what for g in Model.step.guards}

@@ -85,8 +85,8 @@ def guards_of(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[Guard]:
         return []
     bound = _arguments(fn, args, kwargs)
     found: dict[str, Guard] = {}
-    for ins, previous, line in _loads(fn.__code__):
-        for guard in _guards_at(fn, ins, previous, bound, f"{fn.__code__.co_filename}:{line}"):
+    for ins, chain, line in _loads(fn.__code__):
+        for guard in _guards_at(fn, ins, chain, bound, f"{fn.__code__.co_filename}:{line}"):
             found.setdefault(guard.what, guard)
     return list(found.values())
 
@@ -102,19 +102,28 @@ def _arguments(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, A
     return {name: (value, name in passed) for name, value in bound.arguments.items()}
 
 
+ATTRIBUTE_LOADS = ("LOAD_ATTR", "LOAD_METHOD")
+MAX_CHAIN = 3  # self.settings.clip is followed; longer chains of attributes are not
+
+
 def _loads(code: types.CodeType):
-    """(instruction, the instruction before it, its line) for every instruction of the step's own code."""
-    previous, line = None, code.co_firstlineno
+    """(instruction, the loads it reads attributes off, its line) for every instruction of the step's own code:
+    for `self.settings.clip`, the LOAD_ATTR of clip comes with (LOAD_FAST self, LOAD_ATTR settings)."""
+    chain: list[dis.Instruction] = []
+    line = code.co_firstlineno
     for ins in dis.get_instructions(code):
         if ins.positions is not None and ins.positions.lineno is not None:
             line = ins.positions.lineno
-        yield ins, previous, line
-        previous = ins
+        yield ins, tuple(chain), line
+        if ins.opname in ATTRIBUTE_LOADS and chain and len(chain) < MAX_CHAIN:
+            chain.append(ins)
+        else:
+            chain = [ins] if ins.opname in ("LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL") else []
 
 
-def _guards_at(fn: types.FunctionType, ins: dis.Instruction, previous: Any, bound: dict, line: str) -> list[Guard]:
+def _guards_at(fn: types.FunctionType, ins: dis.Instruction, chain: tuple, bound: dict, line: str) -> list[Guard]:
     """The guards one load makes: a closure variable, a global, an argument's default, or an attribute of an
-    object the previous instruction loaded."""
+    object the loads before it reached (an argument, a closure variable or a global, and attributes of it)."""
     name = ins.argval
     if ins.opname in ("LOAD_DEREF", "LOAD_CLASSDEREF") and name in fn.__code__.co_freevars:
         cell = fn.__closure__[fn.__code__.co_freevars.index(name)]
@@ -124,10 +133,20 @@ def _guards_at(fn: types.FunctionType, ins: dis.Instruction, previous: Any, boun
         return _guard(f"global {name}", line, lambda: space[name])
     if ins.opname == "LOAD_FAST" and name in bound and not bound[name][1] and _default(fn, name) is not MISSING:
         return _guard(f"default argument {name}", line, lambda: _default(fn, name))
-    if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and previous is not None:
-        owner = _owner(fn, previous, bound)
-        if owner is not None and not isinstance(owner, (Tensor, types.ModuleType, type)):
-            return _guard(f"{previous.argval}.{name}", line, lambda: getattr(owner, name))
+    if ins.opname in ATTRIBUTE_LOADS and chain:
+        base = _owner(fn, chain[0], bound)
+        path = [link.argval for link in chain[1:]]
+
+        def read() -> Any:
+            owner = base
+            for attribute in path:
+                owner = getattr(owner, attribute)
+            if owner is None or isinstance(owner, (Tensor, types.ModuleType, type)):
+                raise AttributeError(name)  # a tensor's or a module's attributes are not Python state
+            return getattr(owner, name)
+
+        if base is not None:
+            return _guard(".".join([chain[0].argval, *path, name]), line, read)
     return []
 
 
