@@ -11,7 +11,7 @@ import pytest
 
 import limn
 from limn import Tensor
-from limn.capture import capture
+from limn.capture import CaptureError, capture
 from limn.capture.guards import guards_of
 
 XS = np.random.default_rng(3).standard_normal((6, 4)).astype(np.float32)
@@ -135,3 +135,15 @@ def test_a_chain_of_attributes_is_guarded_to_its_plain_value(device):
     model.settings.clip = 0.25
     np.testing.assert_array_equal(model.step(Tensor(XS[1])).numpy(), XS[1] * np.float32(0.25))
     assert "self.settings.clip" in {g.what for g in Model.step.guards}
+
+
+def test_a_value_too_long_to_watch_is_refused_on_the_first_replay_not_replayed_stale(device):
+    table = [float(i) for i in range(20_000)]  # numbers, but too many to compare before every replay
+
+    def step(x):
+        return x * table[3]
+
+    run = capture(step)
+    np.testing.assert_array_equal(run(Tensor(XS[0])).numpy(), XS[0] * 3.0)
+    with pytest.raises(CaptureError, match=r"reads closure variable table at .*over 10,000 numbers.*tensor argument"):
+        run(Tensor(XS[1]))

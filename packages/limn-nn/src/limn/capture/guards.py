@@ -6,8 +6,9 @@ be replayed as it was when recorded. So the step's own code is read for the name
 variable, global and default it reads, and each attribute it reads off an object it holds that way or takes
 as an argument, whose value is plain Python (numbers, strings, None, and tuples, lists and dicts of them), is
 noted with the line that reads it. Before each replay the values are read again; one that changed makes the
-step record anew (limn.capture.record decides how often), so a replay never runs on a stale value. Values read
-inside the functions the step calls are not seen: `capture(fn, verify=N)` is the check for those.
+step record anew (limn.capture.record decides how often), so a replay never runs on a stale value; a container
+of numbers too long to compare each time is refused at the first replay instead. Values read inside the
+functions the step calls are not seen: `capture(fn, verify=N)` is the check for those.
 Pipeline: nn/optim step -> **capture (guards)** -> plan executor (jit.py) -> device.
 """
 
@@ -26,8 +27,9 @@ import numpy as np
 from limn.frontend.tensor import Tensor
 
 PLAIN = (bool, int, float, complex, str, bytes, type(None), np.generic)
-MAX_ITEMS = 64  # a container longer than this is not compared item by item on every replay
+MAX_ITEMS = 10_000  # a container of numbers longer than this is too long to compare before every replay
 MISSING = object()
+UNWATCHED = "<unwatched>"  # a Guard's value when the value cannot be compared: the first replay refuses
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,8 @@ class Guard:
 
     def changed(self) -> Any:
         """The value now if it differs from the recorded one, else MISSING."""
+        if self.value is UNWATCHED:
+            return UNWATCHED
         try:
             now = self.read()
         except (AttributeError, KeyError, ValueError):
@@ -155,7 +159,17 @@ def _guard(what: str, line: str, read: Callable[[], Any]) -> list[Guard]:
         value = read()
     except (AttributeError, KeyError, ValueError):
         return []
-    return [Guard(what, line, read, _snapshot(value))] if plain(value) else []
+    if plain(value):
+        return [Guard(what, line, read, _snapshot(value))]
+    if isinstance(value, (tuple, list, dict)) and len(value) > MAX_ITEMS and plain(_head(value)):
+        return [Guard(what, line, read, UNWATCHED)]  # numbers, but too many to compare before each replay
+    return []
+
+
+def _head(value: tuple | list | dict) -> list:
+    """A container's first few items (values of a dict), to tell numbers from objects."""
+    items = list(value.values() if isinstance(value, dict) else value)
+    return items[:8]
 
 
 def _default(fn: types.FunctionType, name: str) -> Any:

@@ -354,6 +354,12 @@ class Captured:
         if found is None:
             return False
         guard, now = found
+        if guard.value is capture_guards.UNWATCHED:
+            raise CaptureError(
+                f"the step reads {guard.what} at {guard.line}, a container of over {capture_guards.MAX_ITEMS:,} "
+                "numbers, too many to compare before each replay, so a replay could read it stale; pass what the "
+                "step needs from it as a tensor argument"
+            )
         if self.recordings >= MAX_RECORDINGS:
             raise CaptureError(
                 f"the step reads {guard.what} at {guard.line}: {guard.value!r} when it was last recorded, {now!r} "
