@@ -358,9 +358,12 @@ def test_a_global_tensor_rebound_between_calls_is_refused(device):
 def test_verify_catches_a_python_float_that_changes_between_calls(device):
     lr = {"value": 0.5}
 
-    def current():  # Python state read in a called function: the recording bakes the first value into a CONST
+    def halve():  # Python state read two calls below the step, past the guards: the recording bakes it in
         lr["value"] /= 2
         return lr["value"]
+
+    def current():
+        return halve()
 
     def step(x, y):
         return x * current() - y
@@ -374,9 +377,12 @@ def test_verify_catches_a_python_float_that_changes_between_calls(device):
 def test_verify_catches_a_branch_on_a_python_counter(device):
     calls = {"n": 0}
 
-    def odd() -> bool:  # a counter kept by a called function, which no guard reads
+    def tick() -> bool:  # a counter kept two calls below the step, past the guards
         calls["n"] += 1
         return bool(calls["n"] % 2)
+
+    def odd() -> bool:
+        return tick()
 
     def step(x, y):
         return x - y if odd() else x + y

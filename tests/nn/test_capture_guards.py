@@ -147,3 +147,34 @@ def test_a_value_too_long_to_watch_is_refused_on_the_first_replay_not_replayed_s
     np.testing.assert_array_equal(run(Tensor(XS[0])).numpy(), XS[0] * 3.0)
     with pytest.raises(CaptureError, match=r"reads closure variable table at .*over 10,000 numbers.*tensor argument"):
         run(Tensor(XS[1]))
+
+
+class Schedule:
+    """A learning-rate schedule written by hand, as a newcomer would: the step asks it for the rate."""
+
+    def __init__(self) -> None:
+        self.base, self.count = 0.1, 0
+
+    def rate(self) -> float:
+        return self.base * 0.5**self.count
+
+
+def _scheduled(captured: bool) -> np.ndarray:
+    w = Tensor(np.ones(4, np.float32))
+    schedule = Schedule()
+
+    def step(x):
+        w.assign(w - schedule.rate() * x)  # the rate is read inside a method the step calls
+        return w * 1.0
+
+    run = capture(step) if captured else step
+    for k in range(4):
+        run(Tensor(XS[k]))
+        schedule.count += 1
+    return w.numpy()
+
+
+def test_a_value_read_inside_a_method_the_step_calls_is_guarded_too(device):
+    """The guards read the user's functions and methods the step calls (one call deep): the schedule's count
+    changes, the step records again, and the weights are the uncaptured loop's."""
+    np.testing.assert_array_equal(_scheduled(True), _scheduled(False))

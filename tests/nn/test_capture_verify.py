@@ -107,9 +107,12 @@ def test_verify_names_a_changed_constant_as_the_cause(device):
     """A float in a closure changes the graph: the eager call's plan is another one, which is the cause."""
     lr = {"value": 0.5}
 
-    def current():  # read in a called function, which no guard reads
+    def halve():  # two calls below the step, past the guards
         lr["value"] /= 2
         return lr["value"]
+
+    def current():
+        return halve()
 
     def fn(x, y):
         return x * current() - y
@@ -128,9 +131,12 @@ def test_verify_names_a_different_number_of_runs_as_the_cause(device):
     """A branch on a Python counter that realizes once more: the eager call made another number of runs."""
     calls = {"n": 0}
 
-    def later() -> bool:  # a counter kept by a called function, which no guard reads
+    def tick() -> bool:  # a counter two calls below the step, past the guards
         calls["n"] += 1
         return calls["n"] > 1
+
+    def later() -> bool:
+        return tick()
 
     def fn(x, y):
         d = x - y

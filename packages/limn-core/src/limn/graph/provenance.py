@@ -205,6 +205,11 @@ def is_recording() -> bool:
     return _recorder.depth > 0
 
 
+def is_user_code(filename: str) -> bool:
+    """Whether a code object's file is the user's: not limn's, the standard library's or an installed package's."""
+    return not _recorder.is_library(filename)
+
+
 def calling_site() -> Site | None:
     """The user's line running now and the limn function it called there, for an error that names them
     (recorded or not)."""

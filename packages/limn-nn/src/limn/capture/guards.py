@@ -7,8 +7,9 @@ variable, global and default it reads, and each attribute it reads off an object
 as an argument, whose value is plain Python (numbers, strings, None, and tuples, lists and dicts of them), is
 noted with the line that reads it. Before each replay the values are read again; one that changed makes the
 step record anew (limn.capture.record decides how often), so a replay never runs on a stale value; a container
-of numbers too long to compare each time is refused at the first replay instead. Values read inside the
-functions the step calls are not seen: `capture(fn, verify=N)` is the check for those.
+of numbers too long to compare each time is refused at the first replay instead. The user's functions and
+methods the step calls are read the same way, one call deep (a hand-written schedule's `rate()`); limn's and
+the libraries' code is not, nor what lies deeper: `capture(fn, verify=N)` checks those.
 Pipeline: nn/optim step -> **capture (guards)** -> plan executor (jit.py) -> device.
 """
 
@@ -19,14 +20,16 @@ import dis
 import inspect
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from limn.frontend.tensor import Tensor
+from limn.graph import provenance
 
 PLAIN = (bool, int, float, complex, str, bytes, type(None), np.generic)
+CALL_DEPTH = 2  # the step, and the user's functions it calls: their own loads are read too
 MAX_ITEMS = 10_000  # a container of numbers longer than this is too long to compare before every replay
 MISSING = object()
 UNWATCHED = "<unwatched>"  # a Guard's value when the value cannot be compared: the first replay refuses
@@ -87,12 +90,51 @@ def guards_of(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[Guard]:
         args, fn = (fn.__self__, *args), fn.__func__
     if not isinstance(fn, types.FunctionType):
         return []
-    bound = _arguments(fn, args, kwargs)
     found: dict[str, Guard] = {}
+    _collect(fn, _arguments(fn, args, kwargs), found, "", set())
+    return list(found.values())
+
+
+def _collect(fn: types.FunctionType, bound: dict, found: dict[str, Guard], inside: str, seen: set) -> None:
+    """The guards of fn's own loads into `found`, then those of the user's functions and methods it names,
+    CALL_DEPTH calls deep (a hand-written schedule's `lr()`; limn's and libraries' code is not read)."""
+    seen.add(fn.__code__)
     for ins, chain, line in _loads(fn.__code__):
         for guard in _guards_at(fn, ins, chain, bound, f"{fn.__code__.co_filename}:{line}"):
-            found.setdefault(guard.what, guard)
-    return list(found.values())
+            what = f"{guard.what} (in {inside})" if inside else guard.what
+            found.setdefault(what, replace(guard, what=what))
+        depth = inside.count(" <- ") + 1 if inside else 0  # calls below the step
+        if depth + 1 >= CALL_DEPTH or len(seen) > 64:
+            continue
+        callee = _callee(fn, ins, chain, bound)
+        if callee is not None and callee[0].__code__ not in seen:
+            name = callee[0].__qualname__
+            _collect(callee[0], callee[1], found, f"{name} <- {inside}" if inside else name, seen)
+
+
+def _callee(fn: types.FunctionType, ins: dis.Instruction, chain: tuple, bound: dict):
+    """(function, its bound self) when `ins` loads one of the user's functions or methods, else None."""
+    try:
+        if ins.opname in ("LOAD_DEREF", "LOAD_GLOBAL"):
+            value = _owner(fn, ins, bound)
+        elif ins.opname in ATTRIBUTE_LOADS and chain:
+            value = getattr(_owner(fn, chain[0], bound), ins.argval, None)
+            for link in chain[1:]:
+                value = getattr(value, link.argval, None) if value is not None else None
+        else:
+            return None
+    except Exception:  # an attribute that raises when read is no callee to follow
+        return None
+    if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+        func, bound_self = value.__func__, value.__self__
+    elif isinstance(value, types.FunctionType):
+        func, bound_self = value, None
+    else:
+        return None
+    if not provenance.is_user_code(func.__code__.co_filename):
+        return None
+    first = func.__code__.co_varnames[:1]
+    return func, ({first[0]: (bound_self, True)} if bound_self is not None and first else {})
 
 
 def _arguments(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:

@@ -25,17 +25,17 @@ other way); host data whose bytes differ between the first two calls; an argumen
 step assigns or the recording keeps; a tensor the recording read that no longer exists outside it (a
 global rebound to a new tensor); a returned value that is not a tensor, or a tensor the step did not make.
 
-Python values the step reads itself are guarded (limn.capture.guards): a float in a closure cell, a global
-counter a branch reads, a setting on `self`, a default argument, noted with the line that reads them when
-the step is recorded and read again before each replay; one that changed records the step anew (up to
-MAX_RECORDINGS times, then a CaptureError naming the value, its two values and the line). What the guards
-cannot see is a value read inside a function the step calls: it is replayed as recorded, as a print there
-runs on the recording call only. Pass such values in as tensor arguments (or keep them on the device, as
-optimizer hyperparameters are), and check a new step with `capture(fn, verify=N)`: its first N replays also
-run the function eagerly from the same state and raise on the first difference, naming what the eager call
-did otherwise (limn.capture.verify): another number of runs, another plan (the kernel line that changed, a
-closure's float as a CONST), or the first recorded kernel that wrote another value (`k1 SUM loop[8, 4]`,
-its slot, the largest difference, its source lines and the binding that differs).
+Python values the step reads itself are guarded (limn.capture.guards): a float in a closure cell, a global counter
+a branch reads, a setting on `self`, a default argument, noted with the line that reads them when the step is
+recorded and read again before each replay; one that changed records the step anew (up to MAX_RECORDINGS times,
+then a CaptureError naming the value, its two values and the line). The guards read the user's functions the step
+calls too, one call deep; a value read deeper, or in a library, is replayed as recorded, as a print runs on the
+recording call only. Pass such values in as tensor arguments (or keep them on the device, as optimizer
+hyperparameters are), and check a new step with `capture(fn, verify=N)`: its first N replays also run the function
+eagerly from the same state and raise on the first difference, naming what the eager call did otherwise
+(limn.capture.verify): another number of runs, another plan (the kernel line that changed, a closure's float as a
+CONST), or the first recorded kernel that wrote another value (`k1 SUM loop[8, 4]`, its slot, the largest
+difference, its source lines and the binding that differs).
 Pipeline: nn/optim step -> **capture** -> plan executor (jit.py) -> device.
 """
 
