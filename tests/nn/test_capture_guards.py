@@ -178,3 +178,13 @@ def test_a_value_read_inside_a_method_the_step_calls_is_guarded_too(device):
     """The guards read the user's functions and methods the step calls (one call deep): the schedule's count
     changes, the step records again, and the weights are the uncaptured loop's."""
     np.testing.assert_array_equal(_scheduled(True), _scheduled(False))
+
+
+def test_a_tensors_attributes_are_not_python_state():
+    """x.T.shape reads off a tensor argument: no guard (a tensor's attributes are its data's, and reading some
+    of them would build graph on every replay)."""
+
+    def step(x):
+        return x * x.T.shape[0] * x.ndim
+
+    assert guards_of(step, (Tensor(XS[:4]),), {}) == []

@@ -29,6 +29,7 @@ from limn.frontend.tensor import Tensor
 from limn.graph import provenance
 
 PLAIN = (bool, int, float, complex, str, bytes, type(None), np.generic)
+OPAQUE = (Tensor, types.ModuleType, type)  # whose attributes are no Python state of the step's (and may compute)
 CALL_DEPTH = 2  # the step, and the user's functions it calls: their own loads are read too
 MAX_ITEMS = 10_000  # a container of numbers longer than this is too long to compare before every replay
 MISSING = object()
@@ -118,9 +119,9 @@ def _callee(fn: types.FunctionType, ins: dis.Instruction, chain: tuple, bound: d
         if ins.opname in ("LOAD_DEREF", "LOAD_GLOBAL"):
             value = _owner(fn, ins, bound)
         elif ins.opname in ATTRIBUTE_LOADS and chain:
-            value = getattr(_owner(fn, chain[0], bound), ins.argval, None)
-            for link in chain[1:]:
-                value = getattr(value, link.argval, None) if value is not None else None
+            value = _owner(fn, chain[0], bound)
+            for attribute in (*[link.argval for link in chain[1:]], ins.argval):
+                value = None if value is None or isinstance(value, OPAQUE) else getattr(value, attribute, None)
         else:
             return None
     except Exception:  # an attribute that raises when read is no callee to follow
@@ -185,11 +186,11 @@ def _guards_at(fn: types.FunctionType, ins: dis.Instruction, chain: tuple, bound
 
         def read() -> Any:
             owner = base
-            for attribute in path:
+            for attribute in (*path, name):
+                if owner is None or isinstance(owner, OPAQUE):
+                    raise AttributeError(name)  # a tensor's or a module's attributes are not Python state
                 owner = getattr(owner, attribute)
-            if owner is None or isinstance(owner, (Tensor, types.ModuleType, type)):
-                raise AttributeError(name)  # a tensor's or a module's attributes are not Python state
-            return getattr(owner, name)
+            return owner
 
         if base is not None:
             return _guard(".".join([chain[0].argval, *path, name]), line, read)
