@@ -1,5 +1,5 @@
 """A fused elementwise chain over 16M float32 values, and a row sum of 4096 x 4096, on the c device
-beside numpy and torch (CPU) in one run.
+beside numpy and torch (CPU), each library timed in a process of its own.
 
     uv run python examples/bench_elementwise.py
 
@@ -14,7 +14,7 @@ import argparse
 
 import numpy as np
 import torch
-from _bench import first_call_seconds, median_seconds, table
+from _bench import first_call_seconds, in_own_process, median_seconds, only_this, table
 from _limits import measure, report, share
 
 import limn
@@ -31,70 +31,90 @@ def chain_np(x):
     return chain(x, np.exp, np.sqrt)
 
 
+WORK = {  # the table's row: (the figures' key, the machine limit it is held to)
+    "chain, 16M": ("chain", "copy"),
+    "row sum, 4096^2": ("row_sum", "read"),
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=16 * 1024 * 1024)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--only", choices=LIBRARIES, help=argparse.SUPPRESS)  # one library, in its own process
     args = parser.parse_args()
-    limn.set_device("c")
-    limits = measure(limn.get_device())
+    if args.only is not None:
+        return only_this(LIBRARIES[args.only](args.n, args.repeats))
+    limits = measure(limn.get_device("c"))
     threads = team_size()
-    torch.set_num_threads(threads)
-    rng = np.random.default_rng(0)
+    argv = ["--n", str(args.n), "--repeats", str(args.repeats)]
+    figures = {name: in_own_process(__file__, name, argv) for name in LIBRARIES}
     rows = []
-
-    x_np = rng.standard_normal(args.n).astype(np.float32)
-    x, x_t = limn.Tensor(x_np), torch.from_numpy(x_np)
-    assert kernel_count([chain(x).node]) == 1, "the chain should fuse into one kernel"
-    first = first_call_seconds(lambda: chain(x).realize())
-    times = {
-        "limn c": median_seconds(lambda: chain(x).realize(), args.repeats),
-        "numpy": median_seconds(lambda: chain_np(x_np), args.repeats),
-        "torch": median_seconds(lambda: chain(x_t), args.repeats),
-    }
-    err = np.abs(chain(x).numpy() - chain_np(x_np)).max()
-    moved = 2 * args.n * 4
-    rows.append(
-        [
-            "chain, 16M",
-            *(f"{moved / t / 1e9:.1f}" for t in times.values()),
-            share(moved / times["limn c"] / 1e9, limits.copy_gbs) + " of copy",
-            f"{times['numpy'] / times['limn c']:.2f}x",
-            f"{times['torch'] / times['limn c']:.2f}x",
-            f"{first * 1e3:.0f} ms",
-            f"{err:.1e}",
-        ]
-    )
-
-    m_np = rng.standard_normal((4096, 4096)).astype(np.float32)
-    m, m_t = limn.Tensor(m_np), torch.from_numpy(m_np)
-    first = first_call_seconds(lambda: m.sum(1).realize())
-    times = {
-        "limn c": median_seconds(lambda: m.sum(1).realize(), args.repeats),
-        "numpy": median_seconds(lambda: m_np.sum(1), args.repeats),
-        "torch": median_seconds(lambda: m_t.sum(1), args.repeats),
-    }
-    err = np.abs(m.sum(1).numpy() - m_np.astype(np.float64).sum(1)).max()
-    moved = m_np.nbytes
-    rows.append(
-        [
-            "row sum, 4096^2",
-            *(f"{moved / t / 1e9:.1f}" for t in times.values()),
-            share(moved / times["limn c"] / 1e9, limits.read_gbs) + " of read",
-            f"{times['numpy'] / times['limn c']:.2f}x",
-            f"{times['torch'] / times['limn c']:.2f}x",
-            f"{first * 1e3:.0f} ms",
-            f"{err:.1e}",
-        ]
-    )
-
+    for name, (key, limit) in WORK.items():
+        moved = figures["limn"][key]["bytes"]
+        t = {lib: figures[lib][key]["seconds"] for lib in LIBRARIES}
+        bound = limits.copy_gbs if limit == "copy" else limits.read_gbs
+        rows.append(
+            [
+                name,
+                *(f"{moved / t[lib] / 1e9:.1f}" for lib in LIBRARIES),
+                share(moved / t["limn"] / 1e9, bound) + f" of {limit}",
+                f"{t['numpy'] / t['limn']:.2f}x",
+                f"{t['torch'] / t['limn']:.2f}x",
+                f"{figures['limn'][key]['first'] * 1e3:.0f} ms",
+                f"{figures['limn'][key]['error']:.1e}",
+            ]
+        )
     print(report(limits))
     print(
-        f"GB/s (median of {args.repeats}); limn c device with {threads} threads; limn % limit: of the copy "
-        "bandwidth for the chain (it reads and writes), of the read bandwidth for the row sum (it only reads)"
+        f"GB/s (median of {args.repeats}), each library in a process of its own with {threads} threads; limn % "
+        "limit: of the copy bandwidth for the chain (it reads and writes), of the read bandwidth for the row sum "
+        "(it only reads)"
     )
     headers = ["work", "limn c", "numpy", "torch", "limn % limit", "vs numpy", "vs torch", "limn first call"]
     print(table([*headers, "max abs diff"], rows))
+
+
+def values(n: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return rng.standard_normal(n).astype(np.float32), rng.standard_normal((4096, 4096)).astype(np.float32)
+
+
+def time_limn(n: int, repeats: int) -> dict:
+    limn.set_device("c")
+    x_np, m_np = values(n)
+    x, m = limn.Tensor(x_np), limn.Tensor(m_np)
+    assert kernel_count([chain(x).node]) == 1, "the chain should fuse into one kernel"
+    out = {}
+    for key, run, want, moved in [
+        ("chain", lambda: chain(x), lambda: chain_np(x_np), 2 * n * 4),
+        ("row_sum", lambda: m.sum(1), lambda: m_np.astype(np.float64).sum(1), m_np.nbytes),
+    ]:
+        first = first_call_seconds(lambda run=run: run().realize())
+        seconds = median_seconds(lambda run=run: run().realize(), repeats)
+        error = float(np.abs(run().numpy() - want()).max())  # numpy after the timing, not beside it
+        out[key] = {"seconds": seconds, "first": first, "error": error, "bytes": moved}
+    return out
+
+
+def time_numpy(n: int, repeats: int) -> dict:
+    x, m = values(n)
+    return {
+        "chain": {"seconds": median_seconds(lambda: chain_np(x), repeats)},
+        "row_sum": {"seconds": median_seconds(lambda: m.sum(1), repeats)},
+    }
+
+
+def time_torch(n: int, repeats: int) -> dict:
+    torch.set_num_threads(team_size())
+    x, m = (torch.from_numpy(a) for a in values(n))
+    return {
+        "chain": {"seconds": median_seconds(lambda: chain(x), repeats)},
+        "row_sum": {"seconds": median_seconds(lambda: m.sum(1), repeats)},
+    }
+
+
+LIBRARIES = {"limn": time_limn, "numpy": time_numpy, "torch": time_torch}  # the table's order
 
 
 if __name__ == "__main__":
