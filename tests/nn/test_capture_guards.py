@@ -188,3 +188,21 @@ def test_a_tensors_attributes_are_not_python_state():
         return x * x.T.shape[0] * x.ndim
 
     assert guards_of(step, (Tensor(XS[:4]),), {}) == []
+
+
+def test_a_partial_and_a_callable_object_are_read_as_their_function(device):
+    import functools
+
+    class Step:
+        def __init__(self) -> None:
+            self.scale = 2.0
+
+        def __call__(self, x, shift):
+            return x * self.scale + shift
+
+    step = Step()
+    run = capture(functools.partial(step, shift=1.0))
+    np.testing.assert_array_equal(run(Tensor(XS[0])).numpy(), XS[0] * 2.0 + 1.0)
+    step.scale = 4.0
+    np.testing.assert_array_equal(run(Tensor(XS[1])).numpy(), XS[1] * 4.0 + 1.0)
+    assert "self.scale" in {g.what for g in run.guards}

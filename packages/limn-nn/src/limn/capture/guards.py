@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import dis
+import functools
 import inspect
 import types
 from collections.abc import Callable
@@ -87,6 +88,11 @@ def _snapshot(value: Any) -> Any:
 def guards_of(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[Guard]:
     """The guards of one call of `fn` with these arguments, read off fn's code (see the module docstring)."""
     fn = inspect.unwrap(fn)
+    if isinstance(fn, functools.partial):
+        args, kwargs, fn = (*fn.args, *args), {**fn.keywords, **kwargs}, fn.func
+    if callable(fn) and not isinstance(fn, (types.FunctionType, types.MethodType, type)):
+        call = fn.__call__  # a callable object: its __call__, bound to it (a builtin's is no MethodType)
+        fn = call if isinstance(call, types.MethodType) else fn
     if isinstance(fn, types.MethodType):
         args, fn = (fn.__self__, *args), fn.__func__
     if not isinstance(fn, types.FunctionType):
