@@ -33,12 +33,9 @@ class Config:
             raise ValueError(f"Config: width {self.width} is not a multiple of heads {self.heads}")
 
     def as_metadata(self) -> dict[str, str]:
+        """The fields as a checkpoint's metadata strings; train_stories.checkpoint_fields reads them back, each
+        checked (limn.serialize.read_fields)."""
         return {key: str(value) for key, value in asdict(self).items()}
-
-    @classmethod
-    def from_metadata(cls, metadata: dict[str, str]) -> Config:
-        kinds = {"context": int, "layers": int, "heads": int, "width": int, "dropout": float}
-        return cls(**{key: kind(metadata[key]) for key, kind in kinds.items()})
 
 
 class CausalSelfAttention(nn.Module):
