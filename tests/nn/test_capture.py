@@ -8,6 +8,7 @@ capture cannot replay correctly it must refuse with a CaptureError that says wha
 import numpy as np
 import pytest
 from training import training_step
+from unguarded import halving_step, past_the_guards
 
 import limn
 import limn.nn as nn
@@ -356,18 +357,7 @@ def test_a_global_tensor_rebound_between_calls_is_refused(device):
 
 
 def test_verify_catches_a_python_float_that_changes_between_calls(device):
-    lr = {"value": 0.5}
-
-    def halve():  # Python state read two calls below the step, past the guards: the recording bakes it in
-        lr["value"] /= 2
-        return lr["value"]
-
-    def current():
-        return halve()
-
-    def step(x, y):
-        return x * current() - y
-
+    step, _ = halving_step(0.5)  # Python state past the guards: the recording bakes the first value in
     captured = capture(step, verify=2)
     captured(Tensor(XS[0]), Tensor(XS[1]))
     with pytest.raises(CaptureError, match=r"verify: call 2 replayed differs from the eager call in output 0"):
@@ -377,12 +367,10 @@ def test_verify_catches_a_python_float_that_changes_between_calls(device):
 def test_verify_catches_a_branch_on_a_python_counter(device):
     calls = {"n": 0}
 
-    def tick() -> bool:  # a counter kept two calls below the step, past the guards
+    @past_the_guards
+    def odd() -> bool:  # a counter past the guards
         calls["n"] += 1
         return bool(calls["n"] % 2)
-
-    def odd() -> bool:
-        return tick()
 
     def step(x, y):
         return x - y if odd() else x + y

@@ -9,6 +9,7 @@ test_capture.py (rand, randn); reading a value back into Python (.item(), .numpy
 import numpy as np
 import pytest
 import torch
+from unguarded import halving_step, past_the_guards
 
 import limn
 from limn import Tensor
@@ -54,39 +55,12 @@ def pair(c):
 # ---- Python state the step reads ----
 
 
-def past_the_guards(fn):
-    """fn, called through one more function: state it reads is two calls below the step, past the guards
-    (limn.capture.guards.CALL_DEPTH), as a library's would be."""
-
-    def through(*args):
-        return fn(*args)
-
-    return through
-
-
 def _halving_closure():
     lr = {"value": 1.0}
 
     def step(x, y):
         lr["value"] /= 2
         return x * lr["value"] - y
-
-    return step, lr
-
-
-def _halving_helper():
-    """The same float, read two calls below the step: past the guards' depth (verify sees it)."""
-    lr = {"value": 1.0}
-
-    def halve():
-        lr["value"] /= 2
-        return lr["value"]
-
-    def current():
-        return halve()
-
-    def step(x, y):
-        return x * current() - y
 
     return step, lr
 
@@ -120,7 +94,7 @@ def test_a_value_that_changes_on_every_call_is_refused_naming_it_after_max_recor
 def test_a_python_float_read_two_calls_deep_replays_the_recorded_value_without_verify(device):
     """What the guards cannot see (a value read two calls below the step) is replayed as recorded: the module
     docstring's rule, which verify=N checks."""
-    fn, _ = _halving_helper()
+    fn, _ = halving_step(1.0)
     step = capture(fn)
     got = [step(Tensor(XS[c]), Tensor(XS[c + 1])).numpy() for c in range(4)]
     for c in range(4):
@@ -129,7 +103,7 @@ def test_a_python_float_read_two_calls_deep_replays_the_recorded_value_without_v
 
 def test_verify_catches_a_python_float_in_a_closure_and_names_the_constant(device):
     """verify runs the step eagerly too: the eager graph holds the new float, which it names as the cause."""
-    fn, _ = _halving_helper()
+    fn, _ = halving_step(1.0)
     step = capture(fn, verify=1)
     step(Tensor(XS[0]), Tensor(XS[1]))
     changed = r"a constant 0\.25 where the recording has 0\.5" if device == "numpy" else r"CONST .*= 0\.25 .*0\.5"

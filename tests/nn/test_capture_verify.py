@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 import pytest
+from unguarded import halving_step, past_the_guards
 
 import limn
 from limn import Tensor
@@ -105,18 +106,7 @@ def test_a_correct_verified_replay_passes_and_runs_no_kernel_by_kernel_trace(dev
 
 def test_verify_names_a_changed_constant_as_the_cause(device):
     """A float in a closure changes the graph: the eager call's plan is another one, which is the cause."""
-    lr = {"value": 0.5}
-
-    def halve():  # two calls below the step, past the guards
-        lr["value"] /= 2
-        return lr["value"]
-
-    def current():
-        return halve()
-
-    def fn(x, y):
-        return x * current() - y
-
+    fn, _ = halving_step(0.5)  # the float sits past the guards
     step = capture(fn, verify=1)
     step(Tensor(XS[0]), Tensor(XS[1]))
     if device == "numpy":
@@ -131,12 +121,10 @@ def test_verify_names_a_different_number_of_runs_as_the_cause(device):
     """A branch on a Python counter that realizes once more: the eager call made another number of runs."""
     calls = {"n": 0}
 
-    def tick() -> bool:  # a counter two calls below the step, past the guards
+    @past_the_guards
+    def later() -> bool:  # a counter past the guards
         calls["n"] += 1
         return calls["n"] > 1
-
-    def later() -> bool:
-        return tick()
 
     def fn(x, y):
         d = x - y
