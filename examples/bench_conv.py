@@ -22,7 +22,7 @@ from _limits import measure, report, share
 
 import limn
 from limn import Tensor
-from limn.c.toolchain import team_size
+from limn.c.team import team_size
 from limn.composed.functional.convolution import conv
 
 

@@ -99,7 +99,7 @@ def main() -> None:
         return
     from train_stories import Settings
 
-    from limn.c.toolchain import physical_cores
+    from limn.c.team import physical_cores
 
     settings = Settings()
     c, cores = settings.config, physical_cores()

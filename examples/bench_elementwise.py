@@ -18,7 +18,7 @@ from _bench import first_call_seconds, in_own_process, median_seconds, only_this
 from _limits import measure, report, share
 
 import limn
-from limn.c.toolchain import team_size
+from limn.c.team import team_size
 from limn.schedule import kernel_count
 
 

@@ -194,7 +194,7 @@ def main() -> None:
         child(args.tokens, args.prompt, args.device, args.profile)
         return
     import limn
-    from limn.c.toolchain import team_size
+    from limn.c.team import team_size
 
     threads = team_size()
     toolchain = getattr(limn.get_device(args.device), "toolchain", None)

@@ -229,7 +229,7 @@ def main() -> None:
     parser.add_argument("--device", default="c")
     parser.add_argument("--child", choices=FRAMEWORKS, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    from limn.c.toolchain import team_size
+    from limn.c.team import team_size
 
     threads = team_size()
     if args.child:

@@ -95,7 +95,7 @@ def main() -> None:
     parser.add_argument("--child", choices=KINDS, help=argparse.SUPPRESS)
     parser.add_argument("--start", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    from limn.c.toolchain import team_size
+    from limn.c.team import team_size
 
     threads = team_size()
     if args.child:

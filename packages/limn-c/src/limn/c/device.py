@@ -12,6 +12,7 @@ import ctypes
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,17 +20,19 @@ import numpy as np
 from limn.c import attention as c_attention
 from limn.c import library_cache
 from limn.c import source_index as c_source_index
+from limn.c import team as c_team
 from limn.c.library_cache import cache_dir
 from limn.c.pool import HostPool
 from limn.c.prelude import PRELUDE
 from limn.c.rewrites.matmul import VECTOR_PRELUDE
 from limn.c.source import CRenderer, Options
-from limn.c.toolchain import Toolchain, team_size
+from limn.c.toolchain import Toolchain, compile_report
 from limn.compiler import cache_files
 from limn.compiler.ir import KernelIR
-from limn.compiler.jit import CompiledDevice, debug_level
+from limn.compiler.jit import CompiledDevice, Plan, debug_level
 from limn.dtypes import DType
 from limn.graph.ops import Shape
+from limn.runtime.device import Buffer
 
 
 class CompileError(RuntimeError):
@@ -59,8 +62,11 @@ class CDevice(CompiledDevice):
         hoist_invariants: bool = True,
     ) -> None:
         super().__init__()
-        self.toolchain = Toolchain(cc, march)
-        team = team_size() if threads and self.toolchain.openmp else 1
+        self.libraries: list[ctypes.CDLL] = []  # kept alive while their functions may be called
+        with c_team.short_spin() as spin:  # libgomp loads in here: in the toolchain's probe or the team's library
+            self.toolchain = Toolchain(cc, march)
+            team = c_team.team_size() if threads and self.toolchain.openmp else 1
+            self.team = c_team.team_for(team, self._library, spin) if team > 1 else None
         self.options = Options(
             threads=team,
             split_pads=split_pads,
@@ -75,17 +81,14 @@ class CDevice(CompiledDevice):
             print(f"[limn c] ISA table {self.toolchain.isa.describe()} ({self.toolchain.isa_reason})", file=sys.stderr)
         self.renderer = CRenderer(self.options)
         self.pool = HostPool()  # big freed buffers, kept for the next alloc of their size (c/pool.py)
-        self.libraries: list[ctypes.CDLL] = []  # kept alive while their functions may be called
 
     # ---- rendering and compiling ----
 
     def render(self, kernel: KernelIR) -> str:
-        """The kernel's C source. C reads a kernel's op, loop shape, body and its buffers' names, dtypes and
-        shapes, never its name or slots, so a nest met again (the next layer's, another plan's) is rendered
-        once. limn.compiler.codegen lowers each distinct nest once and its kernels share that body, so the sources are
-        kept by the body object itself (held by its entry, so its id stays its own) and the parts around it,
-        up to 2048 of them (then it starts over). An equal body that is another object renders anew: the
-        same source, only not from here."""
+        """The kernel's C source, rendered once per nest: C reads a kernel's op, loop shape, body and buffers'
+        names, dtypes and shapes, never its name or slots, and codegen gives kernels of one nest one body
+        object, so sources are kept by that body (held by its entry, so its id stays its own) and the parts
+        around it, up to 2048 of them. An equal body that is another object renders anew, to the same source."""
         sources: dict[tuple, tuple[tuple, str]] | None = getattr(self, "_sources", None)
         if sources is None:
             sources = self._sources = {}
@@ -162,7 +165,13 @@ class CDevice(CompiledDevice):
         for code in library_cache.DISK_ERRNOS:
             if os.strerror(code) in done.stdout + done.stderr:  # cc could not write its output
                 raise OSError(code, f"{os.strerror(code)}: cc could not write", lib_path)
-        raise CompileError(_compile_report(cmd, done.stdout + done.stderr, source))
+        raise CompileError(compile_report(cmd, done.stdout + done.stderr, source))
+
+    def run_plan(self, plan: Plan, leaves: Sequence[Buffer], after: Any = None) -> list[Buffer]:
+        """Sizes the team to the cores other work leaves free (c/team.py), then runs the plan."""
+        if self.team is not None:
+            self.team.before_run()
+        return super().run_plan(plan, leaves, after)
 
     def launch(self, program: Any, kernel: KernelIR, handles: list[np.ndarray]) -> None:
         program(*[h.ctypes.data for h in handles])
@@ -175,7 +184,7 @@ class CDevice(CompiledDevice):
         kernels = self.__dict__.get("_attention")
         if kernels is None:
             kernels = self._attention = c_attention.functions(self._library(PRELUDE + c_attention.source()))
-        c_attention.run(kernels, kernel, handles, self.options.threads)
+        c_attention.run(kernels, kernel, handles, 1 if self.team is None else self.team.size)
 
     # ---- the five hooks: buffers are host numpy arrays ----
 
@@ -193,17 +202,3 @@ class CDevice(CompiledDevice):
 
     def synchronize(self) -> None:
         pass  # kernels run synchronously on the calling thread's team
-
-
-def _compile_report(cmd: list[str], output: str, source: str) -> str:
-    """cc's complaint with the lines it points at, numbered as cc numbers them."""
-    lines = source.splitlines()
-    shown = []
-    for text in output.splitlines():
-        parts = text.split(":")
-        if len(parts) > 2 and parts[1].isdigit():
-            n = int(parts[1])
-            for i in range(max(n - 2, 1), min(n + 1, len(lines)) + 1):
-                shown.append(f"{i:5d} | {lines[i - 1]}")
-    excerpt = "\n".join(dict.fromkeys(shown)) or "\n".join(lines[-20:])
-    return f"C compilation failed\ncommand: {' '.join(cmd)}\n{output.strip()}\nsource lines:\n{excerpt}"

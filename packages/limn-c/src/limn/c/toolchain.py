@@ -1,5 +1,5 @@
-"""The toolchain: the C compiler the c device builds kernels with, the flags and target it passes, and how
-many threads a kernel's team has.
+"""The toolchain: the C compiler the c device builds kernels with, the flags and target it passes, and what
+it said when it refused a kernel (`compile_report`). How many threads run the kernels is c/team.py's.
 
 Finding cc is a probe, not a guess: a compiler counts once it has built and loaded a small shared library with
 the flags kernels get, with OpenMP where that builds too, for -march=native (or LIMN_C_MARCH) where the compiler
@@ -25,29 +25,6 @@ from limn.runtime.device import DeviceError
 # unless the renderer writes fmaf; -fno-math-errno and -fno-trapping-math change no result (limn reads
 # neither errno nor the FP exception flags) but let gcc run both arms of a select, so loops with one vectorize.
 BASE_FLAGS = ["-O3", "-fPIC", "-shared", "-std=c11", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off"]
-
-
-def physical_cores() -> int:
-    """Cores, not hardware threads: pairs of (physical id, core id) in /proc/cpuinfo."""
-    try:
-        pairs, phys = set(), None
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("physical id"):
-                phys = line.split(":")[1].strip()
-            elif line.startswith("core id"):
-                pairs.add((phys, line.split(":")[1].strip()))
-        if pairs:
-            return len(pairs)
-    except OSError:
-        pass
-    return os.cpu_count() or 1
-
-
-def team_size() -> int:
-    env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    return physical_cores()
 
 
 class Toolchain:
@@ -113,3 +90,17 @@ class Toolchain:
         except OSError:
             pass
         return f"{platform.machine()} {hashlib.sha256(flags.encode()).hexdigest()[:16]}"
+
+
+def compile_report(cmd: list[str], output: str, source: str) -> str:
+    """cc's complaint with the lines it points at, numbered as cc numbers them."""
+    lines = source.splitlines()
+    shown = []
+    for text in output.splitlines():
+        parts = text.split(":")
+        if len(parts) > 2 and parts[1].isdigit():
+            n = int(parts[1])
+            for i in range(max(n - 2, 1), min(n + 1, len(lines)) + 1):
+                shown.append(f"{i:5d} | {lines[i - 1]}")
+    excerpt = "\n".join(dict.fromkeys(shown)) or "\n".join(lines[-20:])
+    return f"C compilation failed\ncommand: {' '.join(cmd)}\n{output.strip()}\nsource lines:\n{excerpt}"

@@ -46,7 +46,7 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
     threads = _team(m, renderer)
     lines = [f"/* matmul tile: {rows} rows x {vectors} vectors of cells in registers; {r} walked in order */", "{"]
     if threads > 1:
-        lines.append(f"#pragma omp parallel num_threads({threads})")
+        lines.append("#pragma omp parallel")
     lines += [
         "{",
         f"{t}* panel = ({t}*)malloc(sizeof({t}) * {kc} * {tj}); /* b's columns [jt, jt + cols), rows [kb, ke) */",
@@ -338,11 +338,11 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
         "{",
         f"{t}* bpack = ({t}*)malloc(sizeof({t}) * {kc} * {nc});",
         "if (bpack == 0) { /* no memory for the panels: the plain fold, cell by cell */",
-        *([f"#pragma omp parallel for schedule(static) num_threads({threads})"] if threads > 1 else []),
+        *(["#pragma omp parallel for schedule(static)"] if threads > 1 else []),
         *_plain_fold(m, f"{a}[{a0}", f"{b}[{b0}", f"{out}[{o0}", ("0", str(ni)), ("0", str(nj))),
         *_epilogue_lines(m, renderer, ("0", str(ni)), ("0", str(nj))),
         "} else {",
-        *([f"#pragma omp parallel num_threads({threads})"] if threads > 1 else []),
+        *(["#pragma omp parallel"] if threads > 1 else []),
         "{",
         f"{t} apack[{kc} * {rows}]; /* a's tile rows, r-major: this thread's own */",
         f"for (int64_t kb = 0; kb < {nr}; kb += {kc})",

@@ -19,16 +19,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Pragma:
-    """An OpenMP team over the first `collapse` loops of a nest, `threads` strong."""
+    """An OpenMP team over the first `collapse` loops of a nest, as many as the c device sets (c/team.py)."""
 
     collapse: int
-    threads: int
 
     def line(self, simd: bool = False) -> str:
         """The pragma; `simd` when the team's loop is also the innermost one, so OpenMP vectorizes it too."""
         clause = f" collapse({self.collapse})" if self.collapse > 1 else ""
         kind = "parallel for simd" if simd else "parallel for"
-        return f"#pragma omp {kind}{clause} schedule(static) num_threads({self.threads})"
+        return f"#pragma omp {kind}{clause} schedule(static)"
 
 
 def team_pragma(nest: list[Instr], options: Options) -> Pragma | None:
@@ -47,4 +46,4 @@ def team_pragma(nest: list[Instr], options: Options) -> Pragma | None:
         cells *= loop.extent
         if cells >= 4 * options.threads:
             break
-    return Pragma(collapse, options.threads)
+    return Pragma(collapse)
