@@ -600,8 +600,10 @@ def main(argv: list[str] | None = None) -> dict:
     if not run.is_root:
         return figures  # rank 0 draws the curve and samples the story
     write_loss_svg(run.history, out / "loss.svg")
+    rate = figures["tokens_per_second"]
+    steady = "no step after the first to time" if math.isnan(rate) else f"{rate:,.0f} tok/s"
     say(
-        f"done: {figures['steps']} steps in {clock(figures['seconds'])}, {figures['tokens_per_second']:,.0f} tok/s "
+        f"done: {figures['steps']} steps in {clock(figures['seconds'])}, {steady} "
         f"after a first step of {figures['first_step_seconds']:.1f} s; train loss {figures['train_loss']:.3f}, "
         f"validation {figures['valid_loss']:.3f}; peak memory {figures['peak_mb']:.0f} MB"
     )

@@ -18,7 +18,8 @@ import pytest
 
 import limn
 from limn import Tensor
-from limn.c.device import CDevice, CompileError, cache_dir
+from limn.c.device import CDevice, cache_dir
+from limn.c.toolchain import CompileError
 from limn.compiler.codegen import ir
 
 

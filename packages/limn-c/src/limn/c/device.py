@@ -1,16 +1,14 @@
 """The c device: renders kernels as C, compiles them with cc, and calls them through ctypes.
 
-The executor, plan cache and assign transaction are limn-compiler's (jit.CompiledDevice); this module
-adds the compile step the kernel cache on disk runs (c/library_cache.py) with the compiler c/toolchain.py
-found, and the five byte hooks: buffers are host numpy arrays, the big ones reused through a pool (c/pool.py).
+The executor, plan cache and assign transaction are limn-compiler's (jit.CompiledDevice); this module builds
+a new plan's units (c/units.py) through the kernel cache (c/library_cache.py) with c/toolchain.py's cc, sizes
+the thread team before each run (c/team.py), and adds the five byte hooks on host numpy arrays (c/pool.py).
 Pipeline: tensor -> graph -> schedule -> IR -> C source (c/source.py) -> **cc -> ctypes**.
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
-import subprocess
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -18,25 +16,20 @@ from typing import Any
 import numpy as np
 
 from limn.c import attention as c_attention
-from limn.c import library_cache
+from limn.c import library_cache, units
 from limn.c import source_index as c_source_index
 from limn.c import team as c_team
 from limn.c.library_cache import cache_dir
 from limn.c.pool import HostPool
 from limn.c.prelude import PRELUDE
-from limn.c.rewrites.matmul import VECTOR_PRELUDE
 from limn.c.source import CRenderer, Options
-from limn.c.toolchain import Toolchain, compile_report
+from limn.c.toolchain import Toolchain
 from limn.compiler import cache_files
 from limn.compiler.ir import KernelIR
 from limn.compiler.jit import CompiledDevice, Plan, debug_level
 from limn.dtypes import DType
 from limn.graph.ops import Shape
 from limn.runtime.device import Buffer
-
-
-class CompileError(RuntimeError):
-    """cc rejected a kernel: the message holds the command, cc's output and the offending lines."""
 
 
 class CDevice(CompiledDevice):
@@ -124,23 +117,24 @@ class CDevice(CompiledDevice):
         return self.compile_batch([(kernel, source)])[0]
 
     def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Any]:
-        """Every kernel of a new plan in one library: one cc run instead of one per kernel. Each function comes
-        from the ctypes prototype `void f(void*, ...)` of its arity, one per arity for every kernel: setting
-        argtypes on each function instead built a list and its converters per kernel, for the collector to
-        walk as long as the plan lives."""
-        tiled = any("LIMN_VEC" in source for _, source in items)  # immintrin.h costs cc 0.2 s
-        unit = PRELUDE + (VECTOR_PRELUDE if tiled else "") + "".join("\n" + source for _, source in items)
-        lib = self._library(unit)
+        """A new plan's kernels, cut into units of like size that cc builds at once (c/units.py). Each function
+        comes from the ctypes prototype `void f(void*, ...)` of its arity, one per arity for every kernel:
+        setting argtypes on each function instead built a list and its converters per kernel, for the
+        collector to walk as long as the plan lives."""
+        sources = [source for _, source in items]
+        cut = units.split([units.cost(s) for s in sources], units.cores())
+        libs = units.build_all([units.source([sources[i] for i in unit]) for unit in cut], self._library)
+        lib_of = {i: lib for unit, lib in zip(cut, libs) for i in unit}
         prototypes: dict[int, Any] = self.__dict__.setdefault("_prototypes", {})  # by arity: a few dozen at most
         functions = []
-        for kernel, source in items:
+        for i, (kernel, source) in enumerate(items):
             start = source.index("void ") + len("void ")
             name = source[start : source.index("(", start)]
             arity = len(kernel.inputs) + len(kernel.outputs)
             prototype = prototypes.get(arity)
             if prototype is None:
                 prototype = prototypes[arity] = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * arity)
-            functions.append(prototype((name, lib)))
+            functions.append(prototype((name, lib_of[i])))
         return functions
 
     def _library(self, source: str) -> ctypes.CDLL:
@@ -148,24 +142,9 @@ class CDevice(CompiledDevice):
         the source, the compiler's identity, the flags and the host."""
         toolchain = self.toolchain
         key = "\n".join([source, toolchain.identity, " ".join(toolchain.flags), toolchain.host_target()])
-        lib = library_cache.library(source, key, self._compile)
+        lib = library_cache.library(source, key, toolchain.build)
         self.libraries.append(lib)
         return lib
-
-    def _compile(self, source: str, src_path: str, lib_path: str) -> None:
-        """cc builds `src_path` (holding `source`) into the shared library `lib_path`. A full disk is the
-        folder's fault (an OSError); any other failure is the kernel's (CompileError)."""
-        cmd = [self.toolchain.cc, *self.toolchain.flags, src_path, "-o", lib_path, "-lm"]
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        except OSError as e:  # cc went missing after the toolchain found it: the kernel's failure, not the folder's
-            raise CompileError(f"C compilation failed: {' '.join(cmd)} could not run ({e})") from e
-        if done.returncode == 0:
-            return
-        for code in library_cache.DISK_ERRNOS:
-            if os.strerror(code) in done.stdout + done.stderr:  # cc could not write its output
-                raise OSError(code, f"{os.strerror(code)}: cc could not write", lib_path)
-        raise CompileError(compile_report(cmd, done.stdout + done.stderr, source))
 
     def run_plan(self, plan: Plan, leaves: Sequence[Buffer], after: Any = None) -> list[Buffer]:
         """Sizes the team to the cores other work leaves free (c/team.py), then runs the plan."""

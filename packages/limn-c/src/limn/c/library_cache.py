@@ -20,6 +20,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ class CacheFallback:
     failed: dict[Path, str] = field(default_factory=dict)
     private: Path | None = None
     occupied: set[Path] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def private_folder(self) -> Path:
         if self.private is None:
@@ -83,10 +85,12 @@ def library(source: str, key: str, compile: Compile) -> ctypes.CDLL:
         try:
             return _cached_or_built(source, digest, folder, compile)
         except FolderUnusable as e:
-            _fallback.failed[folder] = e.cause
-            newly_failed = True
+            with _fallback.lock:  # units build on threads of their own (c/units.py): one of them reports
+                newly_failed = folder not in _fallback.failed
+                _fallback.failed.setdefault(folder, e.cause)
     try:
-        private = _fallback.private_folder()
+        with _fallback.lock:
+            private = _fallback.private_folder()
         lib = _cached_or_built(source, digest, private, compile)
     except FolderUnusable as e:
         raise DeviceError(
@@ -178,8 +182,10 @@ def _install(tmp: str, slot: Path, folder: Path) -> bool:
     except OSError as e:
         raise FolderUnusable(folder, _reason(e)) from e
     removed = _heal(slot)
-    if slot not in _fallback.occupied:
+    with _fallback.lock:
+        first = slot not in _fallback.occupied
         _fallback.occupied.add(slot)
+    if first:
         outcome = "removed it" if removed else "cannot remove it: this kernel is rebuilt in each process"
         warnings.warn(
             f"limn: the c device's cache entry {slot} was a directory, not a file ({cause}); limn {outcome}",

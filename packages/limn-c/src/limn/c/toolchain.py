@@ -1,5 +1,6 @@
-"""The toolchain: the C compiler the c device builds kernels with, the flags and target it passes, and what
-it said when it refused a kernel (`compile_report`). How many threads run the kernels is c/team.py's.
+"""The toolchain: the C compiler the c device builds kernels with, the flags and target it passes, the build
+of one translation unit, and what cc said when it refused one (`compile_report`). How many threads run the
+kernels is c/team.py's.
 
 Finding cc is a probe, not a guess: a compiler counts once it has built and loaded a small shared library with
 the flags kernels get, with OpenMP where that builds too, for -march=native (or LIMN_C_MARCH) where the compiler
@@ -16,14 +17,23 @@ import platform
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from limn.c import isa as c_isa
+from limn.c import library_cache, units
 from limn.runtime.device import DeviceError
 
 # No -ffast-math: every operation rounds as the IR says. -ffp-contract=off keeps a * b + c two roundings
 # unless the renderer writes fmaf; -fno-math-errno and -fno-trapping-math change no result (limn reads
 # neither errno nor the FP exception flags) but let gcc run both arms of a select, so loops with one vectorize.
+COMPILE_TIMEOUT_S = 600  # one unit's cc run; past it, a CompileError names the unit's kernels
+
+
+class CompileError(RuntimeError):
+    """cc rejected a kernel: the message holds the command, cc's output and the offending lines."""
+
+
 BASE_FLAGS = ["-O3", "-fPIC", "-shared", "-std=c11", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off"]
 
 
@@ -48,6 +58,25 @@ class Toolchain:
         self.flags = BASE_FLAGS + self.target + (["-fopenmp"] if self.openmp else [])
         self.isa, why = c_isa.probe(self.cc, self.flags)
         self.isa_reason = f"{' '.join(self.target) or 'no -march'}: {why}"
+
+    def build(self, source: str, src_path: str, lib_path: str) -> None:
+        """cc builds `src_path` (holding `source`) into the shared library `lib_path`: library_cache's compile
+        step. A full disk is the folder's fault (an OSError); any other failure is the kernels' (CompileError)."""
+        cmd = [self.cc, *self.flags, src_path, "-o", lib_path, "-lm"]
+        start = time.perf_counter()
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+        except OSError as e:  # cc went missing after the toolchain found it: the kernel's failure, not the folder's
+            raise CompileError(f"C compilation failed: {' '.join(cmd)} could not run ({e})") from e
+        except subprocess.TimeoutExpired as e:
+            kernels = ", ".join(units.kernel_names(source))
+            raise CompileError(f"C compilation ran past {COMPILE_TIMEOUT_S} s and was stopped: {kernels}") from e
+        if done.returncode == 0:
+            return units.report(source, time.perf_counter() - start)
+        for code in library_cache.DISK_ERRNOS:
+            if os.strerror(code) in done.stdout + done.stderr:  # cc could not write its output
+                raise OSError(code, f"{os.strerror(code)}: cc could not write", lib_path)
+        raise CompileError(compile_report(cmd, done.stdout + done.stderr, source, units.kernel_names(source)))
 
     def _target(self, march: str) -> list[str]:
         """The -march flag kernels are built with. A requested target the compiler cannot build for is
@@ -92,8 +121,8 @@ class Toolchain:
         return f"{platform.machine()} {hashlib.sha256(flags.encode()).hexdigest()[:16]}"
 
 
-def compile_report(cmd: list[str], output: str, source: str) -> str:
-    """cc's complaint with the lines it points at, numbered as cc numbers them."""
+def compile_report(cmd: list[str], output: str, source: str, kernels: list[str]) -> str:
+    """cc's complaint with the lines it points at, numbered as cc numbers them, and the kernels of the unit."""
     lines = source.splitlines()
     shown = []
     for text in output.splitlines():
@@ -103,4 +132,7 @@ def compile_report(cmd: list[str], output: str, source: str) -> str:
             for i in range(max(n - 2, 1), min(n + 1, len(lines)) + 1):
                 shown.append(f"{i:5d} | {lines[i - 1]}")
     excerpt = "\n".join(dict.fromkeys(shown)) or "\n".join(lines[-20:])
-    return f"C compilation failed\ncommand: {' '.join(cmd)}\n{output.strip()}\nsource lines:\n{excerpt}"
+    return (
+        f"C compilation failed for {', '.join(kernels) or 'a unit with no kernels'}\ncommand: {' '.join(cmd)}\n"
+        f"{output.strip()}\nsource lines:\n{excerpt}"
+    )

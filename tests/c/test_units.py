@@ -1,0 +1,113 @@
+"""A new plan's kernels compiled as several translation units at once (limn/c/units.py):
+- the cut puts every kernel in exactly one unit, keeps each unit in the plan's order, gives no unit less than
+  UNIT_COST where it can help it, weighs tiled kernels by TILE_WEIGHT, and depends only on the sources;
+- a plan built from several units computes what the numpy device does, and the next device finds every unit
+  in the kernel cache;
+- a unit cc rejects, or one that runs past the compile timeout, raises CompileError naming its kernels and
+  leaves nothing in the cache folder; LIMN_DEBUG=1 says which kernels cc built and why.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import limn
+from limn import Tensor
+from limn.c import toolchain, units
+from limn.c.device import CDevice
+from limn.c.toolchain import CompileError
+from limn.compiler.codegen import ir
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 8])
+@pytest.mark.parametrize("costs", [[5], [40_000] * 7, [90_000, 10, 10, 50_000, 33_000, 1, 64_000], [1] * 40])
+def test_the_cut_holds_each_kernel_once_in_order_in_units_of_like_cost(costs, workers):
+    cut = units.split(costs, workers)
+    flat = list(itertools.chain.from_iterable(cut))
+    assert sorted(flat) == list(range(len(costs))), f"split({costs}, {workers}) = {cut}"
+    assert all(unit == sorted(unit) and unit for unit in cut), "each unit in the plan's order, none empty"
+    assert len(cut) <= max(1, min(workers, sum(costs) // units.UNIT_COST)), "no unit below UNIT_COST's worth"
+    loads = [sum(costs[i] for i in unit) for unit in cut]
+    assert max(loads) - min(loads) <= max(costs), f"greedy by cost leaves units within one kernel: {loads}"
+    assert units.split(costs, workers) == cut, "the same sources cut the same way in the next process"
+
+
+def test_a_tiled_kernel_costs_more_than_its_bytes():
+    assert units.cost("x" * 100 + "LIMN_VEC") == 108 * units.TILE_WEIGHT
+    assert units.cost("x" * 100) == 100
+
+
+def _plan_of_many_kernels() -> Tensor:
+    x = Tensor(np.arange(48, dtype=np.float32).reshape(6, 8) / 10)
+    parts = [(x * k).exp().sum(axis=1) for k in range(1, 6)]  # reductions of one input: a kernel each
+    return sum(parts[1:], parts[0]) + (x @ x.T).max(axis=0)
+
+
+def _run(device: CDevice) -> np.ndarray:
+    limn.register_device("c_units", lambda: device)
+    limn.set_device("c_units")
+    try:
+        return _plan_of_many_kernels().numpy()
+    finally:
+        limn.set_device("numpy")
+
+
+def test_a_plan_built_from_several_units_computes_what_numpy_does(tmp_path, monkeypatch):
+    monkeypatch.setenv("LIMN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(units, "UNIT_COST", 1)
+    monkeypatch.setattr(units, "cores", lambda: 3)
+    built = []
+    real = units.build_all
+    monkeypatch.setattr(units, "build_all", lambda sources, build: built.append(len(sources)) or real(sources, build))
+    got = _run(CDevice())
+    assert built and max(built) == 3, f"units per compile: {built}"
+    np.testing.assert_allclose(got, _plan_of_many_kernels().numpy(), rtol=1e-6)
+    libraries = sorted((tmp_path / "cache" / "c").glob("*.so"))
+    before = {lib: lib.stat().st_mtime_ns for lib in libraries}
+    np.testing.assert_array_equal(_run(CDevice()), got)
+    assert {lib: lib.stat().st_mtime_ns for lib in libraries} == before, "the next device cut the same units"
+
+
+def _two_kernels():
+    a = ir(Tensor.ones((3,)) + 1).kernels[0]
+    first = "void limn_first(float* restrict out) {\n    out[0] = 1;\n}\n"
+    return [(a, first), (a, first.replace("first", "second"))]
+
+
+def test_a_unit_cc_rejects_names_its_kernels_and_leaves_the_cache_clean(tmp_path, monkeypatch):
+    monkeypatch.setenv("LIMN_CACHE_DIR", str(tmp_path / "cache"))
+    dev = CDevice()
+    folder = tmp_path / "cache" / "c"
+    before = set(folder.iterdir())  # the team's library, built with the device
+    items = _two_kernels()
+    items[1] = (items[1][0], "void limn_second(float* restrict out) {\n    out[0] = undefined_name;\n}\n")
+    with pytest.raises(CompileError, match="limn_first, limn_second") as err:
+        dev.compile_batch(items)
+    assert "undefined_name" in str(err.value)
+    assert set(folder.iterdir()) == before, "no source, temp library or checksum is left behind"
+
+
+def test_a_unit_past_the_compile_timeout_names_its_kernels_and_leaves_the_cache_clean(tmp_path, monkeypatch):
+    monkeypatch.setenv("LIMN_CACHE_DIR", str(tmp_path / "cache"))
+    dev = CDevice()
+    folder = tmp_path / "cache" / "c"
+    before = set(folder.iterdir())  # the team's library, built with the device
+    monkeypatch.setattr(toolchain, "COMPILE_TIMEOUT_S", 0.001)
+    with pytest.raises(CompileError, match=r"ran past 0\.001 s.*limn_first, limn_second"):
+        dev.compile_batch(_two_kernels())
+    assert set(folder.iterdir()) == before, "no source, temp library or checksum is left behind"
+
+
+def test_limn_debug_says_which_kernels_cc_built_and_why(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LIMN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("LIMN_DEBUG", "1")
+    dev = CDevice()
+    capsys.readouterr()
+    dev.compile_batch(_two_kernels()[:1])
+    err = capsys.readouterr().err
+    assert "cc built 1 kernels" in err and "none of them in the kernel cache: limn_first" in err, err
+    dev.compile_batch(_two_kernels()[:1])
+    assert "cc built" not in capsys.readouterr().err, "a kernel the cache holds is loaded, not built"
