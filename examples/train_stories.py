@@ -33,6 +33,7 @@ import os
 import resource
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -312,25 +313,37 @@ def sample_next(logits: Tensor, temperature: float, top_k: int | None, generator
 
 
 def generate(model: GPT, prompt: bytes, count: int, temperature: float, top_k: int | None, seed: int, echo=None):
-    """`count` bytes after `prompt`, one captured one-byte step each against the model's KV caches (when the
-    context is full, the caches are refilled from the last half of it). echo(byte) is called as each comes."""
+    """`count` bytes after `prompt`, one captured one-byte step each against the model's KV caches. The prompt
+    goes in as one step of many positions (and when the context is full, the caches are refilled so from the
+    last half of it). echo(byte) is called as each comes."""
     model.eval()
     context = model.config.context
     caches = model.caches()
     generator = Generator(seed, limn.current_device())
     with limn.no_grad():
-        prefill = capture(lambda idx, pos: model.step(idx, pos, caches).realize())
+        prefills: dict[int, Callable] = {}  # a captured step per padded length
+
+        def prefill(window: list[int]) -> None:
+            """The caches filled with every byte of the window but its last, which the next step feeds, in one
+            step padded to a power of two, so a handful of graphs serve a prompt of any length. The padding
+            fills slots no step reads before it writes them: a byte's step writes its slot, and reads up to it."""
+            n = len(window) - 1
+            if n == 0:
+                return
+            length = min(context, 1 << (n - 1).bit_length())
+            if length not in prefills:
+                prefills[length] = capture(lambda idx, pos: model.step(idx, pos, caches).realize())
+            prefills[length](_bytes(window[:-1] + [0] * (length - n)), _position(0))
+
         advance = capture(lambda idx, pos: sample_next(model.step(idx, pos, caches), temperature, top_k, generator))
-        window = list(prompt or b"\n")
-        for position, byte in enumerate(window[:-1]):
-            prefill(_byte(byte), _position(position))
-        out = []
+        window, filled, out = list(prompt or b"\n"), False, []
         for _ in range(count):
-            if len(window) > context:  # full: start again from the last half of the context
-                window = window[-(context // 2) :]
-                for position, byte in enumerate(window[:-1]):
-                    prefill(_byte(byte), _position(position))
-            nxt = int(advance(_byte(window[-1]), _position(len(window) - 1)).item())
+            if len(window) > context:  # full (or a prompt past it): start again from the last half of the context
+                window, filled = window[-(context // 2) :], False
+            if not filled:
+                prefill(window)
+                filled = True
+            nxt = int(advance(_bytes(window[-1:]), _position(len(window) - 1)).item())
             window.append(nxt)
             out.append(nxt)
             if echo is not None:
@@ -339,8 +352,8 @@ def generate(model: GPT, prompt: bytes, count: int, temperature: float, top_k: i
     return bytes(out)
 
 
-def _byte(value: int) -> Tensor:
-    return Tensor(np.array([[value]], np.int32))
+def _bytes(values: list[int]) -> Tensor:
+    return Tensor(np.array([values], np.int32))  # (1, T)
 
 
 def _position(value: int) -> Tensor:

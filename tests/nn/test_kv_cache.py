@@ -1,6 +1,8 @@
 """nn.KVCache, the buffers a generation step attends over: update writes exactly slot `position` and leaves the
 others, the returned mask marks slots 0..position, a captured one-position step replays at each new position
-(one graph for every position), and bad shapes or a non-tensor position are refused with what to do."""
+(one graph for every position), a prompt's positions go in as one update whose queries attend through
+`visible` as causal attention over the whole sequence (torch's, the oracle), and bad shapes or a non-tensor
+position are refused with what to do."""
 
 from __future__ import annotations
 
@@ -68,11 +70,40 @@ def test_eager_use_reads_only_the_step_output_and_runs_every_position(device):
     np.testing.assert_array_equal(cache.keys.numpy(), k)
 
 
+@pytest.mark.parametrize("pieces", [[6], [4, 1, 1], [1, 3, 2], [2, 2, 2]])
+def test_a_prompt_in_pieces_attends_as_causal_attention_over_the_whole_sequence(pieces, device):
+    """Each piece of T positions is one update at its first position; its queries attend with visible(position,
+    T), the one-position ones with key_mask as a generation step does. Oracle: torch's causal sdpa."""
+    import torch
+
+    t, heads, d = sum(pieces), 2, 8
+    q, k, v = (rng.standard_normal((1, heads, t, d)).astype(np.float32) for _ in range(3))
+    want = torch.nn.functional.scaled_dot_product_attention(*map(torch.from_numpy, (q, k, v)), is_causal=True)
+    cache = nn.KVCache(1, heads, t + 2, d)  # room to spare: the unwritten slots must stay hidden
+    rows, start = [], 0
+    for n in pieces:
+        qi, ki, vi = (Tensor(a[:, :, start : start + n]) for a in (q, k, v))
+        position = Tensor(np.array(start, np.int32))
+        keys, values, filled = cache.update(ki, vi, position)
+        assert filled.tolist() == [j < start + n for j in range(t + 2)], f"pieces {pieces}, at {start}"
+        if n == 1:
+            rows.append(Tensor.scaled_dot_product_attention(qi, keys, values, key_mask=filled).numpy())
+        else:
+            mask = cache.visible(position, n)
+            rows.append(Tensor.scaled_dot_product_attention(qi, keys, values, attn_mask=mask).numpy())
+        start += n
+    np.testing.assert_allclose(np.concatenate(rows, axis=2), want.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(cache.keys.numpy()[:, :, :t], k)
+    assert not cache.values.numpy()[:, :, t:].any(), "the slots past the prompt stay as they were"
+
+
 def test_bad_input_is_refused_with_what_to_do():
     cache = nn.KVCache(1, 2, 4, 3)
     one = Tensor.zeros((1, 2, 1, 3))
-    with pytest.raises(limn.ArgumentError, match="one position"):
-        cache.update(Tensor.zeros((1, 2, 2, 3)), Tensor.zeros((1, 2, 2, 3)), Tensor(np.array(0, np.int32)))
+    with pytest.raises(limn.ArgumentError, match=r"1 <= T <= 4"):
+        cache.update(Tensor.zeros((1, 2, 5, 3)), Tensor.zeros((1, 2, 5, 3)), Tensor(np.array(0, np.int32)))
+    with pytest.raises(limn.ArgumentError, match=r"\(B, H, T, hs\) = \(1, 2, T, 3\)"):
+        cache.update(Tensor.zeros((1, 2, 2, 3)), Tensor.zeros((1, 2, 3, 3)), Tensor(np.array(0, np.int32)))
     with pytest.raises(limn.ArgumentError, match="0-d integer tensor"):
         cache.update(one, one, Tensor(np.array([0], np.int32)))
     with pytest.raises(limn.ArgumentError, match="at least 1"):

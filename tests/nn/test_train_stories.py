@@ -151,6 +151,24 @@ def test_kv_cache_generation_equals_a_full_forward_per_byte(trained, temperature
     assert cached == full, f"kv cache {cached!r} vs full forward {full!r}"
 
 
+@pytest.mark.parametrize("prompt", [b"T", b"The cat sat", b"Once upon a time, there was"], ids=["1", "11", "27"])
+def test_generation_past_a_full_context_equals_a_full_forward_of_each_window(prompt):
+    """A context of 16 fills and is refilled from its last half several times in 40 bytes; the prompt (one
+    step, padded to a power of two; 27 bytes is past the context too) and each refill go in as one step of many
+    positions. Oracle: the same window rule, each byte a full forward of the window (greedy, untrained)."""
+    model = stories_gpt.GPT(stories_gpt.Config(context=16, layers=2, heads=2, width=32, dropout=0.0))
+    cached = train_stories.generate(model, prompt, 40, 0.0, None, seed=0)
+    window, full = list(prompt), []
+    with limn.no_grad():
+        for _ in range(40):
+            if len(window) > 16:
+                window = window[-8:]
+            logits = model(Tensor(np.array([window], np.int32)))[:, -1]  # (1, 256)
+            window.append(int(logits.argmax().item()))
+            full.append(window[-1])
+    assert cached == bytes(full), f"prompt {prompt!r}: kv cache {cached!r} vs full forward {bytes(full)!r}"
+
+
 # ---- the same training in torch ----
 
 
