@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from limn import dtypes
+from limn.c import addresses
 from limn.c.rewrites.matmul import VECTOR_PRELUDE
 from limn.compiler.ir import KernelIR
 from limn.runtime.device import DeviceError
@@ -100,9 +101,9 @@ def run(kernels: dict[tuple[str, str], Callable[..., None]], kernel: KernelIR, h
     q, k, v = ins[:3]
     n, t_q, d = q.shape
     t_k, d_v = k.shape[1], v.shape[2]
-    mask = ins[3].ctypes.data if params["masked"] else None
+    mask = addresses.address(ins[3]) if params["masked"] else None
     rest = ins[4:] if params["masked"] else ins[3:]
-    pointers = [q.ctypes.data, k.ctypes.data, v.ctypes.data, mask] + [a.ctypes.data for a in rest + outs]
+    pointers = [*addresses.of([q, k, v]), mask, *addresses.of(rest + outs)]
     sizes = (n, t_q, t_k, d, d_v, int(params["causal"]), float(params["scale"]), threads)
     kernels[(kernel.custom, SUFFIX[wide])](*pointers, *sizes)
     for handle, result in zip(handles[n_in:], outs):

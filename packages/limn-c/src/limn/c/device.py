@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from limn.c import addresses, library_cache, units
 from limn.c import attention as c_attention
-from limn.c import library_cache, units
 from limn.c import source_index as c_source_index
 from limn.c import team as c_team
 from limn.c.library_cache import cache_dir
@@ -153,7 +153,7 @@ class CDevice(CompiledDevice):
         return super().run_plan(plan, leaves, after)
 
     def launch(self, program: Any, kernel: KernelIR, handles: list[np.ndarray]) -> None:
-        program(*[h.ctypes.data for h in handles])
+        program(*addresses.of(handles))
 
     def run_custom(self, kernel: KernelIR, handles: list[np.ndarray]) -> None:
         """A CUSTOM kernel: fused attention's C (c/attention.py), built on first use through the kernel cache
