@@ -1,6 +1,6 @@
 """train_stories' default run in limn beside the same model, recipe and data in torch eager and torch.compile.
 
-    uv run python examples/bench_stories.py [--steps 600] [--device c] [--kinds limn torch torch.compile]
+    uv run python examples/bench_stories.py [--steps 600] [--device c] [--kinds limn torch "torch, Muon f32"]
 
 Every kind starts from the same weights (a limn checkpoint, loaded into torch with safetensors' loader), trains
 on the same batches with Muon on the hidden matrices and AdamW on the rest, the warmup + cosine schedule and the
@@ -8,11 +8,18 @@ clip, in a process of its own with the same threads. Reported: tokens/s over the
 to the first step (limn: tracing, scheduling, compiling and capturing; torch.compile: its compile), the final
 validation loss (dropout draws differ between the frameworks, so the losses agree only to a few percent), and
 the peak resident memory of the process.
+
+torch.optim.Muon runs its Newton-Schulz matmuls in bfloat16, which a CPU without AVX512-BF16 emulates (on one
+such 2-core EPYC they took 80% of torch's step); limn's Muon rounds its iterates to bfloat16 too but multiplies
+in float32 arithmetic. "torch, Muon f32" is torch's step with the iterations in float32
+(stories_torch.newton_schulz_float32): the frameworks compared at the same arithmetic cost. The line above
+the table says whether this CPU has bfloat16 arithmetic.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import subprocess
@@ -23,7 +30,12 @@ from pathlib import Path
 
 from _bench import table
 
-KINDS = ("limn", "torch", "torch.compile")
+KINDS = ("limn", "torch", "torch, Muon f32", "torch.compile")
+NOTES = {
+    "torch": "Muon's Newton-Schulz in bfloat16 (torch's own)",
+    "torch, Muon f32": "Muon's Newton-Schulz in float32 matmuls, as limn multiplies",
+    "torch.compile": "Muon in bfloat16",
+}
 
 
 def limn_child(start: Path, steps: int, device: str) -> dict:
@@ -47,7 +59,7 @@ def limn_child(start: Path, steps: int, device: str) -> dict:
     return {"first_step_seconds": first, "steady_seconds": steady, "valid_loss": run.validate()}
 
 
-def torch_child(start: Path, steps: int, threads: int, compiled: bool) -> dict:
+def torch_child(start: Path, steps: int, threads: int, compiled: bool, muon_float32: bool) -> dict:
     import stories_torch
     import torch
     import train_stories
@@ -59,7 +71,8 @@ def torch_child(start: Path, steps: int, threads: int, compiled: bool) -> dict:
     corpus = open_corpus(None)
     model = stories_torch.from_checkpoint(start, settings.config)
     factor = train_stories.Run.lr_factor.__get__(type("Run", (), {"settings": settings})())
-    result = stories_torch.train(model, settings, corpus, factor, steps, compiled=compiled)
+    with stories_torch.muon_in_float32() if muon_float32 else contextlib.nullcontext():
+        result = stories_torch.train(model, settings, corpus, factor, steps, compiled=compiled)
     return {
         "first_step_seconds": result["first_step_seconds"],
         "steady_seconds": result["steady_seconds"],
@@ -71,7 +84,7 @@ def child(kind: str, start: Path, steps: int, device: str, threads: int) -> None
     if kind == "limn":
         result = limn_child(start, steps, device)
     else:
-        result = torch_child(start, steps, threads, compiled=kind == "torch.compile")
+        result = torch_child(start, steps, threads, kind == "torch.compile", kind == "torch, Muon f32")
     result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(result))
 
@@ -126,7 +139,7 @@ def main() -> None:
                     f"{r['first_step_seconds']:.1f}",
                     f"{r['valid_loss']:.3f}",
                     f"{r['peak_mb']:.0f}",
-                    "",
+                    NOTES.get(kind, ""),
                 ]
             )
     c: Config = settings.config
@@ -134,7 +147,17 @@ def main() -> None:
         f"train_stories' default run: {c.layers} layers x {c.heads} heads, width {c.width}, context {c.context}, "
         f"batch {settings.batch}, {args.steps} steps; limn on {args.device}, torch on the CPU; {threads} threads"
     )
+    print(f"this CPU {'computes' if _native_bf16() else 'emulates'} bfloat16 matmuls (avx512_bf16 or amx_bf16)")
     print(table(["kind", "tokens/s", "first step (s)", "val loss", "peak MB", "note"], rows))
+
+
+def _native_bf16() -> bool:
+    """Whether the CPU has bfloat16 arithmetic (torch's bf16 matmuls run natively, not emulated)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 if __name__ == "__main__":

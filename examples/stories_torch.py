@@ -8,7 +8,9 @@ examples/bench_stories.py times both (torch eager and torch.compile) against the
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -72,6 +74,34 @@ def loss_of(model, x, y) -> torch.Tensor:
     """The mean next-byte cross entropy of batch x (B, T) against y (B, T), numpy int32 both."""
     logits = model(torch.from_numpy(x).long())  # (B, T, 256)
     return torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), torch.from_numpy(y).long().reshape(-1))
+
+
+def newton_schulz_float32(grad: torch.Tensor, ns_coefficients, ns_steps: int, eps: float) -> torch.Tensor:
+    """Muon's orthogonalization, the quintic Newton-Schulz iteration torch.optim.Muon runs, in float32 matmuls as
+    limn's Muon multiplies: torch's casts to bfloat16 first, whose matmuls a CPU without AVX512-BF16 emulates."""
+    a, b, c = ns_coefficients
+    x = grad.to(torch.float32, copy=True)
+    wide = x.size(0) > x.size(1)
+    if wide:
+        x = x.T
+    x = x / x.norm().clamp(min=eps)  # spectral norm at most 1
+    for _ in range(ns_steps):
+        gram = x @ x.T
+        x = a * x + (b * gram + c * gram @ gram) @ x
+    return x.T if wide else x
+
+
+@contextlib.contextmanager
+def muon_in_float32() -> Iterator[None]:
+    """Within the block, torch.optim.Muon orthogonalizes with newton_schulz_float32."""
+    from torch.optim import _muon
+
+    own = _muon._zeropower_via_newtonschulz
+    _muon._zeropower_via_newtonschulz = newton_schulz_float32
+    try:
+        yield
+    finally:
+        _muon._zeropower_via_newtonschulz = own
 
 
 def train(model: GPT, settings, corpus: Corpus, lr_factor, steps: int, compiled: bool = False) -> dict:

@@ -172,6 +172,22 @@ def test_generation_past_a_full_context_equals_a_full_forward_of_each_window(pro
 # ---- the same training in torch ----
 
 
+@pytest.mark.parametrize("shape", [(8, 8), (16, 6), (5, 12)])
+def test_the_float32_newton_schulz_is_torchs_iteration_without_the_bfloat16_rounding(shape):
+    """bench_stories' "torch, Muon f32": stories_torch.newton_schulz_float32 against torch.optim.Muon's own
+    iteration (which rounds to bfloat16), within bfloat16's precision, and exactly its shape and dtype."""
+    from torch.optim import _muon
+
+    g = torch.from_numpy(np.random.default_rng(1).standard_normal(shape).astype(np.float32))
+    ours = stories_torch.newton_schulz_float32(g, (3.4445, -4.7750, 2.0315), 5, 1e-7)
+    theirs = _muon._zeropower_via_newtonschulz(g, (3.4445, -4.7750, 2.0315), 5, 1e-7)
+    assert ours.shape == g.shape and ours.dtype == torch.float32
+    torch.testing.assert_close(ours, theirs.float(), atol=3e-2, rtol=3e-2)
+    with stories_torch.muon_in_float32():
+        assert _muon._zeropower_via_newtonschulz is stories_torch.newton_schulz_float32
+    assert _muon._zeropower_via_newtonschulz is not stories_torch.newton_schulz_float32, "torch's own is back"
+
+
 @pytest.mark.train
 @pytest.mark.parametrize("device", ["numpy", "c"])
 def test_torch_trained_from_the_same_weights_follows_limns_loss_curve(tmp_path, device):
