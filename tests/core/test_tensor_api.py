@@ -571,3 +571,20 @@ def test_a_module_level_name_limn_lacks_raises_attributeerror_and_modules_still_
     from limn import nn
 
     assert nn.__name__ == "limn.nn"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda x: x * 2.0, lambda x: 1 - x, lambda x: x.gt(0).where(1.0, 0.0), lambda x: x.relu()],
+    ids=["x*2", "1-x", "where(x>0, 1, 0)", "relu"],
+)
+def test_a_python_scalar_operand_is_made_at_the_result_shape_with_no_movement(make, monkeypatch) -> None:
+    """A scalar beside a tensor is a CONST made at the tensor's shape, not a 0-d CONST reshaped and expanded
+    (the same graph, but each movement cost the frontend about 5 us: relu went from 138 to 61 us)."""
+    moved = []
+    real = limn.Tensor._movement
+    monkeypatch.setattr(limn.Tensor, "_movement", lambda self, kind, arg: moved.append(kind) or real(self, kind, arg))
+    x = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3) - 2)
+    out = make(x)
+    assert moved == [], f"movements made: {moved}"
+    assert out.shape == (2, 3)

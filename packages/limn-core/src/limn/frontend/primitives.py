@@ -239,10 +239,10 @@ class Primitives(HostMixin):
         if isinstance(other, limn.Tensor):
             b = other
             dtype = dtypes.promote_shaped(a.dtype, a.ndim == 0, b.dtype, b.ndim == 0)
-        elif isinstance(other, (bool, int, float, np.number, np.bool_)):
+        elif isinstance(other, (bool, int, float, np.number, np.bool_)):  # a CONST of self's shape: no movement
             value = other.item() if isinstance(other, np.generic) else other
             dtype = dtypes.scalar_dtype(a.dtype, value)
-            b = limn.Tensor.full((), value, dtype=dtype, device=a.device)
+            b = limn.Tensor.full(a.shape, value, dtype=dtype, device=a.device)
         else:
             b = limn.Tensor(other, device=a.device)
             dtype = dtypes.promote(a.dtype, b.dtype)
@@ -279,7 +279,7 @@ class Primitives(HostMixin):
         the trap, as in torch: a NaN or inf in the branch not taken still makes its own gradient NaN."""
         cond = self if self.dtype == dtypes.bool_ else self.ne(0)
         if not isinstance(a, limn.Tensor) and not isinstance(b, limn.Tensor):
-            a = limn.Tensor.full((), a, device=cond.device)
+            a = limn.Tensor.full(cond.shape, a, device=cond.device)
         if isinstance(a, limn.Tensor):
             a, b = a._operands(b, "where")
         else:
