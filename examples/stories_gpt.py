@@ -4,8 +4,8 @@ nanoGPT's layout and parameter names (transformer.wte, transformer.h.0.attn.c_at
 checkpoint's weights load into the same model written in torch: token and position embeddings, pre-LayerNorm
 blocks of fused causal attention (Tensor.scaled_dot_product_attention) and a GELU MLP, a final LayerNorm, and a
 head tied to the token embedding (lm_head.weight is transformer.wte.weight). Dropout after the embeddings, the
-attention projection and the MLP, off under eval(). GPT.step runs one position against a KVCache per layer:
-the generation loop's captured one-token step.
+attention projection and the MLP, off under eval(). GPT.step runs some positions against a KVCache per
+layer: a prompt's at once, then the generation loop's captured one-token step.
 """
 
 from __future__ import annotations

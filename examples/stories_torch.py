@@ -81,14 +81,14 @@ def newton_schulz_float32(grad: torch.Tensor, ns_coefficients, ns_steps: int, ep
     limn's Muon multiplies: torch's casts to bfloat16 first, whose matmuls a CPU without AVX512-BF16 emulates."""
     a, b, c = ns_coefficients
     x = grad.to(torch.float32, copy=True)
-    wide = x.size(0) > x.size(1)
-    if wide:
+    tall = x.size(0) > x.size(1)
+    if tall:
         x = x.T
     x = x / x.norm().clamp(min=eps)  # spectral norm at most 1
     for _ in range(ns_steps):
         gram = x @ x.T
         x = a * x + (b * gram + c * gram @ gram) @ x
-    return x.T if wide else x
+    return x.T if tall else x
 
 
 @contextlib.contextmanager

@@ -314,8 +314,8 @@ def sample_next(logits: Tensor, temperature: float, top_k: int | None, generator
 
 def generate(model: GPT, prompt: bytes, count: int, temperature: float, top_k: int | None, seed: int, echo=None):
     """`count` bytes after `prompt`, one captured one-byte step each against the model's KV caches. The prompt
-    goes in as one step of many positions (and when the context is full, the caches are refilled so from the
-    last half of it). echo(byte) is called as each comes."""
+    goes in as one step of many positions, and so does the last half of a full context, which refills the
+    caches. echo(byte) is called as each comes."""
     model.eval()
     context = model.config.context
     caches = model.caches()
@@ -339,7 +339,7 @@ def generate(model: GPT, prompt: bytes, count: int, temperature: float, top_k: i
         window, filled, out = list(prompt or b"\n"), False, []
         for _ in range(count):
             if len(window) > context:  # full (or a prompt past it): start again from the last half of the context
-                window, filled = window[-(context // 2) :], False
+                window, filled = window[-max(1, context // 2) :], False
             if not filled:
                 prefill(window)
                 filled = True
@@ -612,6 +612,13 @@ def main(argv: list[str] | None = None) -> dict:
     figures = train(run, out)
     if not run.is_root:
         return figures  # rank 0 draws the curve and samples the story
+    report(run, figures, out, say)
+    figures["text"] = stream(run.model, args)
+    return figures
+
+
+def report(run: Run, figures: dict, out: Path, say: Callable[[str], None]) -> None:
+    """The end of a run on rank 0: the loss curve drawn, and a summary of the figures (said with `say`)."""
     write_loss_svg(run.history, out / "loss.svg")
     rate = figures["tokens_per_second"]
     steady = "no step after the first to time" if math.isnan(rate) else f"{rate:,.0f} tok/s"
@@ -625,8 +632,6 @@ def main(argv: list[str] | None = None) -> dict:
         per_step = stats.seconds / max(1, stats.steps)
         say(f"collectives: {per_step * 1e3:.1f} ms and {stats.bytes_per_step:,.0f} bytes reduced per step")
     say(f"checkpoint {out / 'ckpt.safetensors'}, loss curve {out / 'loss.svg'}")
-    figures["text"] = stream(run.model, args)
-    return figures
 
 
 def stream(model: GPT, args: argparse.Namespace) -> bytes:

@@ -8,6 +8,7 @@ Pipeline: tensor -> graph -> schedule -> IR -> C source (c/source.py) -> **cc ->
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import sys
 from collections.abc import Sequence
@@ -56,10 +57,10 @@ class CDevice(CompiledDevice):
     ) -> None:
         super().__init__()
         self.libraries: list[ctypes.CDLL] = []  # kept alive while their functions may be called
-        with c_team.short_spin() as spin:  # libgomp loads in here: in the toolchain's probe or the team's library
+        with c_team.short_spin():  # libgomp loads in here: in the toolchain's probe or the team's library
             self.toolchain = Toolchain(cc, march)
             team = c_team.team_size() if threads and self.toolchain.openmp else 1
-            self.team = c_team.team_for(team, self._library, spin) if team > 1 else None
+            self.team = c_team.team_for(team, self._library, c_team.spin) if team > 1 else None
         self.options = Options(
             threads=team,
             split_pads=split_pads,
@@ -147,10 +148,9 @@ class CDevice(CompiledDevice):
         return lib
 
     def run_plan(self, plan: Plan, leaves: Sequence[Buffer], after: Any = None) -> list[Buffer]:
-        """Sizes the team to the cores other work leaves free (c/team.py), then runs the plan."""
-        if self.team is not None:
-            self.team.before_run()
-        return super().run_plan(plan, leaves, after)
+        """Runs the plan with the team sized to the cores other work leaves free (c/team.py)."""
+        with self.team.run() if self.team is not None else contextlib.nullcontext():
+            return super().run_plan(plan, leaves, after)
 
     def launch(self, program: Any, kernel: KernelIR, handles: list[np.ndarray]) -> None:
         program(*addresses.of(handles))

@@ -69,8 +69,12 @@ class Toolchain:
         except OSError as e:  # cc went missing after the toolchain found it: the kernel's failure, not the folder's
             raise CompileError(f"C compilation failed: {' '.join(cmd)} could not run ({e})") from e
         except subprocess.TimeoutExpired as e:
-            kernels = ", ".join(units.kernel_names(source))
-            raise CompileError(f"C compilation ran past {COMPILE_TIMEOUT_S} s and was stopped: {kernels}") from e
+            names = units.kernel_names(source)
+            kernels = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+            raise CompileError(
+                f"C compilation ran past {COMPILE_TIMEOUT_S} s and was stopped: {kernels}; nothing was cached. "
+                "limn.c.toolchain.COMPILE_TIMEOUT_S sets the limit; a kernel that slow to compile is worth a report"
+            ) from e
         if done.returncode == 0:
             return units.report(source, time.perf_counter() - start)
         for code in library_cache.DISK_ERRNOS:

@@ -5,8 +5,9 @@ kernels, 554 KB of C) took 5.3 s of a 2-core machine's first step while its othe
 many units as there are cores (each costing at least UNIT_COST, below which cc's own start and the prelude it
 reads again cost more than the split saves), they compile at once. A kernel's cost is its length in bytes,
 times TILE_WEIGHT for a register-tiled one: cut by bytes alone, the unit that held 23 of that step's 26
-matmul tiles took 4.6 s and the other 1.5 s. The cut depends only on the kernels' sources, so the next
-process cuts the same units and finds each in the kernel cache.
+matmul tiles took 4.6 s and the other 1.5 s. The cut depends only on the kernels' sources and the count of
+cores, so the next process on this machine cuts the same units and finds each in the kernel cache (one
+given other cores, by taskset or a cpuset, cuts others and compiles them once).
 """
 
 from __future__ import annotations
