@@ -106,5 +106,7 @@ def test_bad_input_is_refused_with_what_to_do():
         cache.update(Tensor.zeros((1, 2, 2, 3)), Tensor.zeros((1, 2, 3, 3)), Tensor(np.array(0, np.int32)))
     with pytest.raises(limn.ArgumentError, match="0-d integer tensor"):
         cache.update(one, one, Tensor(np.array([0], np.int32)))
+    with pytest.raises(limn.ArgumentError, match=r"T must be 1 \.\. 4"):
+        cache.visible(Tensor(np.array(0, np.int32)), 5)
     with pytest.raises(limn.ArgumentError, match="at least 1"):
         nn.KVCache(1, 2, 0, 3)

@@ -86,5 +86,7 @@ class KVCache:
     def visible(self, position: Tensor, t: int) -> Tensor:
         """(T, L) bool for attn_mask: the query of position + i sees slots 0 .. position + i (causal over the
         prompt and everything cached before it)."""
+        if not 1 <= t <= self.length:
+            raise ArgumentError(f"KVCache.visible: T must be 1 .. {self.length} (the cache's length), got {t}")
         queries = Tensor.arange(t, dtype=self.slots.dtype, device=self.slots.device) + position.cast(self.slots.dtype)
         return self.slots.reshape(1, self.length) <= queries.reshape(t, 1)
