@@ -110,3 +110,18 @@ def test_bad_input_is_refused_with_what_to_do():
         cache.visible(Tensor(np.array(0, np.int32)), 5)
     with pytest.raises(limn.ArgumentError, match="at least 1"):
         nn.KVCache(1, 2, 0, 3)
+
+
+def test_a_captured_prompt_step_makes_no_host_data():
+    """visible() reads the cache's own slot numbers, so a captured prompt step replays from its second call
+    on (host data made inside a step is checked by a second eager call first: limn.capture)."""
+    cache = nn.KVCache(1, 2, 8, 4)
+
+    def prompt(k: Tensor, position: Tensor) -> Tensor:
+        keys, values, _ = cache.update(k, k, position)
+        return Tensor.scaled_dot_product_attention(k, keys, values, attn_mask=cache.visible(position, 3))
+
+    step = capture(prompt)
+    k = Tensor(rng.standard_normal((1, 2, 3, 4)).astype(np.float32))
+    step(k, Tensor(np.array(0, np.int32)))
+    assert step.recording.constants == [], step.recording.constants

@@ -88,5 +88,6 @@ class KVCache:
         prompt and everything cached before it)."""
         if not 1 <= t <= self.length:
             raise ArgumentError(f"KVCache.visible: T must be 1 .. {self.length} (the cache's length), got {t}")
-        queries = Tensor.arange(t, dtype=self.slots.dtype, device=self.slots.device) + position.cast(self.slots.dtype)
+        # the slot numbers are on the device already: no host data, which a captured step would check twice
+        queries = self.slots[:t] + position.cast(self.slots.dtype)  # (T,): each query's position
         return self.slots.reshape(1, self.length) <= queries.reshape(t, 1)
