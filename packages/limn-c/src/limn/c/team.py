@@ -65,7 +65,8 @@ def team_size() -> int:
     env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
     if env.isdigit() and int(env) > 0:
         return int(env)
-    return max(1, min(physical_cores(), len(os.sched_getaffinity(0)), _quota_cpus()))
+    allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(physical_cores(), allowed, _quota_cpus()))
 
 
 def _quota_cpus() -> int:
