@@ -84,8 +84,5 @@ def report(source: str, seconds: float) -> None:
     names = kernel_names(source)
     what = f"{len(names)} kernel{'s' if len(names) != 1 else ''}" if names else "a helper library"
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    print(
-        f"[limn c] cc built {what} ({len(source) / 1e3:.0f} KB of C) in {seconds:.2f} s, "
-        f"not in the kernel cache{': ' + shown if names else ''}",
-        file=sys.stderr,
-    )
+    line = f"[limn c] cc built {what} ({len(source) / 1e3:.0f} KB of C) in {seconds:.2f} s, not in the kernel cache"
+    sys.stderr.write(line + (f": {shown}\n" if names else "\n"))  # one write: units report from threads at once
