@@ -7,7 +7,8 @@ The twin reads an input the caller padded already, so both convs compute the sam
 numbers; the only difference is that the padded one masks its reads at the border. The c device cuts
 each masked innermost loop at the mask's edges, so the padded conv should cost about what its twin does
 (the target is within 1.2x). numpy runs an im2col (sliding_window_view) and one tensordot; torch runs
-its own conv2d. Figures are GFLOP/s (2 B O C kh kw H W / median seconds).
+its own conv2d. Figures are GFLOP/s (2 B O C kh kw H W / median seconds). A last row times a training
+step's share, the padded conv's forward and both gradients (3x the forward's FLOPs), in limn and torch.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def numpy_conv(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 CONVS = ["padded conv (padding=1)", "unpadded twin"]  # the table's rows
+TRAINED = "padded conv, forward + backward"
 
 
 def main() -> None:
@@ -58,6 +60,9 @@ def main() -> None:
         rows.append(
             [name, *(f"{flops / v / 1e9:.1f}" for v in t), peak, f"{t[1] / t[0]:.2f}x", f"{first * 1e3:.0f} ms"]
         )
+    ours, theirs = (3 * flops / figures[lib][TRAINED] / 1e9 for lib in ("limn", "torch"))
+    first = f"{figures['limn']['first ' + TRAINED] * 1e3:.0f} ms"
+    rows.append([TRAINED, f"{ours:.1f}", "-", f"{theirs:.1f}", share(ours, limits.fma_gflops), "-", first])
     print(report(limits))
     print(
         f"conv2d 3x3, ({b}, {c}, {s}, {s}) -> ({b}, {c}, {s}, {s}); GFLOP/s (median of {args.repeats}), each library "
@@ -87,6 +92,16 @@ def time_limn(x_np: np.ndarray, w_np: np.ndarray, x_padded_np: np.ndarray, repea
     for name, run in zip(CONVS, runs):
         out["first " + name] = first_call_seconds(run)
         out[name] = median_seconds(run, repeats)
+    xg, wg = Tensor(x_np, requires_grad=True), Tensor(w_np, requires_grad=True)
+
+    def trained() -> None:
+        xg.grad = wg.grad = None
+        y = conv(xg, wg, None, (1, 1), (1, 1), (1, 1), 1)
+        (y * y).sum().backward()
+        limn.realize(xg.grad, wg.grad)
+
+    out["first " + TRAINED] = first_call_seconds(trained)
+    out[TRAINED] = median_seconds(trained, repeats)
     got = conv(x, w, None, (1, 1), (1, 1), (1, 1), 1).numpy()
     out["error"] = float(np.abs(got - numpy_conv(x_padded_np, w_np)).max())  # after the timing
     return out
@@ -101,7 +116,15 @@ def time_torch(x_np: np.ndarray, w_np: np.ndarray, x_padded_np: np.ndarray, repe
     torch.set_num_threads(team_size())
     x, x_padded, w = torch.from_numpy(x_np), torch.from_numpy(x_padded_np), torch.from_numpy(w_np)
     runs = [lambda: F.conv2d(x, w, padding=1), lambda: F.conv2d(x_padded, w)]
-    return {name: median_seconds(run, repeats) for name, run in zip(CONVS, runs)}
+    out = {name: median_seconds(run, repeats) for name, run in zip(CONVS, runs)}
+    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+
+    def trained() -> None:
+        xg.grad = wg.grad = None
+        (F.conv2d(xg, wg, padding=1) ** 2).sum().backward()
+
+    out[TRAINED] = median_seconds(trained, repeats)
+    return out
 
 
 LIBRARIES = {"limn": time_limn, "numpy": time_numpy, "torch": time_torch}  # the table's order
