@@ -175,7 +175,7 @@ def _tap_rows(
     (B, T, C, P)."""
     b, c, n = x.shape[0], x.shape[1], len(kernel)
     taps = list(itertools.product(*(range(k) for k in kernel)))
-    x = x.unsqueeze(taps_axis)  # (B, C, 1, *i): the taps' axis, which each tap's pad stretches to T
+    x = x.unsqueeze(taps_axis)  # (B, C, 1, *i) or (B, 1, C, *i): the taps' axis, each tap's pad stretching it to T
     cols = None
     for t, tap in enumerate(taps):
         # one pad per tap does the conv's padding and places the tap at row t of the T taps (what a cat of
@@ -193,7 +193,7 @@ def _tap_rows(
     if len(taps) == 1:  # a 1 x 1 kernel: the matmul reads x through the view, no copy
         return cols.reshape(shape)
     # stored, so the reshape to P cells is a view of the copy, not a reshape of each shifted view
-    return cols.contiguous().reshape(shape)  # (B, C, T, P)
+    return cols.contiguous().reshape(shape)  # (B, C, T, P) or (B, T, C, P)
 
 
 def tap_cells(x: Tensor, axis: int, first: int, step: int, count: int) -> tuple[Tensor, tuple[int, int]]:
