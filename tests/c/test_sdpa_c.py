@@ -4,12 +4,14 @@ limn.composed.functional.sdpa:
   backward_kv (float32 at 1e-5, float64 at 1e-12) over t_q != t_k both ways, causal, key_mask, both, rows
   that see no key, d = 1, 32, 80 and 128 (rows used in place, rows padded to whole vectors), tiles that are
   ragged in rows and keys, N = 0 and t_k = 0;
-- threaded equals serial bit for bit (and a team of 5), and two runs give the same bits;
+- with dropout (params["dropout"], the seed and counter limbs as inputs), the same against the references given
+  the same factors (sdpa.dropout_factors), a counter that wraps past 2**64 included;
+- threaded equals serial bit for bit (and a team of 5), and two runs give the same bits, dropout too;
 - the frontend on c (Tensor.scaled_dot_product_attention and its backward) is torch's, runs the three CUSTOM
   kernels, and its backward schedules no buffer of the scores' (t_q, t_k) shape; half widths are computed
   in float32 and rounded once, as the numpy device does; L alone is a realize of its own;
-- (isa) gcc vectorizes the kernels' elementwise loops (the masks, the exp, the rescales) and every product of
-  two tiles is a register tile of vector fmas on x86-64-v3 and v4."""
+- (isa) gcc vectorizes the kernels' elementwise loops (the masks, the exp, the rescales, dropout's hash) and
+  every product of two tiles is a register tile of vector fmas on x86-64-v3 and v4."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from limn.c.device import CDevice
 from limn.c.prelude import PRELUDE
 from limn.compiler.codegen import ir
 from limn.composed.functional import sdpa
+from limn.composed.random.rng import limbs_of
 from limn.frontend import custom_call
 from limn.graph.ops import Op, toposort
 
@@ -78,21 +81,33 @@ CASES = {
     "t_k = 0": (2, 5, 0, 8, 4, False, None),
 }
 TOLERANCE = {np.float32: 1e-5, np.float64: 1e-12}
+DROPOUT_CASES = ["causal t_q > t_k", "key_mask + causal", "rows that see no key", "ragged tiles", "d = 128"]
+SEED = np.array(limbs_of(0x5A3C_96E1_7B2D_48F1))
+COUNTER = np.array(limbs_of(2**64 - 300))  # a draw that wraps past 2**64 partway
 
 
-def _inputs(name: str, dtype) -> tuple[list[np.ndarray], np.ndarray | None, dict]:
+def _inputs(name: str, dtype, dropout: float = 0.0) -> tuple[list[np.ndarray], np.ndarray | None, dict]:
     n, t_q, t_k, d, d_v, causal, key_mask = CASES[name]
     seeded = np.random.default_rng(len(name))
     q, k, v = (seeded.standard_normal(s).astype(dtype) for s in ((n, t_q, d), (n, t_k, d), (n, t_k, d_v)))
     params = dict(causal=causal, scale=0.4, masked=key_mask is not None)
+    if dropout:
+        params["dropout"] = dropout
     return [q, k, v], key_mask, params
 
 
-def _run_kernels(device: str, name: str, dtype) -> list[np.ndarray]:
+def _factors(q: np.ndarray, k: np.ndarray, params: dict) -> np.ndarray | None:
+    if "dropout" not in params:
+        return None
+    shape = (q.shape[0], q.shape[1], k.shape[1])
+    return sdpa.dropout_factors(SEED, COUNTER, params["dropout"], shape, np.dtype(q.dtype))
+
+
+def _run_kernels(device: str, name: str, dtype, dropout: float = 0.0) -> list[np.ndarray]:
     """O, L, dQ, dK, dV from the three kernels on `device`, the backward ones fed the reference's O and L."""
-    (q, k, v), key_mask, params = _inputs(name, dtype)
-    masks = [] if key_mask is None else [key_mask]
-    out, lse = sdpa.forward(q, k, v, key_mask, params["causal"], params["scale"])
+    (q, k, v), key_mask, params = _inputs(name, dtype, dropout)
+    masks = ([] if key_mask is None else [key_mask]) + ([SEED, COUNTER] if dropout else [])
+    out, lse = sdpa.forward(q, k, v, key_mask, params["causal"], params["scale"], drop=_factors(q, k, params))
     d_out = np.random.default_rng(1).standard_normal(out.shape).astype(dtype)
     limn.set_device(device)
     ins = [Tensor(x) for x in (q, k, v, *masks)]
@@ -105,21 +120,34 @@ def _run_kernels(device: str, name: str, dtype) -> list[np.ndarray]:
     return [x.numpy() for x in results]
 
 
-def _references(name: str, dtype) -> list[np.ndarray]:
-    (q, k, v), key_mask, params = _inputs(name, dtype)
-    causal, scale = params["causal"], params["scale"]
-    out, lse = sdpa.forward(q, k, v, key_mask, causal, scale)
+def _references(name: str, dtype, dropout: float = 0.0) -> list[np.ndarray]:
+    (q, k, v), key_mask, params = _inputs(name, dtype, dropout)
+    causal, scale, drop = params["causal"], params["scale"], _factors(q, k, params)
+    out, lse = sdpa.forward(q, k, v, key_mask, causal, scale, drop=drop)
     d_out = np.random.default_rng(1).standard_normal(out.shape).astype(dtype)
     out = out.astype(dtype)
-    d_q = sdpa.backward_q(q, k, v, key_mask, out, lse, d_out, causal, scale)
-    return [out, lse, d_q, *sdpa.backward_kv(q, k, v, key_mask, out, lse, d_out, causal, scale)]
+    d_q = sdpa.backward_q(q, k, v, key_mask, out, lse, d_out, causal, scale, drop=drop)
+    return [out, lse, d_q, *sdpa.backward_kv(q, k, v, key_mask, out, lse, d_out, causal, scale, drop=drop)]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
 @pytest.mark.parametrize("name", CASES)
 def test_the_c_kernels_equal_the_numpy_references(name: str, dtype) -> None:
+    _assert_kernels_are_references(name, dtype, 0.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("name", DROPOUT_CASES)
+def test_the_c_kernels_with_dropout_equal_the_numpy_references(name: str, dtype) -> None:
+    _assert_kernels_are_references(name, dtype, 0.3)
+    (q, k, _v), _mask, params = _inputs(name, dtype, 0.3)
+    kept = (_factors(q, k, params) != 0).mean()
+    assert 0.5 < kept < 0.9, f"{name}: {kept:.2f} of the weights kept at p = 0.3"
+
+
+def _assert_kernels_are_references(name: str, dtype, dropout: float) -> None:
     tol = TOLERANCE[dtype]
-    got, want = _run_kernels("c", name, dtype), _references(name, dtype)
+    got, want = _run_kernels("c", name, dtype, dropout), _references(name, dtype, dropout)
     for what, g, w in zip(("O", "L", "dQ", "dK", "dV"), got, want):
         assert g.dtype == w.dtype and g.shape == w.shape, f"{what}: {g.dtype}{g.shape}, not {w.dtype}{w.shape}"
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=f"{name}: {what}")
@@ -132,15 +160,16 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
-BITS_CASES = ["ragged tiles", "key_mask + causal", "d = 128"]
+BITS_CASES = {"ragged tiles": 0.0, "key_mask + causal": 0.0, "d = 128": 0.0, "ragged tiles, dropout": 0.2}
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
 @pytest.mark.parametrize("name", BITS_CASES)
 def test_threaded_equals_serial_bit_for_bit_and_two_runs_agree(name: str, dtype) -> None:
-    serial = _run_kernels("c_serial", name, dtype)
+    case, dropout = name.split(",")[0], BITS_CASES[name]
+    serial = _run_kernels("c_serial", case, dtype, dropout)
     for device in ("c", "c_team5", "c"):
-        threaded = _run_kernels(device, name, dtype)
+        threaded = _run_kernels(device, case, dtype, dropout)
         for what, s, t in zip(("O", "L", "dQ", "dK", "dV"), serial, threaded):
             assert _same_bits(s, t), f"{name} {what}: {device} differs from serial"
 
@@ -220,6 +249,8 @@ VECTOR_LOOPS = {
     "the running sums rescaled (forward)": "acc[r * dvp + c] = acc[r * dvp + c] * rescale[r]",
     "recomputed P, a row per key (dQ)": "const float p = limn_pickf(visible, limn_expf(st[r] * scale - lse[r]), 0)",
     "recomputed P, a row per query (dK, dV)": "const float p = limn_pickf(visible, limn_expf(s[j] * scale - lse), 0)",
+    "dropout's factors, a Squares word each": "z[c] = limn_sdpa_keep_f(drop, first + c * step, factor)",
+    "dropout on a forward tile": "st[j * LIMN_SDPA_ROWS + r] *= z[r]",
 }
 REGISTER = {"x86-64-v3": "ymm", "x86-64-v4": "zmm"}  # the vector registers of each target
 

@@ -130,10 +130,12 @@ def test_numpy_and_c_run_the_custom_kernels(device: str) -> None:
     assert _custom_names(out, q.grad, k.grad, v.grad) == {"sdpa", "sdpa_bwd_q", "sdpa_bwd_kv"}
 
 
-def test_a_general_mask_or_dropout_is_composed_even_where_the_kernels_are() -> None:
+def test_a_general_mask_or_a_dropout_of_one_is_composed_even_where_the_kernels_are() -> None:
+    """A dropout below 1 stays fused (tests/core/test_sdpa_dropout.py); one of 1 drops every weight."""
     q = Tensor(Q)
     assert _custom_names(Tensor.scaled_dot_product_attention(q, q, q, attn_mask=Tensor(Q[..., :5] > 0))) == set()
-    assert _custom_names(Tensor.scaled_dot_product_attention(q, q, q, dropout_p=0.5)) == set()
+    assert _custom_names(Tensor.scaled_dot_product_attention(q, q, q, dropout_p=1.0)) == set()
+    assert _custom_names(Tensor.scaled_dot_product_attention(q, q, q, dropout_p=0.5)) == {"sdpa"}
 
 
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16], ids=["float16", "bfloat16"])

@@ -4,9 +4,11 @@ limn.composed.functional.sdpa:
   columns a pass), diffed against sdpa.forward, backward_q and backward_kv (float32 at 1e-5, float64 at 1e-12,
   float16 and bfloat16 within two of their roundings) over ragged tiles and passes, rows past one block,
   t_q != t_k both ways, causal, key_mask, rows that see no key, N = 0, t_q = 0 and t_k = 0;
+- with dropout (the seed and counter limbs as inputs), the same against the references given the same factors
+  (sdpa.dropout_factors), a counter that wraps past 2**64 included;
 - the same bits twice, and the same bits from one block walking the whole grid as from four;
 - the frontend on cuda-sim (Tensor.scaled_dot_product_attention and its backward) runs the three kernels and
-  equals the numpy device's, at every width;
+  equals the numpy device's, at every width, with dropout too (one seed: the same mask on both devices);
 - the kernels compile through NVRTC to CUBIN for sm_80 and sm_90 with no spills and the static shared memory
   Tiles.shared_bytes says, within 48 KiB; the cuda device on the emulated driver runs them.
 """
@@ -25,6 +27,7 @@ import limn
 from limn import Tensor, dtypes
 from limn.compiler.codegen import ir
 from limn.composed.functional import sdpa
+from limn.composed.random.rng import limbs_of
 from limn.cuda import attention as cuda_attention
 from limn.cuda.sim.device import CudaSimDevice
 from limn.frontend import custom_call
@@ -66,34 +69,43 @@ CASES = {
 }
 TOLERANCE = {np.float32: 1e-5, np.float64: 1e-12}
 OUTPUTS = ("O", "L", "dQ", "dK", "dV")
+SEED = np.array(limbs_of(0x5A3C_96E1_7B2D_48F1))
+COUNTER = np.array(limbs_of(2**64 - 300))  # a draw that wraps past 2**64 partway
 
 
-def _inputs(name: str, dtype) -> tuple[list[np.ndarray], np.ndarray | None, dict]:
+def _inputs(name: str, dtype, dropout: float = 0.0) -> tuple[list[np.ndarray], np.ndarray | None, dict]:
     n, t_q, t_k, d, d_v, causal, key_mask = CASES[name]
     seeded = np.random.default_rng(len(name))
     q, k, v = (seeded.standard_normal(s).astype(dtype) for s in ((n, t_q, d), (n, t_k, d), (n, t_k, d_v)))
-    return [q, k, v], key_mask, dict(causal=causal, scale=0.4, masked=key_mask is not None)
+    params = dict(causal=causal, scale=0.4, masked=key_mask is not None)
+    if dropout:
+        params["dropout"] = dropout
+    return [q, k, v], key_mask, params
 
 
-def _references(name: str, dtype) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def _references(name: str, dtype, dropout: float = 0.0) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """The references' O, L, dQ, dK, dV in the kernels' dtypes, and what the backward kernels are fed: the
     reference's O (rounded to q's dtype), L, and a dO."""
-    (q, k, v), key_mask, params = _inputs(name, dtype)
+    (q, k, v), key_mask, params = _inputs(name, dtype, dropout)
     causal, scale = params["causal"], params["scale"]
-    out, lse = sdpa.forward(q, k, v, key_mask, causal, scale)
+    wide = np.float64 if dtype == np.float64 else np.float32
+    shape = (q.shape[0], q.shape[1], k.shape[1])
+    drop = sdpa.dropout_factors(SEED, COUNTER, dropout, shape, np.dtype(wide)) if dropout else None
+    out, lse = sdpa.forward(q, k, v, key_mask, causal, scale, drop=drop)
     out = out.astype(dtype)
     d_out = np.random.default_rng(1).standard_normal(out.shape).astype(dtype)
-    d_q = sdpa.backward_q(q, k, v, key_mask, out, lse, d_out, causal, scale).astype(dtype)
-    d_k, d_v = (x.astype(dtype) for x in sdpa.backward_kv(q, k, v, key_mask, out, lse, d_out, causal, scale))
-    return [out, lse, d_q, d_k, d_v], [out, lse, d_out]
+    d_q = sdpa.backward_q(q, k, v, key_mask, out, lse, d_out, causal, scale, drop=drop).astype(dtype)
+    d_kv = sdpa.backward_kv(q, k, v, key_mask, out, lse, d_out, causal, scale, drop=drop)
+    return [out, lse, d_q, *(x.astype(dtype) for x in d_kv)], [out, lse, d_out]
 
 
-def _run_kernels(device: str, name: str, dtype) -> list[np.ndarray]:
+def _run_kernels(device: str, name: str, dtype, dropout: float = 0.0) -> list[np.ndarray]:
     """O, L, dQ, dK, dV from the three kernels on `device`, the backward ones fed the reference's O and L."""
-    (q, k, v), key_mask, params = _inputs(name, dtype)
-    _, (out, lse, d_out) = _references(name, dtype)
+    (q, k, v), key_mask, params = _inputs(name, dtype, dropout)
+    _, (out, lse, d_out) = _references(name, dtype, dropout)
     limn.set_device(device)
-    ins = [Tensor(x) for x in (q, k, v, *([] if key_mask is None else [key_mask]))]
+    extras = ([] if key_mask is None else [key_mask]) + ([SEED, COUNTER] if dropout else [])
+    ins = [Tensor(x) for x in (q, k, v, *extras)]
     results = custom_call.apply("sdpa", *ins, **params)
     grads_in = [*ins, Tensor(out), Tensor(lse), Tensor(d_out)]
     results += custom_call.apply("sdpa_bwd_q", *grads_in, **params) + custom_call.apply(
@@ -121,6 +133,18 @@ def test_the_kernels_equal_the_numpy_references(name: str, dtype) -> None:
         assert not got[2][1].any() and not got[3][1].any() and not got[4][1].any(), "and no gradient"
     for what, g in zip(OUTPUTS, got):
         assert not np.isnan(g).any(), f"{name}: {what} holds a nan"
+
+
+DROPOUT_CASES = ["ragged tiles and passes", "causal t_q > t_k", "rows that see no key", "three passes of columns"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16], ids=["float32", "float64", "float16"])
+@pytest.mark.parametrize("name", DROPOUT_CASES)
+def test_the_kernels_with_dropout_equal_the_numpy_references(name: str, dtype) -> None:
+    got = _run_kernels("cuda-sim", name, dtype, dropout=0.3)
+    tol = TOLERANCE.get(dtype) or 2 * float(ml_dtypes.finfo(dtype).eps)
+    _check_against_references(got, _references(name, dtype, dropout=0.3)[0], name, tol)
+    assert not _same_bits(got[0], _run_kernels("cuda-sim", name, dtype)[0]), "dropout changed nothing"
 
 
 @pytest.mark.parametrize("dtype", list(HALVES), ids=list(HALVES.values()))
@@ -151,26 +175,28 @@ def _custom_names(*tensors: Tensor) -> set[str]:
     return {n.arg.name for n in toposort([t.node for t in tensors]) if n.op is Op.CUSTOM}
 
 
-def _attention_step(dtype) -> tuple[list[np.ndarray], set[str]]:
+def _attention_step(dtype, dropout: float = 0.0) -> tuple[list[np.ndarray], set[str]]:
     """Causal attention with a padding mask over (2, 3) heads on the current device: O and the gradients of q,
     k, v through a weighted sum, and the CUSTOM kernels the graphs hold."""
     rng = np.random.default_rng(7)
     x = [rng.standard_normal(s).astype(dtype) for s in ((2, 3, 10, 6), (2, 3, 13, 6), (2, 3, 13, 5))]
     mask, w = _mask(3, 2, 13)[:, None], rng.standard_normal((2, 3, 10, 5)).astype(dtype)
     ours = [Tensor(a, requires_grad=True) for a in x]
-    out = Tensor.scaled_dot_product_attention(*ours, causal=True, key_mask=Tensor(mask))
+    limn.manual_seed(6)
+    out = Tensor.scaled_dot_product_attention(*ours, causal=True, key_mask=Tensor(mask), dropout_p=dropout)
     (out * Tensor(w)).sum().backward()
     names = _custom_names(out, *(t.grad for t in ours))
     return [t.numpy().astype(np.float64) for t in (out, *(a.grad for a in ours))], names
 
 
+@pytest.mark.parametrize("dropout", [0.0, 0.25], ids=["no dropout", "dropout"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, *HALVES], ids=["float32", "float64", *HALVES.values()])
-def test_the_frontend_on_cuda_sim_runs_the_kernels_and_is_the_numpy_devices(dtype) -> None:
+def test_the_frontend_on_cuda_sim_runs_the_kernels_and_is_the_numpy_devices(dtype, dropout: float) -> None:
     limn.set_device("cuda-sim")
-    got, names = _attention_step(dtype)
+    got, names = _attention_step(dtype, dropout)
     assert names == {"sdpa", "sdpa_bwd_q", "sdpa_bwd_kv"}
     limn.set_device("numpy")
-    want, _ = _attention_step(dtype)
+    want, _ = _attention_step(dtype, dropout)
     tol = {np.float32: 1e-5, np.float64: 1e-12}.get(dtype) or 2 * float(ml_dtypes.finfo(dtype).eps)
     for what, g, w in zip(("O", "dq", "dk", "dv"), got, want):
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=what)

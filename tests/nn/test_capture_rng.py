@@ -86,3 +86,31 @@ def test_a_lazy_draw_left_pending_before_the_capture_does_not_leak_into_the_reco
     step = capture(draw)
     for expected in eager:
         np.testing.assert_array_equal(step(x).numpy(), expected)
+
+
+ATTENTION = [_rng.standard_normal((2, 2, 9, 8)).astype(np.float32) for _ in range(3)]
+
+
+def _attention_loop(captured: bool, steps: int = 4):
+    """A step of fused attention with dropout and its backward (the kernels draw the mask in the forward and
+    again in both backward passes, from a counter the step advances): per step, O and dQ."""
+    limn.manual_seed(1)
+    q, k, v = (Tensor(a, requires_grad=True) for a in ATTENTION)
+
+    def step():
+        q.grad = k.grad = v.grad = None
+        out = Tensor.scaled_dot_product_attention(q, k, v, causal=True, dropout_p=0.3)
+        out.sum().backward()
+        return out, q.grad
+
+    step = capture(step) if captured else step
+    return [[t.numpy() for t in step()] for _ in range(steps)]
+
+
+def test_a_captured_attention_dropout_step_draws_fresh_masks_and_the_uncaptured_loops_numbers(device):
+    eager, replayed = _attention_loop(captured=False), _attention_loop(captured=True)
+    for s, (got, want) in enumerate(zip(replayed, eager)):
+        for what, g, w in zip(("O", "dQ"), got, want):
+            np.testing.assert_array_equal(g, w, err_msg=f"{what} of step {s + 1}")
+    outs = [o for o, _ in replayed]
+    assert all(not np.array_equal(outs[i], outs[j]) for i in range(4) for j in range(i))

@@ -49,11 +49,17 @@ TEMPLATE = kernel_text("sdpa.c")  # the kernels, in placeholder words
 WIDTHS = {  # the C spellings of each width the kernels are built for
     "f32": {
         **{"REAL": "float", "VEC": "limn_vec_float", "LANES": "LIMN_VEC_FLOAT"},
-        **{"EXP": "limn_expf", "LOG": "limn_logf", "PICK": "limn_pickf", "MADD": "limn_madd"},
+        **{
+            "EXP": "limn_expf",
+            "LOG": "limn_logf",
+            "PICK": "limn_pickf",
+            "MADD": "limn_madd",
+            "KEEP": "limn_sdpa_keep_f",
+        },
     },
     "f64": {
         **{"REAL": "double", "VEC": "limn_vec_double", "LANES": "LIMN_VEC_DOUBLE"},
-        **{"EXP": "exp", "LOG": "log", "PICK": "limn_pickd", "MADD": "fma"},
+        **{"EXP": "exp", "LOG": "log", "PICK": "limn_pickd", "MADD": "fma", "KEEP": "limn_sdpa_keep_d"},
     },
 }
 SUFFIX = {dtypes.float32: "f32", dtypes.float64: "f64"}
@@ -74,8 +80,8 @@ def source() -> str:
 
 def functions(lib: ctypes.CDLL) -> dict[tuple[str, str], Callable[..., None]]:
     """The kernels of a library built from source(), by (CUSTOM name, width), their argument types set."""
-    sizes = [ctypes.c_int64] * 5 + [ctypes.c_int, ctypes.c_double, ctypes.c_int]  # n, t_q, t_k, d, d_v, ...
-    arrays = {"sdpa": 6, "sdpa_bwd_q": 8, "sdpa_bwd_kv": 9}  # pointers: inputs (with the mask) and outputs
+    sizes = [ctypes.c_int64] * 5 + [ctypes.c_int, ctypes.c_double, ctypes.c_double, ctypes.c_int]  # n, ..., threads
+    arrays = {"sdpa": 8, "sdpa_bwd_q": 10, "sdpa_bwd_kv": 11}  # pointers: inputs (mask, seed, counter), outputs
     c_names = {"sdpa": "forward", "sdpa_bwd_q": "backward_q", "sdpa_bwd_kv": "backward_kv"}
     out = {}
     for name, pointers in arrays.items():
@@ -88,7 +94,8 @@ def functions(lib: ctypes.CDLL) -> dict[tuple[str, str], Callable[..., None]]:
 
 def run(kernels: dict[tuple[str, str], Callable[..., None]], kernel: KernelIR, handles: list[Any], threads: int):
     """Runs one CUSTOM attention kernel on its buffers (inputs, then outputs, as the KernelIR lists them).
-    float16 and bfloat16 are widened to float32 copies here, computed there and rounded once when stored."""
+    float16 and bfloat16 are widened to float32 copies here, computed there and rounded once when stored. The
+    key mask and dropout's seed and counter limbs go as they are; an absent one is a null pointer."""
     params = dict(kernel.params)
     dtype = kernel.inputs[0].dtype
     if dtype not in SUFFIX and dtype not in (dtypes.float16, dtypes.bfloat16):
@@ -96,15 +103,17 @@ def run(kernels: dict[tuple[str, str], Callable[..., None]], kernel: KernelIR, h
     wide = dtype if dtype in SUFFIX else dtypes.float32
     arrays = [np.ascontiguousarray(h) for h in handles]
     n_in = len(kernel.inputs)
-    ins = [a if a.dtype == np.bool_ else a.astype(wide.np, copy=False) for a in arrays[:n_in]]
+    q, k, v = (a.astype(wide.np, copy=False) for a in arrays[:3])
+    rest = arrays[3:n_in]
+    mask = addresses.address(rest.pop(0)) if params["masked"] else None
+    dropout = float(params.get("dropout", 0.0))
+    seed, counter = addresses.of(rest[:2]) if dropout else (None, None)
+    rest = [a.astype(wide.np, copy=False) for a in rest[2 if dropout else 0 :]]  # O, L, dO in the backward
     outs = [a if a.dtype == wide.np else np.empty(a.shape, wide.np) for a in arrays[n_in:]]
-    q, k, v = ins[:3]
     n, t_q, d = q.shape
     t_k, d_v = k.shape[1], v.shape[2]
-    mask = addresses.address(ins[3]) if params["masked"] else None
-    rest = ins[4:] if params["masked"] else ins[3:]
-    pointers = [*addresses.of([q, k, v]), mask, *addresses.of(rest + outs)]
-    sizes = (n, t_q, t_k, d, d_v, int(params["causal"]), float(params["scale"]), threads)
+    pointers = [*addresses.of([q, k, v]), mask, seed, counter, *addresses.of(rest + outs)]
+    sizes = (n, t_q, t_k, d, d_v, int(params["causal"]), float(params["scale"]), dropout, threads)
     kernels[(kernel.custom, SUFFIX[wide])](*pointers, *sizes)
     for handle, result in zip(handles[n_in:], outs):
         if result is not handle:

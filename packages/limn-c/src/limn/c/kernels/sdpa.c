@@ -133,34 +133,61 @@ static void limn_sdpa_online_SUFFIX(REAL* restrict st, REAL* restrict m, REAL* r
     }
 }
 
+/* z[c] = dropout's factor of weight first + c step, for c < count (limn_sdpa_drop); 1 without dropout */
+static void limn_sdpa_factors_SUFFIX(const limn_sdpa_drop* drop, int64_t first, int64_t step, int64_t count,
+                                     REAL* restrict z) {
+    const REAL factor = drop->p > 0 ? (REAL)(1.0 / (1.0 - drop->p)) : 1;
+    if (drop->p == 0) {
+        for (int64_t c = 0; c < count; c++) z[c] = 1;
+        return;
+    }
+    LIMN_IVDEP
+    for (int64_t c = 0; c < count; c++) z[c] = KEEP(drop, first + c * step, factor);
+}
+
+/* dropout on a forward tile of exp(s - m) (st: a key per row, a query per column), after its sum has gone into
+   l: only what O adds up is dropped; query r0 + r and key j0 + j of batch row b */
+static void limn_sdpa_drop_tile_SUFFIX(REAL* restrict st, const limn_sdpa_drop* drop, int64_t b, int64_t r0,
+                                       int64_t j0, int64_t width) {
+    REAL z[LIMN_SDPA_ROWS];
+    for (int64_t j = 0; j < width; j++) {
+        limn_sdpa_factors_SUFFIX(drop, (b * drop->t_q + r0) * drop->t_k + j0 + j, drop->t_k, LIMN_SDPA_ROWS, z);
+        LIMN_IVDEP
+        for (int64_t r = 0; r < LIMN_SDPA_ROWS; r++) st[j * LIMN_SDPA_ROWS + r] *= z[r];
+    }
+}
+
 /* P^T and dS^T for one key's row of the transposed tiles (st, dst: a column per query i0 + r), in place: the
    scores become p = exp(s scale - lse), 0 where hidden, and dP becomes dS = p (dP - delta); lse and delta per
-   query, -inf in lse marking a query past the end or one that sees no key */
+   query, -inf in lse marking a query past the end or one that sees no key; z: dropout's factors per query,
+   which weigh dP */
 static void limn_sdpa_grad_key_SUFFIX(REAL* restrict st, REAL* restrict dst, const REAL* restrict lse,
-                                      const REAL* restrict delta, REAL scale, int causal, int key_visible,
-                                      int64_t key, int64_t i0) {
+                                      const REAL* restrict delta, const REAL* restrict z, REAL scale, int causal,
+                                      int key_visible, int64_t key, int64_t i0) {
     const int64_t from = key_visible ? limn_sdpa_first_query(causal, key, i0, LIMN_SDPA_ROWS) : LIMN_SDPA_ROWS;
     LIMN_IVDEP
     for (int64_t r = 0; r < LIMN_SDPA_ROWS; r++) { /* hidden cells may be ones the product skipped: PICK, not * */
         const int visible = (r >= from) & (lse[r] != -INFINITY);
         const REAL p = PICK(visible, EXP(st[r] * scale - lse[r]), 0);
         st[r] = p;
-        dst[r] = PICK(visible, p * (dst[r] - delta[r]), 0);
+        dst[r] = PICK(visible, p * (z[r] * dst[r] - delta[r]), 0);
     }
 }
 
 /* the same for one query's row of the tiles (s, ds: a column per key j0 + j), with that query's lse and delta;
    keys[j] says whether the key mask lets key j0 + j be seen (always a real array: a vector loop reading a
-   null mask under a false condition still costs the CPU a fault assist per load) */
-static void limn_sdpa_grad_query_SUFFIX(REAL* restrict s, REAL* restrict ds, REAL lse, REAL delta, REAL scale,
-                                        int causal, const uint8_t* keys, int64_t width, int64_t query, int64_t j0) {
+   null mask under a false condition still costs the CPU a fault assist per load); z: dropout's factors per key,
+   which weigh dP, and P where dV reads it */
+static void limn_sdpa_grad_query_SUFFIX(REAL* restrict s, REAL* restrict ds, const REAL* restrict z, REAL lse,
+                                        REAL delta, REAL scale, int causal, const uint8_t* keys, int64_t width,
+                                        int64_t query, int64_t j0) {
     const int64_t upto = lse == -INFINITY ? 0 : causal && query - j0 + 1 < width ? query - j0 + 1 : width;
     LIMN_IVDEP
     for (int64_t j = 0; j < LIMN_SDPA_KEYS; j++) { /* whole rows: a ragged end would run scalar */
         const int visible = (j < upto) & (keys[j] != 0); /* &, not &&: no branch in the loop */
         const REAL p = PICK(visible, EXP(s[j] * scale - lse), 0);
-        s[j] = p;
-        ds[j] = PICK(visible, p * (ds[j] - delta), 0);
+        s[j] = p * z[j];
+        ds[j] = PICK(visible, p * (z[j] * ds[j] - delta), 0);
     }
 }
 
@@ -169,11 +196,12 @@ static void limn_sdpa_grad_query_SUFFIX(REAL* restrict s, REAL* restrict ds, REA
    the transposed query and dO tiles qt, gt (d x ROWS, d_v x ROWS). lse and delta hold the ROWS queries' own. */
 typedef struct {
     const REAL *kj, *vj, *qt, *gt;
-    int64_t ldk, ldv, d, d_v, width, j0, i0;
+    int64_t ldk, ldv, d, d_v, width, j0, i0, b;
 } limn_sdpa_pair_SUFFIX;
 
 static void limn_sdpa_pair_grads_SUFFIX(const limn_sdpa_pair_SUFFIX* t, REAL* st, REAL* dst, const REAL* lse,
-                                        const REAL* delta, const uint8_t* mask, REAL scale, int causal) {
+                                        const REAL* delta, const uint8_t* mask, const limn_sdpa_drop* drop,
+                                        REAL scale, int causal) {
     const int64_t mk = limn_sdpa_round_up(t->width, LIMN_SDPA_MR);
     const limn_sdpa_band cells = limn_sdpa_band_of(causal, t->j0 - t->i0, LIMN_SDPA_FAR, 0); /* key j: queries
                                                                    r >= j + j0 - i0 */
@@ -181,9 +209,12 @@ static void limn_sdpa_pair_grads_SUFFIX(const limn_sdpa_pair_SUFFIX* t, REAL* st
                           cells);
     limn_sdpa_gemm_SUFFIX(t->vj, t->ldv, 0, t->gt, LIMN_SDPA_ROWS, dst, LIMN_SDPA_ROWS, mk, LIMN_SDPA_ROWS, t->d_v,
                           0, cells);
+    REAL z[LIMN_SDPA_ROWS]; /* dropout's factors of key j for each query */
     for (int64_t j = 0; j < mk; j++) {
         const int key_visible = j < t->width && (mask == 0 || mask[t->j0 + j] != 0);
-        limn_sdpa_grad_key_SUFFIX(st + j * LIMN_SDPA_ROWS, dst + j * LIMN_SDPA_ROWS, lse, delta, scale, causal,
+        const int64_t first = (t->b * drop->t_q + t->i0) * drop->t_k + t->j0 + j;
+        limn_sdpa_factors_SUFFIX(drop, first, drop->t_k, LIMN_SDPA_ROWS, z);
+        limn_sdpa_grad_key_SUFFIX(st + j * LIMN_SDPA_ROWS, dst + j * LIMN_SDPA_ROWS, lse, delta, z, scale, causal,
                                   key_visible, t->j0 + j, t->i0);
     }
 }
@@ -223,10 +254,12 @@ static void limn_sdpa_delta_SUFFIX(const REAL* d_o, const REAL* out, REAL* delta
 /* Work item w is (batch row, tile of ROWS queries) = (w / tiles, w % tiles); it streams the key tiles past its
    queries, transposed so a key is a row: S^T = k q^T, the online softmax a key at a time over all the tile's
    queries, then O += P v. */
-void limn_sdpa_forward_SUFFIX(const REAL* q, const REAL* k, const REAL* v, const uint8_t* key_mask, REAL* out,
-                              REAL* lse, int64_t n, int64_t t_q, int64_t t_k, int64_t d, int64_t d_v, int causal,
-                              double scale_, int threads) {
+void limn_sdpa_forward_SUFFIX(const REAL* q, const REAL* k, const REAL* v, const uint8_t* key_mask,
+                              const double* seed, const double* counter, REAL* out, REAL* lse, int64_t n, int64_t t_q,
+                              int64_t t_k, int64_t d, int64_t d_v, int causal, double scale_, double dropout,
+                              int threads) {
     const REAL scale = (REAL)scale_;
+    const limn_sdpa_drop drop = limn_sdpa_drop_of(seed, counter, dropout, t_q, t_k);
     const int64_t tiles = (t_q + LIMN_SDPA_ROWS - 1) / LIMN_SDPA_ROWS;
     const int64_t dp = limn_sdpa_round_up(d, 2 * LANES), dvp = limn_sdpa_round_up(d_v, 2 * LANES);
     limn_sdpa_tiles_SUFFIX kr = limn_sdpa_tiles_make_SUFFIX(k, n, t_k, d, LIMN_SDPA_KEYS, 1, threads);
@@ -257,6 +290,7 @@ void limn_sdpa_forward_SUFFIX(const REAL* q, const REAL* k, const REAL* v, const
             limn_sdpa_gemm_SUFFIX(kj, kr.ld, 0, qt, LIMN_SDPA_ROWS, st, LIMN_SDPA_ROWS, mk, LIMN_SDPA_ROWS, d, 0,
                                   limn_sdpa_band_of(causal, j0 - r0, LIMN_SDPA_FAR, 0));
             limn_sdpa_online_SUFFIX(st, m, l, rescale, width, scale, causal, mb, r0, j0);
+            if (drop.p > 0) limn_sdpa_drop_tile_SUFFIX(st, &drop, b, r0, j0, width);
             for (int64_t r = 0; r < rows; r++) {
                 LIMN_IVDEP
                 for (int64_t c = 0; c < dvp; c++) acc[r * dvp + c] = acc[r * dvp + c] * rescale[r];
@@ -280,10 +314,11 @@ void limn_sdpa_forward_SUFFIX(const REAL* q, const REAL* k, const REAL* v, const
 
 /* Work items as the forward's: per key tile, P^T and dS^T (limn_sdpa_pair_grads), then dQ += dS k. */
 void limn_sdpa_backward_q_SUFFIX(const REAL* q, const REAL* k, const REAL* v, const uint8_t* key_mask,
-                                 const REAL* out, const REAL* lse, const REAL* d_out, REAL* d_q, int64_t n,
-                                 int64_t t_q, int64_t t_k, int64_t d, int64_t d_v, int causal, double scale_,
-                                 int threads) {
+                                 const double* seed, const double* counter, const REAL* out, const REAL* lse,
+                                 const REAL* d_out, REAL* d_q, int64_t n, int64_t t_q, int64_t t_k, int64_t d,
+                                 int64_t d_v, int causal, double scale_, double dropout, int threads) {
     const REAL scale = (REAL)scale_;
+    const limn_sdpa_drop drop = limn_sdpa_drop_of(seed, counter, dropout, t_q, t_k);
     const int64_t tiles = (t_q + LIMN_SDPA_ROWS - 1) / LIMN_SDPA_ROWS;
     const int64_t dp = limn_sdpa_round_up(d, 2 * LANES), dvp = limn_sdpa_round_up(d_v, 2 * LANES);
     REAL* delta = malloc(sizeof(REAL) * (size_t)(n * t_q + 1));
@@ -315,8 +350,8 @@ void limn_sdpa_backward_q_SUFFIX(const REAL* q, const REAL* k, const REAL* v, co
             const int64_t tile = j0 / LIMN_SDPA_KEYS;
             const REAL* kj = limn_sdpa_tile_SUFFIX(&kr, b, tile);
             const limn_sdpa_pair_SUFFIX pair = {kj, limn_sdpa_tile_SUFFIX(&vr, b, tile), qt, gt, kr.ld, vr.ld,
-                                                d, d_v, width, j0, r0};
-            limn_sdpa_pair_grads_SUFFIX(&pair, st, dst, row_lse, row_delta, mb, scale, causal);
+                                                d, d_v, width, j0, r0, b};
+            limn_sdpa_pair_grads_SUFFIX(&pair, st, dst, row_lse, row_delta, mb, &drop, scale, causal);
             limn_sdpa_gemm_SUFFIX(dst, LIMN_SDPA_ROWS, 1, kj, kr.ld, acc, dp, mr, dp, width, 1,
                                   limn_sdpa_band_of(causal, -LIMN_SDPA_FAR, r0 - j0, 1));
         }
@@ -334,10 +369,11 @@ void limn_sdpa_backward_q_SUFFIX(const REAL* q, const REAL* k, const REAL* v, co
 /* Work item w is (batch row, tile of KEYS keys); it streams the query tiles past its keys, a query per row: S =
    q k^T and dP = dO v^T, P and dS query by query, then dV += P^T dO and dK += dS^T q. */
 void limn_sdpa_backward_kv_SUFFIX(const REAL* q, const REAL* k, const REAL* v, const uint8_t* key_mask,
-                                  const REAL* out, const REAL* lse, const REAL* d_out, REAL* d_k, REAL* d_v_,
-                                  int64_t n, int64_t t_q, int64_t t_k, int64_t d, int64_t d_v, int causal,
-                                  double scale_, int threads) {
+                                  const double* seed, const double* counter, const REAL* out, const REAL* lse,
+                                  const REAL* d_out, REAL* d_k, REAL* d_v_, int64_t n, int64_t t_q, int64_t t_k,
+                                  int64_t d, int64_t d_v, int causal, double scale_, double dropout, int threads) {
     const REAL scale = (REAL)scale_;
+    const limn_sdpa_drop drop = limn_sdpa_drop_of(seed, counter, dropout, t_q, t_k);
     const int64_t tiles = (t_k + LIMN_SDPA_KEYS - 1) / LIMN_SDPA_KEYS;
     const int64_t dp = limn_sdpa_round_up(d, 2 * LANES), dvp = limn_sdpa_round_up(d_v, 2 * LANES);
     REAL* delta = malloc(sizeof(REAL) * (size_t)(n * t_q + 1));
@@ -373,9 +409,12 @@ void limn_sdpa_backward_kv_SUFFIX(const REAL* q, const REAL* k, const REAL* v, c
             limn_sdpa_gemm_SUFFIX(qi, qr.ld, 0, kt, LIMN_SDPA_KEYS, s, LIMN_SDPA_KEYS, mq, LIMN_SDPA_KEYS, d, 0, cells);
             limn_sdpa_gemm_SUFFIX(gi, gr.ld, 0, vt, LIMN_SDPA_KEYS, ds, LIMN_SDPA_KEYS, mq, LIMN_SDPA_KEYS, d_v, 0,
                                   cells);
-            for (int64_t r = 0; r < rows; r++)
-                limn_sdpa_grad_query_SUFFIX(s + r * LIMN_SDPA_KEYS, ds + r * LIMN_SDPA_KEYS, lse[first + r],
+            for (int64_t r = 0; r < rows; r++) {
+                REAL z[LIMN_SDPA_KEYS]; /* dropout's factors of query i0 + r for each key */
+                limn_sdpa_factors_SUFFIX(&drop, (first + r) * t_k + j0, 1, LIMN_SDPA_KEYS, z);
+                limn_sdpa_grad_query_SUFFIX(s + r * LIMN_SDPA_KEYS, ds + r * LIMN_SDPA_KEYS, z, lse[first + r],
                                             delta[first + r], scale, causal, keys, width, i0 + r, j0);
+            }
             const limn_sdpa_band terms = limn_sdpa_band_of(causal, j0 - i0, LIMN_SDPA_FAR, 1); /* key j: queries
                                                                    r >= j + j0 - i0 */
             limn_sdpa_gemm_SUFFIX(s, LIMN_SDPA_KEYS, 1, gi, gr.ld, dv, dvp, mk, dvp, rows, 1, terms);

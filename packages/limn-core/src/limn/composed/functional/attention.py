@@ -1,9 +1,10 @@
 """Scaled dot-product attention, torch's F.scaled_dot_product_attention plus limn's per-key mask.
 
 The frontend checks q, k, v and sends key masks and causal attention to the fused CUSTOM kernels
-(limn.composed.functional.sdpa: no (..., t_q, t_k) score matrix, forward or backward) on a device that supplies them; a
-general attn_mask or dropout, or a device without the kernels, gets the composition here: softmax(q k^T * scale + mask)
-v. Pipeline: **tensor (attention)** -> custom_call.apply("sdpa") or composed ops -> graph -> schedule -> device.
+(limn.composed.functional.sdpa: no (..., t_q, t_k) score matrix, forward or backward, dropout drawn inside) on a device
+that supplies them; a general attn_mask, a dropout of 1, or a device without the kernels, gets the composition here:
+softmax(q k^T * scale + mask) v.
+Pipeline: **tensor (attention)** -> custom_call.apply("sdpa") or composed ops -> graph -> schedule -> device.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import limn  # limn.Tensor, named at call time: the class is built from this module's mixin
 from limn import dtypes
+from limn.composed.random import rng
 from limn.errors import ArgumentError
 from limn.frontend import custom_call
 from limn.frontend.arguments import broadcast_shape
@@ -48,8 +50,9 @@ class AttentionMixin:
 
         key_mask (..., t_k) bool is limn's: True keeps a key (padding, a part-filled kv cache). It composes with
         causal, and its leading dims broadcast against the batch dims from the right, as any torch broadcast: a
-        (B, t_k) padding mask for (B, heads, t, d) queries is key_mask[:, None]. Without attn_mask and dropout
-        the call runs on the fused kernels (limn.composed.functional.sdpa) where the device has them.
+        (B, t_k) padding mask for (B, heads, t, d) queries is key_mask[:, None]. Without attn_mask the call runs
+        on the fused kernels (limn.composed.functional.sdpa) where the device has them, dropout too: they draw
+        the mask Tensor.dropout would draw from the device's default generator, the backward the same again.
 
         A query row whose every key is masked out gives zeros and passes no gradient, as torch's (its softmax
         would be over nothing), on the fused path and the composed one.
@@ -60,6 +63,10 @@ class AttentionMixin:
         """
         causal = bool(is_causal or causal)
         _check(self, key, value, key_mask)
+        if not 0.0 <= dropout_p <= 1.0:
+            raise ArgumentError(
+                f"scaled_dot_product_attention: dropout_p has to be between 0 and 1, but got {dropout_p}"
+            )
         if causal and attn_mask is not None:
             raise ArgumentError(
                 "scaled_dot_product_attention: is_causal=True takes no attn_mask (as torch); fold it in"
@@ -67,8 +74,8 @@ class AttentionMixin:
         if enable_gqa:
             key, value = _shared_heads(self, key), _shared_heads(self, value)
         scale = 1.0 / math.sqrt(self.shape[-1]) if scale is None else float(scale)
-        if attn_mask is None and dropout_p == 0:
-            return _fused(self, key, value, key_mask, causal, scale)
+        if attn_mask is None and dropout_p < 1:
+            return _fused(self, key, value, key_mask, causal, scale, float(dropout_p))
         return composed(self, key, value, attn_mask, dropout_p, causal, scale, key_mask)
 
 
@@ -97,8 +104,11 @@ def _check(query: Tensor, key: Tensor, value: Tensor, key_mask: Tensor | None) -
         )
 
 
-def _fused(query: Tensor, key: Tensor, value: Tensor, key_mask: Tensor | None, causal: bool, scale: float) -> Tensor:
-    """The call of the fused CUSTOM op in its layout: batch dims broadcast and flattened to N."""
+def _fused(
+    query: Tensor, key: Tensor, value: Tensor, key_mask: Tensor | None, causal: bool, scale: float, dropout: float
+) -> Tensor:
+    """The call of the fused CUSTOM op in its layout: batch dims broadcast and flattened to N. Dropout draws
+    its words' counter from the default generator: a word per weight (N, t_q, t_k), a pair for float64."""
     t_q, d, t_k, d_v = query.shape[-2], query.shape[-1], key.shape[-2], value.shape[-1]
     what = "scaled_dot_product_attention: the batch dims of query, key, value (and key_mask)"
     batch = broadcast_shape(broadcast_shape(query.shape[:-2], key.shape[:-2], what), value.shape[:-2], what)
@@ -111,7 +121,12 @@ def _fused(query: Tensor, key: Tensor, value: Tensor, key_mask: Tensor | None, c
     inputs = [q, k, v]
     if key_mask is not None:
         inputs.append(key_mask.broadcast_to(batch + (t_k,)).reshape((n, t_k)))  # (..., t_k) -> (N, t_k)
-    out, _logsumexp = custom_call.apply("sdpa", *inputs, causal=causal, scale=scale, masked=key_mask is not None)
+    params = {"causal": causal, "scale": scale, "masked": key_mask is not None}
+    if dropout > 0:
+        g = rng.default_generator(query.device)
+        inputs += [g.key, g.draw(n * t_q * t_k * (2 if query.dtype == dtypes.float64 else 1))]
+        params["dropout"] = dropout
+    out, _logsumexp = custom_call.apply("sdpa", *inputs, **params)
     return out.reshape(batch + (t_q, d_v))  # (N, t_q, d_v) -> (..., t_q, d_v)
 
 

@@ -169,7 +169,7 @@ class Generator:
     def position(self) -> int:
         """How many words this generator has given since its seed (mod 2**64); reads the device."""
         self.counter.realize()
-        return _value(self.counter.numpy())
+        return limbs_value(self.counter.numpy())
 
     def host_words(self, shape: tuple[int, ...]) -> Tensor:
         """words(shape) computed on the host by squares32_host (the same bits) as a numpy-device tensor, the
@@ -177,7 +177,7 @@ class Generator:
         n = _count(shape)
         start = self.position()
         counters = (np.arange(n, dtype=np.uint64) + np.uint64(start)) if n else np.zeros(0, np.uint64)
-        words = squares32_host(counters, _value(self.key.numpy()))
+        words = squares32_host(counters, limbs_value(self.key.numpy()))
         _write(self.counter, np.array(limbs_of((start + n) & MASK64)))
         return limn.Tensor(words.astype(np.float64).reshape(shape), device="numpy")
 
@@ -189,7 +189,20 @@ class Generator:
         compiled device reuses its plan). While limn.capture records (on_device), nothing is realized
         mid-step: each draw reads the counter's bytes plus the words drawn since (`pending`), and one
         assign carries the total, so every run of the recording reads the same counter bytes."""
-        n = _count(shape)
+        counter, first = self._advance(_count(shape))
+        return words_at(self.key, counter, shape, first)
+
+    def draw(self, n: int) -> Tensor:
+        """The counter of the first of the next n words, a lazy (4,) float64 tensor of limbs, with the counter
+        advanced past them as words(n) would: for a kernel that makes its words itself (fused attention's
+        dropout), from counters draw(n), draw(n) + 1, ... under self.key, as words_at spells them."""
+        counter, first = self._advance(_count((n,)))
+        step = limbs_of(first)
+        return limn.Tensor.stack(list(_carried([counter[i] + step[i] for i in range(4)])))
+
+    def _advance(self, n: int) -> tuple[Tensor, int]:
+        """The counter's bytes (before any pending advance) and how many words past them this draw of n
+        starts; the pending assign then carries n more."""
         if not on_device:
             self.counter.realize()
         if self.counter.node.op is Op.BUFFER:
@@ -198,21 +211,27 @@ class Generator:
         counter = limn.Tensor._from_node(target, self.device)  # the counter's bytes, before any pending advance
         if self._pending + n >= 2**32:
             raise ArgumentError("random numbers: a captured step draws 2**32 numbers or more; draw fewer")
-        index = np.arange(self._pending, self._pending + n, dtype=np.int64)
-        base = [counter[i] for i in range(4)]  # (4,) -> four 0-d limbs
-        low = limn.Tensor(index % LIMB, dtype=dtypes.float64, device=self.device)  # (n,): the index's limbs
-        high = limn.Tensor(index // LIMB, dtype=dtypes.float64, device=self.device)
-        counters = _carried([base[0] + low, base[1] + high, base[2] + low * 0, base[3] + low * 0])
-        key = (self.key[0], self.key[1], self.key[2], self.key[3])
-        out = squares32(counters, key).reshape(shape)  # (n,) -> shape
+        first = self._pending
         self._pending += n
         step = limbs_of(self._pending)
-        advanced = limn.Tensor.stack(list(_carried([base[i] + step[i] for i in range(4)])))  # 4 0-d limbs -> (4,)
+        advanced = limn.Tensor.stack(list(_carried([counter[i] + step[i] for i in range(4)])))  # 4 0-d limbs -> (4,)
         if self.counter.node.op is Op.BUFFER:
             self.counter.assign(advanced)
         else:  # one pending assign, now carrying every draw since the bytes were written
             self.counter.node = Node(Op.ASSIGN, (target, advanced.node), target.dtype, target.shape)
-        return out
+        return counter, first
+
+
+def words_at(key: Tensor, counter: Tensor, shape: tuple[int, ...], offset: int = 0) -> Tensor:
+    """The Squares words of counters counter + offset, counter + offset + 1, ... (row-major over shape) under
+    key, lazily; key and counter are (4,) float64 limb tensors, offset + prod(shape) < 2**32."""
+    n = _count(shape)
+    index = np.arange(offset, offset + n, dtype=np.int64)
+    low = limn.Tensor(index % LIMB, dtype=dtypes.float64, device=counter.device)  # (n,): the index's limbs
+    high = limn.Tensor(index // LIMB, dtype=dtypes.float64, device=counter.device)
+    base = [counter[i] for i in range(4)]  # (4,) -> four 0-d limbs
+    counters = _carried([base[0] + low, base[1] + high, base[2] + low * 0, base[3] + low * 0])
+    return squares32(counters, (key[0], key[1], key[2], key[3])).reshape(shape)  # (n,) -> shape
 
 
 def _count(shape: tuple[int, ...]) -> int:
@@ -222,7 +241,7 @@ def _count(shape: tuple[int, ...]) -> int:
     return n
 
 
-def _value(limbs: np.ndarray) -> int:
+def limbs_value(limbs: np.ndarray) -> int:
     """The 64-bit integer of four 16-bit limbs, low first."""
     return sum(int(limb) << (16 * i) for i, limb in enumerate(limbs))
 

@@ -81,6 +81,14 @@ def uniform(shape: tuple[int, ...], dtype: DType, words: Words, open_interval: b
     return (_uniform_integers(shape, bits, words) * 2.0**-bits).cast(dtype)
 
 
+def dropout_factors(shape: tuple[int, ...], dtype: DType, p: float, words: Words) -> Tensor:
+    """What dropout multiplies each value of `dtype` by: 1 / (1 - p) where it is kept, with probability 1 - p
+    (a uniform number, float64 for float64 and float32 otherwise, at least p), and 0 where it is dropped. Tensor.dropout
+    and fused attention's composition draw their masks here, so equal words give equal masks."""
+    keep = uniform(shape, dtypes.float64 if dtype == dtypes.float64 else dtypes.float32, words).ge(p)
+    return keep.cast(dtype) * (1.0 / (1.0 - p))
+
+
 def rand(
     shape: Sequence[int] | int,
     *,
@@ -281,8 +289,7 @@ class SamplingMixin:
         g = _generator(generator, self.device)
         if p == 1.0:
             return self * 0.0  # torch: every entry dropped, x * 0 (NaN for inf)
-        keep = uniform(self.shape, dtypes.float64 if self.dtype == dtypes.float64 else dtypes.float32, g.words).ge(p)
-        return self * (keep.cast(self.dtype) * (1.0 / (1.0 - p)))
+        return self * dropout_factors(self.shape, self.dtype, p, g.words)
 
     def multinomial(self, num_samples: int, replacement: bool = False, *, generator: Generator | None = None) -> Tensor:
         """Category indices (int32) drawn from the rows of `probs` ((K,) or (N, K), weights >= 0, not necessarily
