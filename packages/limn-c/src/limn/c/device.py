@@ -23,9 +23,10 @@ from limn.c import team as c_team
 from limn.c.library_cache import cache_dir
 from limn.c.pool import HostPool
 from limn.c.prelude import PRELUDE
+from limn.c.row_call import RowPieces
 from limn.c.source import CRenderer, Options
 from limn.c.toolchain import Toolchain
-from limn.compiler import cache_files
+from limn.compiler import cache_files, row_pieces
 from limn.compiler.ir import KernelIR
 from limn.compiler.jit import CompiledDevice, Plan, debug_level
 from limn.dtypes import DType
@@ -42,6 +43,7 @@ class CDevice(CompiledDevice):
     name = "c"
     host = True
     custom_kernels = c_attention.NAMES  # fused attention, fixed C (c/attention.py)
+    row_pieces = True  # a new row count runs on kernels built for others (limn.compiler.row_pieces)
 
     def __init__(
         self,
@@ -154,6 +156,9 @@ class CDevice(CompiledDevice):
 
     def launch(self, program: Any, kernel: KernelIR, handles: list[np.ndarray]) -> None:
         program(*addresses.of(handles))
+
+    def join_pieces(self, cut: row_pieces.Split, programs: list[Any]) -> RowPieces:
+        return RowPieces(cut, programs)  # c/row_call.py
 
     def run_custom(self, kernel: KernelIR, handles: list[np.ndarray]) -> None:
         """A CUSTOM kernel: fused attention's C (c/attention.py), built on first use through the kernel cache

@@ -23,11 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from limn.compiler import index_checks, row_pieces
 from limn.compiler.codegen import lower_schedule
 from limn.compiler.explain import explain_schedule
 from limn.compiler.ir import KernelIR, Program
-from limn.compiler.kernel import Scatter, SlotKind
-from limn.compiler.schedule import Gather, Load, Schedule, schedule
+from limn.compiler.kernel import SlotKind
+from limn.compiler.schedule import Schedule, schedule
 from limn.dtypes import DType
 from limn.graph import provenance
 from limn.graph.ops import Node, Op, Shape, toposort
@@ -75,17 +76,6 @@ def structure_key(sinks: Sequence[Node], order: list[Node] | None = None) -> tup
 
 
 @dataclass
-class IndexCheck:
-    """Before kernel `kernel` runs, the int buffer `slot`, read through `view`, must hold only
-    values in [0, size): a gather or scatter index that would leave its buffer never reaches it."""
-
-    kernel: int
-    load: Load
-    size: int
-    what: str
-
-
-@dataclass
 class Plan:
     """What one graph structure compiles to: its program (schedule and IR), a compiled program per
     kernel, and the index checks to run on the way. Each thread keeps its own scratch buffers for the
@@ -97,7 +87,7 @@ class Plan:
 
     program: Program
     compiled: list[Any]
-    checks: list[IndexCheck]
+    checks: list[index_checks.IndexCheck]
     _per_thread: threading.local = field(default_factory=threading.local, repr=False)
 
     @functools.cached_property
@@ -140,8 +130,8 @@ class Plan:
         return owners
 
     @functools.cached_property
-    def checks_by_kernel(self) -> dict[int, list[IndexCheck]]:
-        by_kernel: dict[int, list[IndexCheck]] = {}
+    def checks_by_kernel(self) -> dict[int, list[index_checks.IndexCheck]]:
+        by_kernel: dict[int, list[index_checks.IndexCheck]] = {}
         for c in self.checks:
             by_kernel.setdefault(c.kernel, []).append(c)
         return by_kernel
@@ -177,6 +167,7 @@ class CompiledDevice:
     name = "compiled"
     host = True
     custom_kernels: frozenset[str] = frozenset()
+    row_pieces = False  # whether the device runs a kernel as row pieces (join_pieces)
 
     # what a subclass must define: render(kernel) -> source, compile(kernel, source) -> program,
     # launch(program, kernel, handles), and alloc, free, copyin, copyout, synchronize
@@ -188,6 +179,7 @@ class CompiledDevice:
             raise TypeError(f"{type(self).__name__} is a CompiledDevice without {', '.join(missing)}")
         self.plans: dict[tuple, Plan] = {}
         self.programs: dict[str, Any] = {}
+        self.families = row_pieces.Families()  # what earlier plans ran, for row pieces
         self.stats = Stats()
 
     # ---- planning ----
@@ -202,7 +194,7 @@ class CompiledDevice:
             return plan, leaves
         sched = schedule(sinks, order)
         program = lower_schedule(sched)
-        plan = Plan(program, self._programs(program.kernels), _index_checks(sched))
+        plan = Plan(program, self._programs(program.kernels), index_checks.placed(sched))
         self.plans[key] = plan
         self.stats.plans_built += 1
         if debug_level() >= 1:
@@ -219,6 +211,20 @@ class CompiledDevice:
         return plan, leaves
 
     def _programs(self, kernels: Sequence[KernelIR]) -> list[Any]:
+        """A compiled program per kernel (None for CUSTOM). A kernel that row_pieces.Families cuts into row
+        pieces, on a device that runs them, is one program joined from its pieces' (join_pieces)."""
+        say = (lambda line: print(f"[limn {self.name}] {line}", file=sys.stderr)) if debug_level() >= 1 else None
+        cuts = self.families.cuts(kernels, say) if self.row_pieces else [None] * len(kernels)
+        parts = [[k] if cut is None else list(cut.kernels) for k, cut in zip(kernels, cuts)]
+        made = iter(self._compiled([p for kernel_parts in parts for p in kernel_parts]))  # in parts' order
+        return [next(made) if cut is None else self.join_pieces(cut, [next(made) for _ in cut.runs]) for cut in cuts]
+
+    def join_pieces(self, cut: row_pieces.Split, programs: list[Any]) -> Any:
+        """One program running a kernel's row pieces (`programs`, one per run): a device that sets
+        row_pieces defines it."""
+        raise NotImplementedError(f"{type(self).__name__} sets row_pieces and has no join_pieces")
+
+    def _compiled(self, kernels: Sequence[KernelIR]) -> list[Any]:
         """A compiled program per kernel (None for CUSTOM): from the cache by source hash, the rest
         compiled together in one compile_batch call."""
         sources = [None if k.custom is not None else self.render(k) for k in kernels]
@@ -273,7 +279,7 @@ class CompiledDevice:
         timing = debug_level() >= 3
         for i, (kernel, compiled) in enumerate(zip(plan.program.kernels, plan.compiled)):
             for check in checks.get(i, ()):
-                self._check_indices(check, sched, handles)
+                index_checks.verify(check, sched, handles, self)
             args = [handles[b.slot] for b in kernel.inputs + kernel.outputs]
             start = time.perf_counter() if timing else 0.0
             if kernel.custom is not None:
@@ -333,21 +339,6 @@ class CompiledDevice:
                 f"device {self.name!r} could not allocate {nbytes} bytes for a {dtype.name}{list(shape)} buffer{why}"
             ) from None
 
-    def _check_indices(self, check: IndexCheck, sched: Schedule, handles: list[Any]) -> None:
-        from limn.runtime.numpy_device import view_array
-
-        load = check.load
-        raw = handles[load.slot]
-        if not self.host:
-            raw = self.copyout(raw, load.dtype, sched.slots[load.slot].shape)
-        values = view_array(np.asarray(raw), load.view)
-        if values.size and (values.min() < 0 or values.max() >= check.size):
-            bad = values[(values < 0) | (values >= check.size)].reshape(-1)[0]
-            raise IndexError(
-                f"{check.what}: index {int(bad)} is out of range for an axis of size {check.size} "
-                f"(valid indices are 0..{check.size - 1})"
-            )
-
     def _results(self, sched: Schedule, leaves: list[Buffer], handles: list[Any]) -> list[Buffer]:
         leaf_of = dict(zip(sched.inputs, leaves))
         out = []
@@ -361,23 +352,3 @@ class CompiledDevice:
                 handle = handle.reshape(sink.shape)  # an alias: same bytes, the sink's shape
             out.append(Buffer(self.name, sched.slots[sink.slot].dtype, sink.shape, handle))
         return out
-
-
-def _index_checks(sched: Schedule) -> list[IndexCheck]:
-    """One check per gather and scatter, each placed before the first kernel that runs once its indices
-    exist: before any kernel at all when they are a leaf buffer, so a bad index stops the realize() before
-    an in-place ASSIGN has written anything."""
-    last_write: dict[int, int] = {}  # slot -> the last kernel writing it, up to the kernel being checked
-    checks = []
-    for i, k in enumerate(sched.kernels):
-        loads: list[tuple[Load, int, str]] = []
-        if isinstance(k.form, Scatter):
-            loads.append((k.form.idx, sched.slots[k.out].shape[k.form.axis], "scatter"))
-        for e in k.exprs:
-            if isinstance(e, Gather):
-                loads.append((e.idx, e.src.view.shape[e.axis], "gather"))
-        for load, size, what in loads:
-            checks.append(IndexCheck(last_write.get(load.slot, -1) + 1, load, size, what))
-        for s in k.outputs:
-            last_write[s] = i
-    return checks

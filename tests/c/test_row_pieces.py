@@ -1,0 +1,120 @@
+"""Row pieces (limn.compiler.row_pieces) on the c device: a kernel whose family an earlier plan ran at another row
+count runs as kernels built for power-of-two counts, and the oracle is the whole kernel on a device that has never
+seen another count, bit for bit:
+- which kernels' rows are independent: a matmul's, a layer norm's, a gather's rows are; a pad along the rows, a
+  scatter, a CUSTOM call's are not;
+- matmuls (register-tiled), layer norm and GELU, softmax, an embedding gather, a (B, T, C) batch, at 21, 37 and
+  100 rows after a plan at 16, equal the whole kernels bit for bit, and the pieces are what ran;
+- a plan whose shapes never change keeps its whole kernels; once the power-of-two counts are built, a new count
+  compiles nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import limn
+from limn import Tensor
+from limn.c.device import CDevice
+from limn.c.row_call import RowPieces
+from limn.compiler import row_pieces
+from limn.compiler.codegen import ir
+from limn.nn import functional as F
+from limn.runtime.device import get_device
+
+rng = np.random.default_rng(3)
+C, H = 24, 40
+W1, B1 = rng.standard_normal((C, H)).astype(np.float32), rng.standard_normal(H).astype(np.float32)
+W2 = rng.standard_normal((H, C)).astype(np.float32)
+TABLE = rng.standard_normal((50, C)).astype(np.float32)
+
+
+def mlp(x: Tensor) -> Tensor:
+    h = (x @ Tensor(W1) + Tensor(B1)).gelu()  # (T, H)
+    return h @ Tensor(W2)  # (T, C)
+
+
+def block(x: Tensor) -> Tensor:
+    y = F.layer_norm(x, (C,)) * 1.5 + 0.25
+    return (mlp(y) + x).softmax(-1)
+
+
+def embed(ids: Tensor) -> Tensor:
+    return Tensor(TABLE)[ids] * 2.0 + 1.0  # (T, C)
+
+
+def batched(x: Tensor) -> Tensor:
+    return (x.reshape(x.shape[0], -1, C) @ Tensor(W1)).relu().sum(-1)  # (B, T, C) -> (B, T)
+
+
+MODELS = {"mlp": mlp, "block": block, "embed": embed, "batched": batched}
+
+
+def _input(name: str, rows: int) -> np.ndarray:
+    if name == "embed":
+        return rng.integers(0, 50, rows)
+    if name == "batched":
+        return rng.standard_normal((rows, 3 * C)).astype(np.float32)
+    return rng.standard_normal((rows, C)).astype(np.float32)
+
+
+def _pieces_ran(device: CDevice) -> int:
+    return sum(isinstance(p, RowPieces) for plan in device.plans.values() for p in plan.compiled)
+
+
+def test_which_kernels_have_independent_rows() -> None:
+    limn.set_device("c")
+    x = Tensor(rng.standard_normal((21, C)).astype(np.float32))
+    (matmul,) = ir(x @ Tensor(W1)).kernels
+    rows = row_pieces.rows_of(matmul)
+    assert rows is not None and rows.count == 21 and rows.strides == (C, 0, H), rows
+    assert all(row_pieces.rows_of(k) is not None for k in ir(F.layer_norm(x, (C,))).kernels)
+    assert all(row_pieces.rows_of(k) is not None for k in ir(embed(Tensor(np.arange(21)))).kernels)
+    (padded,) = ir(x.pad(((2, 1), (0, 0))) * 2.0).kernels  # a mask tests the row
+    assert row_pieces.rows_of(padded) is None
+    scattered = ir(Tensor.zeros((5, C)).index_add(0, Tensor(np.arange(21) % 5), x)).kernels
+    assert any(row_pieces.rows_of(k) is None for k in scattered), "a scatter adds rows into shared cells"
+    q = Tensor(rng.standard_normal((2, 21, 8)).astype(np.float32))
+    (attention,) = [k for k in ir(Tensor.scaled_dot_product_attention(q, q, q)).kernels if k.custom]
+    assert row_pieces.rows_of(attention) is None
+    assert row_pieces.pieces(100) == [(0, 64), (64, 32), (96, 4)]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_row_pieces_equal_the_whole_kernels_bit_for_bit(name: str) -> None:
+    limn.register_device(f"c_rows_{name}", CDevice)
+    model = MODELS[name]
+    limn.set_device(f"c_rows_{name}")
+    model(Tensor(_input(name, 16))).realize()  # the family's first count
+    for rows in (21, 37, 100):
+        x = _input(name, rows)
+        limn.set_device(f"c_rows_{name}")
+        got = model(Tensor(x)).numpy()
+        limn.register_device(f"c_whole_{name}_{rows}", CDevice)  # a device that sees this count alone
+        limn.set_device(f"c_whole_{name}_{rows}")
+        want = model(Tensor(x)).numpy()
+        assert got.tobytes() == want.tobytes(), f"{name} at {rows} rows: pieces differ from the whole kernels"
+        assert _pieces_ran(get_device(f"c_whole_{name}_{rows}")) == 0
+    assert _pieces_ran(get_device(f"c_rows_{name}")) > 0, "the pieces are what ran"
+
+
+def test_a_plan_whose_shapes_never_change_keeps_whole_kernels() -> None:
+    limn.register_device("c_fixed", CDevice)
+    limn.set_device("c_fixed")  # a device of this test's own: the registry keeps one per name
+    x = Tensor(_input("block", 21))
+    for _ in range(3):
+        block(x).realize()
+    assert _pieces_ran(get_device("c_fixed")) == 0
+
+
+def test_once_the_powers_of_two_are_built_a_new_count_compiles_nothing() -> None:
+    limn.register_device("c_grow", CDevice)
+    limn.set_device("c_grow")
+    device = get_device("c_grow")
+    for rows in (16, 8, 4, 2, 3):  # 3 = 2 + 1: the one-row pieces
+        mlp(Tensor(_input("mlp", rows))).realize()
+    compiled = device.stats.programs_compiled
+    for rows in (29, 23, 30, 17):
+        mlp(Tensor(_input("mlp", rows))).realize()
+    assert device.stats.programs_compiled == compiled, "a new count compiled kernels"
+    assert device.stats.plans_built == 9
