@@ -3,8 +3,9 @@ count runs as kernels built for power-of-two counts, and the oracle is the whole
 seen another count, bit for bit:
 - which kernels' rows are independent: a matmul's, a layer norm's, a gather's rows are; a pad along the rows, a
   scatter, a CUSTOM call's are not;
-- matmuls (register-tiled), layer norm and GELU, softmax, an embedding gather, a (B, T, C) batch, at 21, 37 and
-  100 rows after a plan at 16, equal the whole kernels bit for bit, and the pieces are what ran;
+- matmuls (register-tiled), layer norm and GELU, softmax, an embedding gather, a (B, T, C) batch, and
+  attention's head layout (whose head loop is peeled: its stride holds the row count), at 21, 37 and 100 rows
+  after a plan at 16, equal the whole kernels bit for bit, and the pieces are what ran;
 - a plan whose shapes never change keeps its whole kernels; once the power-of-two counts are built, a new count
   compiles nothing."""
 
@@ -47,7 +48,13 @@ def batched(x: Tensor) -> Tensor:
     return (x.reshape(x.shape[0], -1, C) @ Tensor(W1)).relu().sum(-1)  # (B, T, C) -> (B, T)
 
 
-MODELS = {"mlp": mlp, "block": block, "embed": embed, "batched": batched}
+def heads(x: Tensor) -> Tensor:
+    """(T, C) to attention's (heads, T, C / heads) layout and back: each copy's head stride is T C / heads."""
+    split = (x.reshape(x.shape[0], 4, C // 4).permute(1, 0, 2) * 2.0).contiguous()  # (4, T, 6)
+    return (split + 1.0).permute(1, 0, 2).reshape(x.shape[0], C)  # (4, T, 6) -> (T, C)
+
+
+MODELS = {"mlp": mlp, "block": block, "embed": embed, "batched": batched, "heads": heads}
 
 
 def _input(name: str, rows: int) -> np.ndarray:
@@ -78,6 +85,12 @@ def test_which_kernels_have_independent_rows() -> None:
     (attention,) = [k for k in ir(Tensor.scaled_dot_product_attention(q, q, q)).kernels if k.custom]
     assert row_pieces.rows_of(attention) is None
     assert row_pieces.pieces(100) == [(0, 64), (64, 32), (96, 4)]
+    split, merge = ir(heads(x)).kernels  # (4, 21, 6) from (21, 24), then (21, 4, 6) from it
+    assert row_pieces.rows_of(split).count == 4, "its own rows are the heads"
+    for kernel, head in ((split, "i0"), (merge, "i1")):
+        ways = row_pieces.forms(kernel)
+        peeled = [w for w in ways if w.peel is not None and str(w.peel.var) == head]
+        assert peeled and peeled[0].rows.count == 21 and peeled[0].peel.count == 4, ways
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -111,10 +124,13 @@ def test_once_the_powers_of_two_are_built_a_new_count_compiles_nothing() -> None
     limn.register_device("c_grow", CDevice)
     limn.set_device("c_grow")
     device = get_device("c_grow")
-    for rows in (16, 8, 4, 2, 3):  # 3 = 2 + 1: the one-row pieces
-        mlp(Tensor(_input("mlp", rows))).realize()
+    model = lambda x: heads(mlp(x))  # noqa: E731
+    # the first plan (16) builds whole kernels; 3 = 2 + 1 builds the one-row pieces, 18 = 16 + 2 the 16-row
+    # pieces of the kernels whose head loop is peeled (their whole kernel at 16 is not one)
+    for rows in (16, 8, 4, 2, 3, 18):
+        model(Tensor(_input("mlp", rows))).realize()
     compiled = device.stats.programs_compiled
     for rows in (29, 23, 30, 17):
-        mlp(Tensor(_input("mlp", rows))).realize()
+        model(Tensor(_input("mlp", rows))).realize()
     assert device.stats.programs_compiled == compiled, "a new count compiled kernels"
-    assert device.stats.plans_built == 9
+    assert device.stats.plans_built == 10

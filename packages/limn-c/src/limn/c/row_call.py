@@ -1,7 +1,7 @@
 """A kernel's row pieces (limn.compiler.row_pieces) as one call: the c device's program for a kernel cut into them.
 
-Each piece's function takes the kernel's buffers, as every kernel function does, at the addresses where the
-piece's first row starts: each buffer's address moved on by its bytes per row times the row number.
+Each piece's function takes the kernel's buffers, as every kernel function does, at the addresses where its
+call starts: each buffer's address moved on by the call's offset (the first row's, and a peeled loop's value's).
 Pipeline: IR -> row pieces -> C source -> cc -> **one call of the pieces**.
 """
 
@@ -13,13 +13,13 @@ from limn.compiler import row_pieces
 
 
 class RowPieces:
-    """A kernel run as its row pieces: each piece's function is called with every buffer's address moved on
-    to the piece's first row (the row's bytes times the row number)."""
+    """A kernel run as calls of its pieces: each call's function gets every buffer's address moved on by the
+    call's offset, in elements times the buffer's bytes per element."""
 
     def __init__(self, cut: row_pieces.Split, functions: list[Any]) -> None:
         buffers = cut.kernels[0].inputs + cut.kernels[0].outputs
-        row_bytes = [stride * b.dtype.itemsize for stride, b in zip(cut.rows.strides, buffers)]
-        self.calls = [(f, [first * size for size in row_bytes]) for f, (first, _) in zip(functions, cut.runs)]
+        sizes = [b.dtype.itemsize for b in buffers]
+        self.calls = [(functions[i], [o * size for o, size in zip(offsets, sizes)]) for i, offsets in cut.calls]
 
     def __call__(self, *addresses: int) -> None:
         for function, offsets in self.calls:

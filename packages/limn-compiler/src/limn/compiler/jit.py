@@ -217,11 +217,11 @@ class CompiledDevice:
         cuts = self.families.cuts(kernels, say) if self.row_pieces else [None] * len(kernels)
         parts = [[k] if cut is None else list(cut.kernels) for k, cut in zip(kernels, cuts)]
         made = iter(self._compiled([p for kernel_parts in parts for p in kernel_parts]))  # in parts' order
-        return [next(made) if cut is None else self.join_pieces(cut, [next(made) for _ in cut.runs]) for cut in cuts]
+        return [next(made) if cut is None else self.join_pieces(cut, [next(made) for _ in cut.kernels]) for cut in cuts]
 
     def join_pieces(self, cut: row_pieces.Split, programs: list[Any]) -> Any:
-        """One program running a kernel's row pieces (`programs`, one per run): a device that sets
-        row_pieces defines it."""
+        """One program making a kernel's calls of its pieces (`programs`, one per piece kernel): a device that
+        sets row_pieces defines it."""
         raise NotImplementedError(f"{type(self).__name__} sets row_pieces and has no join_pieces")
 
     def _compiled(self, kernels: Sequence[KernelIR]) -> list[Any]:

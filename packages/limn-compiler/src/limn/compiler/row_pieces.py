@@ -5,23 +5,39 @@ outermost loop, and each row reads and writes its own cells. Such a kernel compu
 the same kernel compiled for m rows does when each buffer it touches starts s rows further on (s times the
 buffer's elements per row). A sequence that grows, an evaluation at another length, or the last short batch
 of an epoch then runs on kernels built for the power-of-two counts that add up to its own, 21 = 16 + 4 + 1,
-each compiled once for every count (tests/compiler/test_row_pieces.py holds the pieces to the whole kernel,
-bit for bit). The executor (limn.compiler.jit) cuts a kernel into pieces only when an earlier plan ran its
-family, the same kernel at another row count: a plan whose shapes never change keeps its whole kernels.
+each compiled once for every count (tests/c/test_row_pieces.py holds the pieces to the whole kernel, bit for
+bit). Where a loop of a few iterations (attention's heads) has strides that hold the row count, it is peeled
+first: each of its values is a call of the kernel without it, on buffers moved on as far. The executor
+(limn.compiler.jit) cuts a kernel only when an earlier plan ran its family, the same kernel at another row
+count: a plan whose shapes never change keeps its whole kernels.
 
-A kernel's rows are independent (rows_of) when every top-level nest opens with the same non-reduce loop, no
-mask tests that loop's counter, nothing is scattered, no buffer is both read and written, each buffer's index
-moves by one fixed number of elements per row, and each output's rows are disjoint cells.
+A loop's iterations are independent (rows_of, peel) when it is not a reduce, no mask tests its counter,
+nothing is scattered, no buffer is both read and written, each buffer's index moves by one fixed number of
+elements per iteration, and each output is written at one index that never gives two iterations one cell.
 Pipeline: IR -> **row pieces** -> renderer -> device.
 """
-
-from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from limn.compiler.ir import Accum, Index, KernelIR, LoadI, Loop, LoopVar, Store, Value, is_scatter, top_level
+from limn.compiler.ir import (
+    Acc,
+    Accum,
+    EndLoop,
+    Index,
+    Instr,
+    KernelIR,
+    LoadI,
+    Loop,
+    LoopVar,
+    Store,
+    is_scatter,
+    loop_ends,
+    top_level,
+)
+
+PEEL_LIMIT = 64  # a loop peeled is a call per iteration: only loops of at most this many (heads, not rows)
 
 
 @dataclass(frozen=True)
@@ -49,19 +65,19 @@ def rows_of(kernel: KernelIR) -> Rows | None:
         return None
     if {b.slot for b in kernel.inputs} & {b.slot for b in kernel.outputs}:
         return None
-    per_buffer = _row_strides(kernel, head.var)
-    if per_buffer is None:
+    strides = _strides(kernel, head.var)
+    return None if strides is None else Rows(head.var, int(head.var.name[1:]), head.extent, strides)
+
+
+def _strides(kernel: KernelIR, var: LoopVar) -> tuple[int, ...] | None:
+    """Each buffer's elements per iteration of `var` (inputs, then outputs), one number for all of its
+    accesses; None where the iterations are not independent (the module's rules)."""
+    if {b.slot for b in kernel.inputs} & {b.slot for b in kernel.outputs}:
         return None
-    strides = tuple(per_buffer.get(b.name, 0) for b in kernel.inputs + kernel.outputs)
-    return Rows(head.var, int(head.var.name[1:]), head.extent, strides)
-
-
-def _row_strides(kernel: KernelIR, var: LoopVar) -> dict[str, int] | None:
-    """Each buffer's elements per row of `var`, one number for all of its accesses; None where a mask reads
-    var, a scatter adds, or an output's rows could share a cell."""
-    extents = {ins.var: ins.extent for ins in kernel.body if isinstance(ins, Loop)}
+    loops = {ins.var: ins for ins in kernel.body if isinstance(ins, Loop)}
     outputs = {b.name for b in kernel.outputs}
     strides: dict[str, int] = {}
+    written: dict[str, Index] = {}
     for ins in kernel.body:
         if any(r.var == var for r in getattr(ins, "valid", ())) or is_scatter(ins):
             return None
@@ -71,10 +87,12 @@ def _row_strides(kernel: KernelIR, var: LoopVar) -> dict[str, int] | None:
         buf, index = access
         stride = sum(coef for term, coef in index.terms if term == var)
         if strides.setdefault(buf, stride) != stride:
-            return None  # the buffer moves by different amounts per row in two of its accesses
-        if buf in outputs and not _within_a_row(index, var, stride, extents):
+            return None  # the buffer moves by different amounts per iteration in two of its accesses
+        if buf in outputs and (written.setdefault(buf, index) != index or not _one_cell_each(index, loops)):
             return None
-    return strides
+    if any(strides.get(b.name, 0) == 0 for b in kernel.outputs):
+        return None  # every iteration would write the same cells
+    return tuple(strides.get(b.name, 0) for b in kernel.inputs + kernel.outputs)
 
 
 def _access(ins: object) -> tuple[str, Index] | None:
@@ -86,17 +104,22 @@ def _access(ins: object) -> tuple[str, Index] | None:
     return None
 
 
-def _within_a_row(index: Index, var: LoopVar, stride: int, extents: dict[LoopVar, int]) -> bool:
-    """Whether the index, less var's term, stays in [0, stride): then rows of an output never share a cell."""
-    low = high = index.const
+def _one_cell_each(index: Index, loops: dict[LoopVar, Loop]) -> bool:
+    """Whether an output index gives every iteration of the non-reduce loops its own cell: each term's step is
+    past the farthest the smaller steps reach (the test for strides that never overlap), and no reduce counter
+    or loaded value moves it."""
+    steps = []
     for term, coef in index.terms:
-        if term == var:
-            continue
-        if isinstance(term, Value):
+        loop = loops.get(term)
+        if loop is None or loop.reduce:
             return False
-        span = coef * (extents[term] - 1)
-        low, high = low + min(span, 0), high + max(span, 0)
-    return stride > 0 and low >= 0 and high < stride
+        steps.append((abs(coef), loop.extent))
+    reach = 0
+    for step, extent in sorted(steps):
+        if step <= reach:
+            return False
+        reach += step * (extent - 1)
+    return True
 
 
 def family(kernel: KernelIR, rows: Rows) -> tuple:
@@ -109,27 +132,121 @@ def family(kernel: KernelIR, rows: Rows) -> tuple:
     return (kernel.op, shape, buffers, body, kernel.matmul)
 
 
+# ---- peeling a short loop ----
+
+
+@dataclass(frozen=True)
+class Peel:
+    """A loop taken out of a kernel: each of its `count` values is a call of the kernel without it, on buffers
+    moved on by `strides` elements per value (inputs, then outputs)."""
+
+    var: LoopVar
+    count: int
+    strides: tuple[int, ...]
+
+
+def peeled(kernel: KernelIR, loop: Loop) -> tuple[Peel, KernelIR] | None:
+    """The kernel without `loop` (its LOOP, ENDLOOP and index terms gone, its dim of the loop shape 1), and
+    how to call it once per iteration; None where the iterations are not independent, or where something
+    that writes or opens a total lies outside the loop (the kernel without it would do that once per call)."""
+    strides = _strides(kernel, loop.var) if not loop.reduce and loop.extent <= PEEL_LIMIT else None
+    if strides is None:
+        return None
+    body: list[Instr] = []
+    inside = False
+    for ins in kernel.body:
+        if isinstance(ins, (Loop, EndLoop)) and ins.var == loop.var:
+            inside = isinstance(ins, Loop)
+            continue
+        if isinstance(ins, (Store, Acc)) or (isinstance(ins, Accum) and ins.index is not None):
+            if not inside:
+                return None
+        body.append(_without_term(ins, loop.var))
+    dim = int(loop.var.name[1:])
+    shape = kernel.loop_shape[:dim] + (1,) + kernel.loop_shape[dim + 1 :]
+    rest = replace(kernel, name=f"{kernel.name}_per_{loop.var}", loop_shape=shape, body=tuple(body), nest="")
+    return Peel(loop.var, loop.extent, strides), rest
+
+
+def _outer_loops(body: tuple[Instr, ...]) -> list[Loop]:
+    """The loops with a loop inside (peeling an innermost one would make each call a strided loop), once each."""
+    found: dict[LoopVar, Loop] = {}
+    for start, end in loop_ends(body).items():
+        if any(isinstance(ins, Loop) for ins in body[start + 1 : end]):
+            found.setdefault(body[start].var, body[start])
+    return list(found.values())
+
+
+def _without_term(ins: Instr, var: LoopVar) -> Instr:
+    index = getattr(ins, "index", None)
+    if index is None:
+        return ins
+    return replace(ins, index=Index(tuple((t, c) for t, c in index.terms if t != var), index.const))
+
+
+# ---- the ways to cut a kernel, and the cut ----
+
+
+@dataclass(frozen=True)
+class Form:
+    """One way to run a kernel as calls of kernels for power-of-two row counts: with a loop peeled or not,
+    the kernel whose rows are cut, those rows, and that kernel's family."""
+
+    peel: Peel | None
+    kernel: KernelIR
+    rows: Rows
+    family: tuple
+
+
+def forms(kernel: KernelIR) -> list[Form]:
+    """The kernel's own rows first, then its rows with each short loop peeled, where they are independent."""
+    if kernel.custom is not None or not kernel.body:
+        return []
+    out = []
+    rows = rows_of(kernel)
+    if rows is not None:
+        out.append(Form(None, kernel, rows, family(kernel, rows)))
+    for loop in _outer_loops(kernel.body):
+        made = peeled(kernel, loop)
+        rest_rows = None if made is None else rows_of(made[1])
+        if rest_rows is not None:
+            out.append(Form(made[0], made[1], rest_rows, family(made[1], rest_rows)))
+    return out
+
+
 @dataclass(frozen=True)
 class Split:
-    """A kernel cut into row pieces: its rows, each piece's (first row, rows), and the kernel each piece runs."""
+    """A kernel as calls of piece kernels: the distinct piece kernels, and each call's piece (an index into
+    them) and each buffer's offset in elements (inputs, then outputs). `runs` names the pieces, for LIMN_DEBUG."""
 
-    rows: Rows
-    runs: tuple[tuple[int, int], ...]
     kernels: tuple[KernelIR, ...]
+    calls: tuple[tuple[int, tuple[int, ...]], ...]
+    runs: str
 
 
-def split(kernel: KernelIR, rows: Rows, kin: tuple, made: dict[tuple, KernelIR]) -> Split:
-    """The kernel (of family `kin`) as pieces of power-of-two row counts (pieces). `made` keeps each piece
-    kernel by its family and count, so every plan that needs one gets the same object (a device keeps what it
-    renders by it)."""
-    runs = tuple(pieces(rows.count))
+def split(form: Form, made: dict[tuple, KernelIR]) -> Split:
+    """The form's kernel as pieces of power-of-two row counts (pieces), once per value of a peeled loop.
+    `made` keeps each piece kernel by its family and count, so every plan that needs one gets the same object
+    (a device keeps what it renders by it)."""
+    runs = pieces(form.rows.count)
     kernels = []
     for _, count in runs:
-        piece = made.get((kin, count))
+        piece = made.get((form.family, count))
         if piece is None:
-            piece = made[(kin, count)] = with_rows(kernel, rows, count, kin)
+            piece = made[(form.family, count)] = with_rows(form.kernel, form.rows, count, form.family)
         kernels.append(piece)
-    return Split(rows, runs, tuple(kernels))
+    blocks = [(0,) * len(form.rows.strides)] if form.peel is None else _steps(form.peel)
+    calls = []
+    for block in blocks:
+        for i, (first, _) in enumerate(runs):
+            calls.append((i, tuple(b + first * r for b, r in zip(block, form.rows.strides))))
+    name = " + ".join(str(n) for _, n in runs)
+    runs_text = name if form.peel is None else f"({name}) for each of {form.peel.count} values of {form.peel.var}"
+    return Split(tuple(kernels), tuple(calls), runs_text)
+
+
+def _steps(peel: Peel) -> list[tuple[int, ...]]:
+    return [tuple(v * s for s in peel.strides) for v in range(peel.count)]
 
 
 def pieces(count: int) -> list[tuple[int, int]]:
@@ -168,29 +285,29 @@ class Families:
         self.made: dict[tuple, KernelIR] = {}
 
     def cuts(self, kernels: Sequence[KernelIR], say: Callable[[str], None] | None = None) -> list[Split | None]:
-        """Each kernel of a new plan cut into row pieces, or None to build it whole: whole unless an earlier
-        plan ran its family at another count, and when the count is a power of two (one piece: the kernel
-        itself). Then remembers the plan's families, so kernels of one plan never cut each other. `say` is
-        told of each cut (LIMN_DEBUG=1)."""
-        kinds = [None if k.custom is not None else _kind(k) for k in kernels]
-        cuts = [None if kind is None else self._cut(k, *kind, say) for k, kind in zip(kernels, kinds)]
-        for kind in kinds:
-            if kind is not None:
-                self.counts.setdefault(kind[1], kind[0].count)
+        """Each kernel of a new plan cut into pieces, or None to build it whole: cut in the first of its forms
+        whose family an earlier plan ran at another count (its own rows unless they are a power of two: one
+        piece, the kernel itself). Then remembers the plan's families, so kernels of one plan never cut each
+        other. `say` is told of each cut (LIMN_DEBUG=1)."""
+        shapes = [forms(k) for k in kernels]
+        cuts = [self._cut(k, ways, say) for k, ways in zip(kernels, shapes)]
+        for ways in shapes:
+            for form in ways:
+                self.counts.setdefault(form.family, form.rows.count)
         return cuts
 
-    def _cut(self, kernel: KernelIR, rows: Rows, kin: tuple, say: Callable[[str], None] | None) -> Split | None:
-        seen = self.counts.get(kin)
-        if seen is None or seen == rows.count or rows.count & (rows.count - 1) == 0:
-            return None
-        cut = split(kernel, rows, kin, self.made)
-        if say is not None:
-            counts = " + ".join(str(n) for _, n in cut.runs)
-            say(f"{kernel.name} runs as row pieces {counts}: a plan before ran it at {seen} rows")
-        return cut
-
-
-def _kind(kernel: KernelIR) -> tuple[Rows, tuple] | None:
-    """The kernel's rows and family, when its rows are independent."""
-    rows = rows_of(kernel)
-    return None if rows is None else (rows, family(kernel, rows))
+    def _cut(self, kernel: KernelIR, ways: list[Form], say: Callable[[str], None] | None) -> Split | None:
+        """The first way whose family ran at another count. A kernel whose own rows' family ran before is cut
+        by its own rows or not at all: a loop is peeled only where the row count is in the kernel's strides."""
+        if ways and ways[0].peel is None and ways[0].family in self.counts:
+            ways = ways[:1]
+        for form in ways:
+            seen = self.counts.get(form.family)
+            whole = form.peel is None and form.rows.count & (form.rows.count - 1) == 0
+            if seen is None or seen == form.rows.count or whole:
+                continue
+            cut = split(form, self.made)
+            if say is not None:
+                say(f"{kernel.name} runs as pieces {cut.runs}: a plan before ran it at {seen} rows")
+            return cut
+        return None
