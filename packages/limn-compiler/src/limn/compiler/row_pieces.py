@@ -200,12 +200,21 @@ class Form:
 
 def forms(kernel: KernelIR) -> list[Form]:
     """The kernel's own rows first, then its rows with each short loop peeled, where they are independent."""
+    own = own_form(kernel)
+    return ([] if own is None else [own]) + peeled_forms(kernel)
+
+
+def own_form(kernel: KernelIR) -> Form | None:
+    """The kernel's own rows and their family, where they are independent."""
+    rows = None if kernel.custom is not None or not kernel.body else rows_of(kernel)
+    return None if rows is None else Form(None, kernel, rows, family(kernel, rows))
+
+
+def peeled_forms(kernel: KernelIR) -> list[Form]:
+    """The kernel's rows with each short loop peeled, where they are independent."""
     if kernel.custom is not None or not kernel.body:
         return []
     out = []
-    rows = rows_of(kernel)
-    if rows is not None:
-        out.append(Form(None, kernel, rows, family(kernel, rows)))
     for loop in _outer_loops(kernel.body):
         made = peeled(kernel, loop)
         rest_rows = None if made is None else rows_of(made[1])
@@ -283,18 +292,37 @@ class Families:
     def __init__(self) -> None:
         self.counts: dict[tuple, int] = {}
         self.made: dict[tuple, KernelIR] = {}
+        self.sketches: dict[tuple, KernelIR | None] = {}  # the first kernel of each sketch, None once it is peeled
 
     def cuts(self, kernels: Sequence[KernelIR], say: Callable[[str], None] | None = None) -> list[Split | None]:
         """Each kernel of a new plan cut into pieces, or None to build it whole: cut in the first of its forms
         whose family an earlier plan ran at another count (its own rows unless they are a power of two: one
         piece, the kernel itself). Then remembers the plan's families, so kernels of one plan never cut each
         other. `say` is told of each cut (LIMN_DEBUG=1)."""
-        shapes = [forms(k) for k in kernels]
+        shapes = [self._forms(k) for k in kernels]
         cuts = [self._cut(k, ways, say) for k, ways in zip(kernels, shapes)]
         for ways in shapes:
             for form in ways:
                 self.counts.setdefault(form.family, form.rows.count)
         return cuts
+
+    def _forms(self, kernel: KernelIR) -> list[Form]:
+        """The kernel's forms worth a look: its own rows, and its peeled forms only when their family is new
+        and an earlier kernel had the kernel's sketch (the same instructions with other numbers), whose peeled
+        families are then remembered first. Peeling is costly to work out, and a plan whose shapes never
+        change never needs it."""
+        own = own_form(kernel)
+        if (own is not None and own.family in self.counts) or kernel.custom is not None:
+            return [] if own is None else [own]
+        sketch = _sketch(kernel)
+        first = self.sketches.setdefault(sketch, kernel)
+        if first is kernel:
+            return [] if own is None else [own]
+        if first is not None:
+            for form in peeled_forms(first):
+                self.counts.setdefault(form.family, form.rows.count)
+            self.sketches[sketch] = None
+        return ([] if own is None else [own]) + peeled_forms(kernel)
 
     def _cut(self, kernel: KernelIR, ways: list[Form], say: Callable[[str], None] | None) -> Split | None:
         """The first way whose family ran at another count. A kernel whose own rows' family ran before is cut
@@ -311,3 +339,9 @@ class Families:
                 say(f"{kernel.name} runs as pieces {cut.runs}: a plan before ran it at {seen} rows")
             return cut
         return None
+
+
+def _sketch(kernel: KernelIR) -> tuple:
+    """The kernel's instructions without their numbers: kernels of one sketch may be one family once peeled."""
+    buffers = tuple(b.dtype for b in kernel.inputs + kernel.outputs)
+    return (kernel.op, buffers, tuple(type(ins) for ins in kernel.body), len(kernel.loop_shape))
