@@ -7,7 +7,9 @@ seen another count, bit for bit:
   attention's head layout (whose head loop is peeled: its stride holds the row count), at 21, 37 and 100 rows
   after a plan at 16, equal the whole kernels bit for bit, and the pieces are what ran;
 - a plan whose shapes never change keeps its whole kernels; once the power-of-two counts are built, a new count
-  compiles nothing."""
+  compiles nothing;
+- what a review found: kernels apart in a literal's sign alone (0.0 == -0.0) are two families; a counter with
+  two extents is left whole; a loop longer than the rows it leaves is not peeled."""
 
 from __future__ import annotations
 
@@ -19,7 +21,10 @@ from limn import Tensor
 from limn.c.device import CDevice
 from limn.c.row_call import RowPieces
 from limn.compiler import row_pieces
+from limn.compiler.checker import check
 from limn.compiler.codegen import ir
+from limn.compiler.ir import BufferArg, EndLoop, Index, KernelIR, LoadI, Loop, LoopVar, Store, Value
+from limn.graph.ops import Op
 from limn.nn import functional as F
 from limn.runtime.device import get_device
 
@@ -125,12 +130,49 @@ def test_once_the_powers_of_two_are_built_a_new_count_compiles_nothing() -> None
     limn.set_device("c_grow")
     device = get_device("c_grow")
     model = lambda x: heads(mlp(x))  # noqa: E731
-    # the first plan (16) builds whole kernels; 3 = 2 + 1 builds the one-row pieces, 18 = 16 + 2 the 16-row
-    # pieces of the kernels whose head loop is peeled (their whole kernel at 16 is not one)
-    for rows in (16, 8, 4, 2, 3, 18):
+    # the first plan (16) builds whole kernels; 5 = 4 + 1 builds the one-row pieces, 18 = 16 + 2 the two-row
+    # ones and the 16-row pieces of the kernels whose head loop is peeled (their whole kernel at 16 is not one;
+    # with fewer rows than heads they are not peeled)
+    for rows in (16, 8, 4, 5, 18):
         model(Tensor(_input("mlp", rows))).realize()
     compiled = device.stats.programs_compiled
     for rows in (29, 23, 30, 17):
         model(Tensor(_input("mlp", rows))).realize()
     assert device.stats.programs_compiled == compiled, "a new count compiled kernels"
-    assert device.stats.plans_built == 10
+    assert device.stats.plans_built == 9
+
+
+def test_kernels_apart_in_a_literals_sign_alone_are_two_families() -> None:
+    """0.0 == -0.0 in Python: the family spells its literals, so -0.0's kernel never runs 0.0's pieces."""
+    limn.register_device("c_signs", CDevice)
+    x = np.full((21, 8), -0.0, np.float32)
+    limn.set_device("c_signs")
+    (Tensor(np.full((16, 8), -0.0, np.float32)) * 2.0 + 0.0).realize()
+    (Tensor(x) * 2.0 + 0.0).realize()  # 0.0's pieces
+    got = (Tensor(x) * 2.0 + -0.0).numpy()
+    assert np.signbit(got).all(), "-0.0 * 2 + -0.0 is -0.0"
+
+
+def test_a_counter_with_two_extents_and_a_long_loop_are_not_peeled() -> None:
+    """A kernel whose nests give one counter two extents is left whole (its cell test would read one of them);
+    a loop longer than the rows it leaves is not peeled (a call per value)."""
+    i0, i1, i2 = LoopVar("i0"), LoopVar("i1"), LoopVar("i2")
+    v0, v1 = Value("v0"), Value("v1")
+    body = (
+        *(Loop(i0, 3), Loop(i1, 4), Loop(i2, 4)),
+        LoadI(v0, "in0", Index(((i0, 16), (i1, 4), (i2, 1))), limn.float32),
+        Store("out", Index(((i0, 8), (i1, 2), (i2, 1))), v0),  # rows share cells: i2 < 4 but i1's step is 2
+        *(EndLoop(i2), EndLoop(i1), EndLoop(i0), Loop(i0, 3), Loop(i1, 4), Loop(i2, 2)),
+        LoadI(v1, "in0", Index(((i0, 16), (i1, 4), (i2, 1))), limn.float32),
+        *(EndLoop(i2), EndLoop(i1), EndLoop(i0)),
+    )
+    buffers = (BufferArg("in0", 0, limn.float32, (3, 16)),), (BufferArg("out", 1, limn.float32, (4, 8)),)
+    kernel = KernelIR("k", Op.ADD, (3, 4, 4), *buffers, body)
+    check(kernel)
+    assert row_pieces.forms(kernel) == []
+
+    limn.register_device("c_widths", CDevice)
+    limn.set_device("c_widths")
+    (Tensor(np.ones((21, 8), np.float32)) * 2.0 + 1.0).realize()
+    (Tensor(np.ones((21, 16), np.float32)) * 2.0 + 1.0).realize()  # the same kernel at another width
+    assert _pieces_ran(get_device("c_widths")) == 0, "21 rows are not peeled into 21 calls"

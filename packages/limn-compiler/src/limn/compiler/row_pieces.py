@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from limn.compiler.ir import (
     Acc,
     Accum,
+    ConstI,
     EndLoop,
     Index,
     Instr,
@@ -37,7 +38,8 @@ from limn.compiler.ir import (
     top_level,
 )
 
-PEEL_LIMIT = 64  # a loop peeled is a call per iteration: only loops of at most this many (heads, not rows)
+PEEL_LIMIT = 64  # a loop peeled is a call per iteration: only loops of at most this many (heads), and never
+# one longer than the rows it leaves (Families._cut)
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,8 @@ def _strides(kernel: KernelIR, var: LoopVar) -> tuple[int, ...] | None:
     if {b.slot for b in kernel.inputs} & {b.slot for b in kernel.outputs}:
         return None
     loops = {ins.var: ins for ins in kernel.body if isinstance(ins, Loop)}
+    if len(loops) != len({(ins.var, ins.extent) for ins in kernel.body if isinstance(ins, Loop)}):
+        return None  # a counter with two extents in two nests: the cell test below would read one of them
     outputs = {b.name for b in kernel.outputs}
     strides: dict[str, int] = {}
     written: dict[str, Index] = {}
@@ -123,13 +127,17 @@ def _one_cell_each(index: Index, loops: dict[LoopVar, Loop]) -> bool:
 
 
 def family(kernel: KernelIR, rows: Rows) -> tuple:
-    """What kernels that differ only in their row count share: the kernel with the count left out."""
+    """What kernels that differ only in their row count share: the kernel with the count left out. Its
+    literals are also spelled out, since 0.0 == -0.0 and the two must not make one family."""
     body = tuple(
         replace(ins, extent=0) if isinstance(ins, Loop) and ins.var == rows.var else ins for ins in kernel.body
     )
     buffers = tuple((b.name, b.dtype) for b in kernel.inputs + kernel.outputs)
     shape = kernel.loop_shape[: rows.dim] + (0,) + kernel.loop_shape[rows.dim + 1 :]
-    return (kernel.op, shape, buffers, body, kernel.matmul)
+    literals = tuple(
+        repr(ins.value if isinstance(ins, ConstI) else ins.identity) for ins in body if isinstance(ins, (ConstI, Acc))
+    )
+    return (kernel.op, shape, buffers, body, literals, kernel.matmul)
 
 
 # ---- peeling a short loop ----
@@ -332,7 +340,8 @@ class Families:
         for form in ways:
             seen = self.counts.get(form.family)
             whole = form.peel is None and form.rows.count & (form.rows.count - 1) == 0
-            if seen is None or seen == form.rows.count or whole:
+            longer = form.peel is not None and form.peel.count > form.rows.count  # a call per value: peel the shorter
+            if seen is None or seen == form.rows.count or whole or longer:
                 continue
             cut = split(form, self.made)
             if say is not None:
