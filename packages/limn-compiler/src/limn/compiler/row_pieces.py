@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from limn.compiler.ir import (
     Acc,
     Accum,
+    Arith,
     ConstI,
     EndLoop,
     Index,
@@ -126,7 +127,27 @@ def _one_cell_each(index: Index, loops: dict[LoopVar, Loop]) -> bool:
     return True
 
 
-def family(kernel: KernelIR, rows: Rows) -> tuple:
+class Kin:
+    """A family as a dictionary key: its parts, hashed once (a tuple would hash every instruction again at each
+    lookup), compared part by part where the hashes agree. Its repr is its parts', the same in every process."""
+
+    __slots__ = ("parts", "digest")
+
+    def __init__(self, parts: tuple) -> None:
+        self.parts = parts
+        self.digest = hash(parts)
+
+    def __hash__(self) -> int:
+        return self.digest
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Kin) and self.digest == other.digest and self.parts == other.parts
+
+    def __repr__(self) -> str:
+        return repr(self.parts)
+
+
+def family(kernel: KernelIR, rows: Rows) -> Kin:
     """What kernels that differ only in their row count share: the kernel with the count left out. Its
     literals are also spelled out, since 0.0 == -0.0 and the two must not make one family."""
     body = tuple(
@@ -137,7 +158,7 @@ def family(kernel: KernelIR, rows: Rows) -> tuple:
     literals = tuple(
         repr(ins.value if isinstance(ins, ConstI) else ins.identity) for ins in body if isinstance(ins, (ConstI, Acc))
     )
-    return (kernel.op, shape, buffers, body, literals, kernel.matmul)
+    return Kin((kernel.op, shape, buffers, body, literals, kernel.matmul))
 
 
 # ---- peeling a short loop ----
@@ -203,7 +224,7 @@ class Form:
     peel: Peel | None
     kernel: KernelIR
     rows: Rows
-    family: tuple
+    family: Kin
 
 
 def forms(kernel: KernelIR) -> list[Form]:
@@ -280,7 +301,7 @@ def pieces(count: int) -> list[tuple[int, int]]:
     return out
 
 
-def with_rows(kernel: KernelIR, rows: Rows, count: int, kin: tuple | None = None) -> KernelIR:
+def with_rows(kernel: KernelIR, rows: Rows, count: int, kin: Kin | None = None) -> KernelIR:
     """The kernel for `count` rows: its outer loops' extent and its loop shape changed, every index kept (a
     piece's buffers start where its first row does). Its nest key is the sha256 of its family (`kin`, when
     the caller has it) and count, the same in every process, so a device keeps what it renders by it."""
@@ -298,9 +319,10 @@ class Families:
     piece kernels made so far (one object per family and count, so a device keeps what it renders by it)."""
 
     def __init__(self) -> None:
-        self.counts: dict[tuple, int] = {}
+        self.counts: dict[Kin, int] = {}
         self.made: dict[tuple, KernelIR] = {}
-        self.sketches: dict[tuple, KernelIR | None] = {}  # the first kernel of each sketch, None once it is peeled
+        # each sketch's first kernel; then whether peeling gave a family an earlier plan ran (False: never look again)
+        self.sketches: dict[tuple, KernelIR | bool] = {}
 
     def cuts(self, kernels: Sequence[KernelIR], say: Callable[[str], None] | None = None) -> list[Split | None]:
         """Each kernel of a new plan cut into pieces, or None to build it whole: cut in the first of its forms
@@ -317,20 +339,22 @@ class Families:
     def _forms(self, kernel: KernelIR) -> list[Form]:
         """The kernel's forms worth a look: its own rows, and its peeled forms only when their family is new
         and an earlier kernel had the kernel's sketch (the same instructions with other numbers), whose peeled
-        families are then remembered first. Peeling is costly to work out, and a plan whose shapes never
-        change never needs it."""
-        own = own_form(kernel)
-        if (own is not None and own.family in self.counts) or kernel.custom is not None:
-            return [] if own is None else [own]
+        families are then remembered first; once peeling a sketch's kernel finds no family an earlier plan ran
+        (the row count is in what is left too, as in attention's (T, T) scores), it is not tried again.
+        Peeling is costly to work out, and a plan whose shapes never change never needs it."""
+        own = [] if kernel.custom is not None else [form for form in [own_form(kernel)] if form is not None]
+        if kernel.custom is not None or (own and own[0].family in self.counts):
+            return own
         sketch = _sketch(kernel)
         first = self.sketches.setdefault(sketch, kernel)
-        if first is kernel:
-            return [] if own is None else [own]
-        if first is not None:
+        if first is kernel or first is False:
+            return own
+        if first is not True:
             for form in peeled_forms(first):
                 self.counts.setdefault(form.family, form.rows.count)
-            self.sketches[sketch] = None
-        return ([] if own is None else [own]) + peeled_forms(kernel)
+        peeled = peeled_forms(kernel)
+        self.sketches[sketch] = any(form.family in self.counts for form in peeled)
+        return own + peeled
 
     def _cut(self, kernel: KernelIR, ways: list[Form], say: Callable[[str], None] | None) -> Split | None:
         """The first way whose family ran at another count. A kernel whose own rows' family ran before is cut
@@ -351,6 +375,10 @@ class Families:
 
 
 def _sketch(kernel: KernelIR) -> tuple:
-    """The kernel's instructions without their numbers: kernels of one sketch may be one family once peeled."""
+    """The kernel's instructions without their numbers (an ARITH by its op, a loop by its counter): kernels of
+    one sketch may be one family once peeled."""
     buffers = tuple(b.dtype for b in kernel.inputs + kernel.outputs)
-    return (kernel.op, buffers, tuple(type(ins) for ins in kernel.body), len(kernel.loop_shape))
+    steps = tuple(
+        ins.op if isinstance(ins, Arith) else ins.var if isinstance(ins, Loop) else type(ins) for ins in kernel.body
+    )
+    return (kernel.op, buffers, steps, len(kernel.loop_shape))
