@@ -341,3 +341,24 @@ def test_a_checkpoint_of_another_shape_lists_the_mismatches_and_loads_nothing(tm
     status, err = run_cli(*args, cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
     assert status == 2, err
     assert "transformer.h.0.attn.c_attn.weight" in err and "(96, 32)" in err, err
+
+
+def test_a_second_generation_reuses_the_captured_steps_and_sees_the_weights_as_they_are_now():
+    """generate() keeps its Sampler for the same model and settings: the second call records nothing and gives
+    what a fresh Sampler gives, from its own seed; a weight changed in between (as training does) is read as
+    it is; another model or setting gets a Sampler of its own."""
+    config = stories_gpt.Config(context=16, layers=2, heads=2, width=32, dropout=0.0)
+    model = stories_gpt.GPT(config)
+    first = train_stories.generate(model, b"The cat", 30, 0.8, 5, seed=4)
+    sampler = train_stories._sampler
+    recorded = sampler.advance.recordings
+    assert train_stories.generate(model, b"The cat", 30, 0.8, 5, seed=4) == first
+    assert train_stories._sampler is sampler and sampler.advance.recordings == recorded, "nothing recorded again"
+    weight = model.transformer.wte.weight
+    weight.assign(weight * 1.5).realize()  # as an optimizer step would: the same buffer, new bytes
+    again = train_stories.generate(model, b"The cat", 30, 0.8, 5, seed=5)
+    train_stories._sampler = None
+    fresh = train_stories.generate(model, b"The cat", 30, 0.8, 5, seed=5)
+    assert again == fresh, f"reused steps {again!r}, fresh ones {fresh!r}"
+    train_stories.generate(stories_gpt.GPT(config), b"The cat", 5, 0.8, 5, seed=5)
+    assert train_stories._sampler.model is not model
