@@ -26,6 +26,7 @@ from limn import dtypes
 from limn.c import addresses
 from limn.c.rewrites.matmul import VECTOR_PRELUDE
 from limn.compiler.ir import KernelIR
+from limn.compiler.squares_c import squares_c
 from limn.runtime.device import DeviceError
 
 NAMES = frozenset({"sdpa", "sdpa_bwd_q", "sdpa_bwd_kv"})
@@ -69,7 +70,7 @@ def source() -> str:
     """The C of all three kernels at both widths, to follow the prelude (limn_expf, limn_pickf, LIMN_IVDEP); the
     vector words (limn_vec_float, LIMN_VEC_FMA) are the matmul tiles' (rewrites/matmul.VECTOR_PRELUDE)."""
     sizes = f"#define LIMN_SDPA_ROWS {ROWS}\n#define LIMN_SDPA_KEYS {KEYS}\n"
-    parts = [VECTOR_PRELUDE, sizes, COMMON]
+    parts = [VECTOR_PRELUDE, sizes, squares_c("static inline"), COMMON]
     for suffix, spelling in WIDTHS.items():
         text = TEMPLATE.replace("SUFFIX", suffix)
         for word, c in spelling.items():

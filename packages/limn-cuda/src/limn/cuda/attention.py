@@ -25,6 +25,7 @@ import numpy as np
 
 from limn import dtypes
 from limn.compiler.ir import KernelIR
+from limn.compiler.squares_c import squares_c
 from limn.cuda.program import CudaProgram, Launch
 from limn.dtypes import DType
 from limn.runtime.device import DeviceError
@@ -130,7 +131,7 @@ def _fill(text: str, words: dict[str, str]) -> str:
 def source(tiles: Tiles) -> str:
     """The CUDA C of the three kernels at every width, to follow the prelude (cuda/prelude.PRELUDE: the int
     typedefs, INFINITY, the half widths' conversions). Function names: function_name(custom, dtype)."""
-    parts = [COMMON]
+    parts = [squares_c("static __device__ __forceinline__"), COMMON]
     for dtype, (suffix, store, real, _) in WIDTHS.items():
         tile, chunk = tiles.sizes(real)
         words = {"SFX": suffix, "STORE": store, "REAL": real, "TILE_ROWS": str(tile), "CHUNK_COLS": str(chunk)}

@@ -40,37 +40,19 @@ static int64_t limn_sdpa_first_query(int causal, int64_t key, int64_t i0, int64_
 /* Dropout, as limn.composed.functional.sdpa's dropout_factors defines it: weight f of the (n, t_q, t_k) weights,
    f = (b t_q + i) t_k + j, is kept when the uniform number made from the Squares word at counter + f (float) or
    the pair from counter + 2 f (double) is at least p, and is then scaled by 1 / (1 - p); p = 0 is no dropout.
-   The seed and counter arrive as a generator's 16-bit limbs, low first. */
+   The seed and counter arrive as a generator's 16-bit limbs, low first (limn_sdpa_word_of and
+   limn_sdpa_squares32 come before this file: limn/compiler/squares_c.py). */
 typedef struct {
     uint64_t seed, counter;
     double p;
     int64_t t_q, t_k;
 } limn_sdpa_drop;
 
-static uint64_t limn_sdpa_word_of(const double* limbs) {
-    uint64_t word = 0;
-    for (int i = 3; i >= 0; i--) word = (word << 16) | (uint64_t)limbs[i];
-    return word;
-}
-
 static limn_sdpa_drop limn_sdpa_drop_of(const double* seed, const double* counter, double p, int64_t t_q,
                                         int64_t t_k) {
     limn_sdpa_drop drop = {0, 0, seed ? p : 0, t_q, t_k};
     if (seed) drop.seed = limn_sdpa_word_of(seed), drop.counter = limn_sdpa_word_of(counter);
     return drop;
-}
-
-/* Widynski's Squares, the 32-bit output (limn.composed.random.rng.squares32_host), in wrapping uint64 arithmetic */
-static inline uint32_t limn_sdpa_squares32(uint64_t ctr, uint64_t key) {
-    uint64_t x = ctr * key;
-    const uint64_t y = x, z = y + key;
-    x = x * x + y;
-    x = (x >> 32) | (x << 32);
-    x = x * x + z;
-    x = (x >> 32) | (x << 32);
-    x = x * x + y;
-    x = (x >> 32) | (x << 32);
-    return (uint32_t)((x * x + z) >> 32);
 }
 
 /* weight f's factor: `factor` (1 / (1 - p) in the width) where kept, 0 where dropped */

@@ -14,13 +14,6 @@ struct limn_sdpa_drop {
     uint64_t seed, counter;
 };
 
-/* a 64-bit word from a generator's four 16-bit limbs, low first */
-static __device__ __forceinline__ uint64_t limn_sdpa_word_of(const double* limbs) {
-    uint64_t word = 0;
-    for (int i = 3; i >= 0; i--) word = (word << 16) | (uint64_t)limbs[i];
-    return word;
-}
-
 static __device__ __forceinline__ limn_sdpa_dims limn_sdpa_read(const int64_t* meta) {
     limn_sdpa_dims s;
     s.n = meta[0], s.t_q = meta[1], s.t_k = meta[2], s.d = meta[3], s.d_v = meta[4];
@@ -38,19 +31,6 @@ static __device__ __forceinline__ void limn_sdpa_read_drop(limn_sdpa_drop& drop,
         drop.counter = drop.p > 0 ? limn_sdpa_word_of(counter) : 0;
     }
     __syncthreads();
-}
-
-/* Widynski's Squares, the 32-bit output (limn.composed.random.rng.squares32_host), in wrapping uint64 arithmetic */
-static __device__ __forceinline__ uint32_t limn_sdpa_squares32(uint64_t ctr, uint64_t key) {
-    uint64_t x = ctr * key;
-    const uint64_t y = x, z = y + key;
-    x = x * x + y;
-    x = (x >> 32) | (x << 32);
-    x = x * x + z;
-    x = (x >> 32) | (x << 32);
-    x = x * x + y;
-    x = (x >> 32) | (x << 32);
-    return (uint32_t)((x * x + z) >> 32);
 }
 
 /* Dropout's factor for weight f = (b t_q + i) t_k + j (limn.composed.functional.sdpa's dropout_factors): 1 / (1 - p)
