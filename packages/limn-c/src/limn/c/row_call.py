@@ -17,9 +17,7 @@ class RowPieces:
     call's offset, in elements times the buffer's bytes per element."""
 
     def __init__(self, cut: row_pieces.Split, functions: list[Any]) -> None:
-        buffers = cut.kernels[0].inputs + cut.kernels[0].outputs
-        sizes = [b.dtype.itemsize for b in buffers]
-        self.calls = [(functions[i], [o * size for o, size in zip(offsets, sizes)]) for i, offsets in cut.calls]
+        self.calls = [(functions[i], offsets) for i, offsets in cut.byte_calls()]
 
     def __call__(self, *addresses: int) -> None:
         for function, offsets in self.calls:

@@ -261,6 +261,12 @@ class Split:
     calls: tuple[tuple[int, tuple[int, ...]], ...]
     runs: str
 
+    def byte_calls(self) -> list[tuple[int, list[int]]]:
+        """The calls with each offset in bytes (elements times the buffer's dtype's size): what a device adds
+        to each buffer's address."""
+        sizes = [b.dtype.itemsize for b in self.kernels[0].inputs + self.kernels[0].outputs]
+        return [(i, [o * size for o, size in zip(offsets, sizes)]) for i, offsets in self.calls]
+
 
 def split(form: Form, made: dict[tuple, KernelIR]) -> Split:
     """The form's kernel as pieces of power-of-two row counts (pieces), once per value of a peeled loop.

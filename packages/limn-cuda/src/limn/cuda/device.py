@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from limn import dtypes
+from limn.compiler import row_pieces
 from limn.compiler.ir import KernelIR
 from limn.compiler.jit import CompiledDevice
 from limn.compiler.schedule import Schedule
@@ -91,6 +92,7 @@ class CudaDevice(RendersPrograms, CompiledDevice):
     name = "cuda"
     host = False
     custom_kernels = attention.NAMES  # fused attention, fixed CUDA C (attention.py)
+    row_pieces = True  # a new row count runs on kernels built for others (limn.compiler.row_pieces)
 
     def __init__(self, ordinal: int = 0, tiling: Tiling | None = GPU_TILING) -> None:
         self.gpu = cuda_driver.probe(ordinal)  # DeviceError saying why: no driver, no device, ...
@@ -145,18 +147,28 @@ class CudaDevice(RendersPrograms, CompiledDevice):
 
     # ---- running ----
 
-    def launch(self, program: Loaded, kernel: KernelIR, handles: list[CudaBuffer]) -> None:
+    def join_pieces(self, cut: row_pieces.Split, programs: list[Loaded]) -> list[tuple[Loaded, list[int]]]:
+        """A kernel's row pieces (limn.compiler.row_pieces): each piece's program and its buffers' byte offsets."""
+        return [(programs[i], offsets) for i, offsets in cut.byte_calls()]
+
+    def launch(self, program: Loaded | list, kernel: KernelIR, handles: list[CudaBuffer]) -> None:
         """Each of the program's launches in order on the stream, its parameters the device pointers of
-        all the kernel's buffers (inputs, then outputs); a launch with no cells is skipped."""
+        all the kernel's buffers (inputs, then outputs); a launch with no cells is skipped. A kernel run as
+        row pieces launches each piece's program on its pointers moved on by the piece's offsets."""
+        pointers = [h.pointer for h in handles]
+        for loaded, offsets in program if isinstance(program, list) else [(program, [0] * len(handles))]:
+            self._launch(loaded, kernel, [p + o for p, o in zip(pointers, offsets)])
+
+    def _launch(self, program: Loaded, kernel: KernelIR, addresses: list[int]) -> None:
         self._enter()
-        pointers = np.array([h.pointer for h in handles], dtype=np.uint64)
+        pointers = np.array(addresses, dtype=np.uint64)
         # cuLaunchKernel takes an array of addresses, each of one parameter's value: here, of one pointer
-        params = np.array([pointers.ctypes.data + 8 * i for i in range(len(handles))], dtype=np.uint64)
+        params = np.array([pointers.ctypes.data + 8 * i for i in range(len(addresses))], dtype=np.uint64)
         for launch, function in zip(program.program.launches, program.functions):
-            if len(launch.params) != len(handles):
+            if len(launch.params) != len(addresses):
                 raise DeviceError(
                     f"kernel {kernel.name} ({launch.name}) takes {len(launch.params)} buffers and was given "
-                    f"{len(handles)}: the renderer and the executor disagree on the kernel's buffers"
+                    f"{len(addresses)}: the renderer and the executor disagree on the kernel's buffers"
                 )
             if launch.cells == 0:
                 continue

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from limn.compiler import row_pieces
 from limn.compiler.ir import KernelIR
 from limn.compiler.jit import CompiledDevice
 from limn.cuda import attention
@@ -38,6 +39,7 @@ class CudaSimDevice(RendersPrograms, CompiledDevice):
     name = "cuda-sim"
     host = True
     custom_kernels = attention.NAMES  # fused attention, fixed CUDA C (attention.py)
+    row_pieces = True  # a new row count runs on kernels built for others (limn.compiler.row_pieces)
 
     def __init__(self, block: int = BLOCK, max_blocks: int = 4, tiling: Tiling | None = TILING) -> None:
         if shutil.which("g++") is None:
@@ -57,10 +59,16 @@ class CudaSimDevice(RendersPrograms, CompiledDevice):
         module = self.runtime.compile(merge(programs, PRELUDE))
         return [(module, p) for p in programs]
 
+    def join_pieces(self, cut: row_pieces.Split, programs: list[Any]) -> list[tuple[Any, list[int]]]:
+        """A kernel's row pieces (limn.compiler.row_pieces): each piece's program and its buffers' byte offsets."""
+        return [(programs[i], offsets) for i, offsets in cut.byte_calls()]
+
     def launch(self, program: Any, kernel: KernelIR, handles: list[np.ndarray]) -> None:
-        module, cuda_program = program
         pointers = [h.ctypes.data for h in handles]
-        self.runtime.run(module, cuda_program, pointers, self.block)
+        for (module, cuda_program), offsets in (
+            program if isinstance(program, list) else [(program, [0] * len(handles))]
+        ):
+            self.runtime.run(module, cuda_program, [p + o for p, o in zip(pointers, offsets)], self.block)
 
     def run_custom(self, kernel: KernelIR, handles: list[np.ndarray]) -> None:
         """A CUSTOM kernel: fused attention's CUDA C (attention.py), every width in one program built on
