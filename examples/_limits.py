@@ -175,3 +175,13 @@ def report(limits: Limits) -> str:
         f"fma peak {limits.fma_gflops:.1f} GFLOP/s ({chains}, 2 flops per lane); "
         f"load average {limits.load:.1f} on {os.cpu_count()} CPUs"
     )
+
+
+def limits_header(device: str) -> str:
+    """What a benchmark prints first: the c device's build and the machine's limits (report), measured now, when
+    limn runs on c; another device's limits are not these, so it says so instead."""
+    import limn
+
+    if device != "c":
+        return f"limn on {device}: the machine limits below are the c device's, not measured for it"
+    return report(measure(limn.get_device("c")))

@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 
+from _limits import limits_header
+
 HEADS, HEAD_DIM, TOKENS = 6, 32, 8192
 KINDS = ("limn fused", "limn composed", "torch sdpa", "torch composed")
 
@@ -65,8 +67,11 @@ def limn_step(t: int, fused: bool, device: str, dropout: float):
 def torch_step(t: int, fused: bool, device: str, dropout: float):
     import torch
 
+    from limn.c.team import team_size
+
     torch.manual_seed(0)
     where = "cuda" if device == "cuda" else "cpu"
+    torch.set_num_threads(team_size())  # limn's team: the same threads for both
     shape = (TOKENS // t, HEADS, t, HEAD_DIM)
     q, k, v = (torch.randn(shape, device=where, requires_grad=True) for _ in range(3))
     causal = torch.ones(t, t, dtype=torch.bool, device=where).tril()
@@ -112,6 +117,7 @@ def main() -> None:
         child(args.child[0], int(args.child[1]), args.repeats, args.device, args.dropout)
         return
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
+    print(limits_header(args.device))
     torch_on = "the GPU" if args.device == "cuda" else "the CPU"
     print(
         f"causal attention, {HEADS} heads x {HEAD_DIM}, {TOKENS} tokens per step, forward + backward; "

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from _bench import in_own_process, only_this, table
+from _limits import limits_header
 
 PROMPT = b"Once upon a time"
 
@@ -91,6 +92,7 @@ def main() -> None:
 
     from limn.c.team import team_size
 
+    print(limits_header("c"))
     with tempfile.TemporaryDirectory() as folder:
         start = Path(folder) / "start.safetensors"
         starting_weights(start)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 from _bench import median_seconds, table
+from _limits import limits_header
 from bench_step import CONTEXT, D_MODEL, DATA, HEADS, LAYERS, limn_gpt, torch_gpt
 
 # what one token's time is split into, in the order a new plan meets them (PhaseClock says what each times)
@@ -197,6 +198,7 @@ def main() -> None:
     from limn.c.team import team_size
 
     threads = team_size()
+    print(limits_header(args.device))
     toolchain = getattr(limn.get_device(args.device), "toolchain", None)
     isa = f"ISA {toolchain.isa.name}, " if toolchain is not None else ""
     runs = []

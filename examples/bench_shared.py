@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 from _bench import in_own_process, only_this, table
+from _limits import limits_header
 
 STEP = Path(__file__).with_name("bench_step.py")
 FRAMEWORKS = ("limn-fused", "torch")
@@ -105,6 +106,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.only is not None:
         return only_this(alternating(args.only))
+    print(limits_header("c"))
     conditions = [0, *args.busy]
     ms: dict[tuple[str, int], list[float]] = {(f, b): [] for f in FRAMEWORKS for b in conditions}
     for _ in range(args.rounds):

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from _bench import table
+from _limits import limits_header
 
 KINDS = ("limn", "torch", "torch, Muon f32", "torch.compile")
 NOTES = {
@@ -117,6 +118,7 @@ def main() -> None:
     from stories_gpt import Config
     from train_stories import Settings
 
+    print(limits_header(args.device))
     settings = Settings(steps=args.steps)
     tokens = settings.batch * settings.config.context  # per step
     rows = []
