@@ -224,14 +224,17 @@ def test_the_logsumexp_alone_is_a_realize_of_its_own() -> None:
     np.testing.assert_allclose(lse.numpy(), want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dropout", [0.0, 0.3], ids=["no dropout", "dropout"])
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16], ids=["float16", "bfloat16"])
-def test_half_widths_compute_in_float32_and_round_once_as_numpy(dtype) -> None:
+def test_half_widths_compute_in_float32_and_round_once_as_numpy(dtype, dropout: float) -> None:
+    """With dropout too: one seed draws one mask on both devices (a float32 uniform number per weight)."""
     x = [r(2, 9, 8).astype(dtype), r(2, 11, 8).astype(dtype), r(2, 11, 4).astype(dtype)]
     results = {}
     for device in ("numpy", "c"):
         limn.set_device(device)
+        limn.manual_seed(3)
         ours = [Tensor(a, requires_grad=True) for a in x]
-        out = Tensor.scaled_dot_product_attention(*ours, causal=True)
+        out = Tensor.scaled_dot_product_attention(*ours, causal=True, dropout_p=dropout)
         out.sum().backward()
         assert out.numpy().dtype == dtype and _custom_names(out, ours[0].grad) == {"sdpa", "sdpa_bwd_q"}
         results[device] = [t.numpy().astype(np.float32) for t in (out, *(a.grad for a in ours))]
