@@ -1,6 +1,6 @@
 """One training step of a small GPT, in limn (c device, captured) and in torch (CPU), side by side.
 
-    uv run python examples/bench_step.py [--steps 20] [--device c|cuda]
+    uv run python examples/bench_step.py [--steps 20] [--device c|cuda] [--dropout P]
 
 The model: byte vocabulary 256, d_model 128, 4 layers of 4 heads, context 128, batch 16, AdamW. limn runs it
 twice, with fused attention (Tensor.scaled_dot_product_attention: the device's CUSTOM kernels) and with the
@@ -67,10 +67,10 @@ def machine_limits() -> Limits | None:
 # ---- limn ----
 
 
-def limn_gpt(attention: str = "composed"):
+def limn_gpt(attention: str = "composed", dropout: float = 0.0):
     """limn, and the GPT in limn.nn; attention "fused" takes Tensor.scaled_dot_product_attention (the c and numpy
     devices run its CUSTOM kernels), "composed" writes the masked softmax out (the default, as bench_plan and the
-    vectorization test read it)."""
+    vectorization test read it). `dropout` drops attention weights, as nanoGPT's attn_dropout in training."""
     import limn
     from limn import Tensor, nn
 
@@ -88,10 +88,10 @@ def limn_gpt(attention: str = "composed"):
             qkv = self.attn(self.ln_1(x))  # (B, T, 3C)
             q, k, v = qkv.reshape(b, t, 3, HEADS, hs).permute(2, 0, 3, 1, 4)  # each (B, nh, T, hs)
             if attention == "fused":
-                y = Tensor.scaled_dot_product_attention(q, k, v, causal=True)  # (B, nh, T, hs)
+                y = Tensor.scaled_dot_product_attention(q, k, v, causal=True, dropout_p=dropout)  # (B, nh, T, hs)
             else:
                 scores = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T)
-                y = causal.where(scores, float("-inf")).softmax(-1) @ v
+                y = causal.where(scores, float("-inf")).softmax(-1).dropout(dropout) @ v
             y = y.permute(0, 2, 1, 3).reshape(b, t, c)  # (B, nh, T, hs) -> (B, T, C)
             x = x + self.proj(y)
             return x + self.fc_proj(self.fc(self.ln_2(x)).gelu())
@@ -114,8 +114,8 @@ def limn_gpt(attention: str = "composed"):
     return limn, GPT
 
 
-def run_limn(steps: int, device: str, attention: str) -> dict:
-    limn, GPT = limn_gpt(attention)
+def run_limn(steps: int, device: str, attention: str, dropout: float) -> dict:
+    limn, GPT = limn_gpt(attention, dropout)
     from limn import Tensor, nn, optim
     from limn.capture import capture
 
@@ -148,7 +148,7 @@ def run_limn(steps: int, device: str, attention: str) -> dict:
 # ---- torch ----
 
 
-def torch_gpt():
+def torch_gpt(dropout: float = 0.0):
     """torch, and the same GPT written in torch.nn (what both benchmarks compare limn's with)."""
     import torch
     import torch.nn.functional as F
@@ -166,7 +166,7 @@ def torch_gpt():
         def forward(self, x):
             b, t, c = x.shape
             q, k, v = self.attn(self.ln_1(x)).view(b, t, 3, HEADS, c // HEADS).permute(2, 0, 3, 1, 4)
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=dropout)
             x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
             return x + self.fc_proj(F.gelu(self.fc(self.ln_2(x))))
 
@@ -187,8 +187,8 @@ def torch_gpt():
     return torch, GPT
 
 
-def run_torch(steps: int, threads: int, device: str) -> dict:
-    torch, GPT = torch_gpt()
+def run_torch(steps: int, threads: int, device: str, dropout: float) -> dict:
+    torch, GPT = torch_gpt(dropout)
     import torch.nn.functional as F
 
     where = "cuda" if device == "cuda" else "cpu"
@@ -213,11 +213,11 @@ def run_torch(steps: int, threads: int, device: str) -> dict:
     return {"first": first, "median": statistics.median(times[1:]), "loss": value}
 
 
-def child(framework: str, steps: int, device: str, threads: int) -> None:
+def child(framework: str, steps: int, device: str, threads: int, dropout: float) -> None:
     if framework.startswith("limn"):
-        result = run_limn(steps, device, framework.removeprefix("limn-"))
+        result = run_limn(steps, device, framework.removeprefix("limn-"), dropout)
     else:
-        result = run_torch(steps, threads, device)
+        result = run_torch(steps, threads, device, dropout)
     result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(result))
 
@@ -227,13 +227,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3, help="alternating runs of each; medians are reported")
     parser.add_argument("--device", default="c")
+    parser.add_argument("--dropout", type=float, default=0.0, help="dropout_p of the attention weights")
     parser.add_argument("--child", choices=FRAMEWORKS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     from limn.c.team import team_size
 
     threads = team_size()
     if args.child:
-        child(args.child, args.steps, args.device, threads)
+        child(args.child, args.steps, args.device, threads, args.dropout)
         return
     limits = machine_limits()
     # the two alternate for a few rounds, so a noisy stretch of the machine lands on both
@@ -241,6 +242,7 @@ def main() -> None:
     for _ in range(args.rounds):
         for framework in FRAMEWORKS:
             cmd = [sys.executable, __file__, "--child", framework, "--steps", str(args.steps), "--device", args.device]
+            cmd += ["--dropout", str(args.dropout)]
             done = subprocess.run(cmd, capture_output=True, text=True, check=True)
             runs[framework].append(json.loads(done.stdout.strip().splitlines()[-1]))
     fused, composed, torch_r = ({k: statistics.median(r[k] for r in rs) for k in rs[0]} for rs in runs.values())
@@ -248,7 +250,8 @@ def main() -> None:
         print(report(limits))
     print(
         f"GPT training step: vocab {VOCAB}, d_model {D_MODEL}, {LAYERS} layers x {HEADS} heads, context {CONTEXT}, "
-        f"batch {BATCH}, AdamW; {args.steps} steps x {args.rounds} alternating rounds, {threads} threads"
+        f"batch {BATCH}, AdamW, attention dropout {args.dropout}; {args.steps} steps x {args.rounds} alternating "
+        f"rounds, {threads} threads"
     )
     torch_on = "GPU" if args.device == "cuda" else "CPU"
     cols = [f"limn {args.device} fused", f"limn {args.device} composed", f"torch {torch_on} (SDPA)"]
