@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from _bench import table
+from _limits import limits_header
 
 
 def worker(steps: int, warmup: int, device: str, distributed: bool, batch: int) -> None:
@@ -111,6 +112,7 @@ def main() -> None:
         ("1 rank", 1, 1, b),
         ("2 ranks", 2, 1, b),
     ]
+    print(limits_header(args.device))
     load = os.getloadavg()[0]  # other processes on the cores slow every row: the header says how busy it was
     results = {label: launch(ranks, threads, batch, args) for label, ranks, threads, batch in runs}
     one_rank = results["1 rank"]
