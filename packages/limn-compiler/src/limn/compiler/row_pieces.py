@@ -11,11 +11,13 @@ first: each of its values is a call of the kernel without it, on buffers moved o
 (limn.compiler.jit) cuts a kernel only when an earlier plan ran its family, the same kernel at another row
 count: a plan whose shapes never change keeps its whole kernels.
 
-A loop's iterations are independent (rows_of, peel) when it is not a reduce, no mask tests its counter,
+A loop's iterations are independent (rows_of, peeled) when it is not a reduce, no mask tests its counter,
 nothing is scattered, no buffer is both read and written, each buffer's index moves by one fixed number of
 elements per iteration, and each output is written at one index that never gives two iterations one cell.
 Pipeline: IR -> **row pieces** -> renderer -> device.
 """
+
+from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
@@ -65,8 +67,6 @@ def rows_of(kernel: KernelIR) -> Rows | None:
         return None  # an instruction outside every loop, or nests that open with different loops
     (head,) = heads
     if not isinstance(head, Loop) or head.reduce:
-        return None
-    if {b.slot for b in kernel.inputs} & {b.slot for b in kernel.outputs}:
         return None
     strides = _strides(kernel, head.var)
     return None if strides is None else Rows(head.var, int(head.var.name[1:]), head.extent, strides)
