@@ -329,6 +329,8 @@ class Families:
         self.made: dict[tuple, KernelIR] = {}
         # each sketch's first kernel; then whether peeling gave a family an earlier plan ran (False: never look again)
         self.sketches: dict[tuple, KernelIR | bool] = {}
+        # each nest's own form (KernelIR.nest: kernels of one nest have one body, so one rows and family)
+        self.own: dict[str, Form | None] = {}
 
     def cuts(self, kernels: Sequence[KernelIR], say: Callable[[str], None] | None = None) -> list[Split | None]:
         """Each kernel of a new plan cut into pieces, or None to build it whole: cut in the first of its forms
@@ -348,7 +350,7 @@ class Families:
         families are then remembered first; once peeling a sketch's kernel finds no family an earlier plan ran
         (the row count is in what is left too, as in attention's (T, T) scores), it is not tried again.
         Peeling is costly to work out, and a plan whose shapes never change never needs it."""
-        own = [] if kernel.custom is not None else [form for form in [own_form(kernel)] if form is not None]
+        own = [] if kernel.custom is not None else [form for form in [self._own(kernel)] if form is not None]
         if kernel.custom is not None or (own and own[0].family in self.counts):
             return own
         sketch = _sketch(kernel)
@@ -361,6 +363,13 @@ class Families:
         peeled = peeled_forms(kernel)
         self.sketches[sketch] = any(form.family in self.counts for form in peeled)
         return own + peeled
+
+    def _own(self, kernel: KernelIR) -> Form | None:
+        if not kernel.nest:
+            return own_form(kernel)
+        if kernel.nest not in self.own:
+            self.own[kernel.nest] = own_form(kernel)
+        return self.own[kernel.nest]
 
     def _cut(self, kernel: KernelIR, ways: list[Form], say: Callable[[str], None] | None) -> Split | None:
         """The first way whose family ran at another count. A kernel whose own rows' family ran before is cut
