@@ -166,7 +166,8 @@ def run_twice(x: np.ndarray) -> None:
         (Tensor(x) * 2).sum().numpy()
 
 
-def test_debug_1_prints_each_plan_built_once(ir_device, capsys, monkeypatch):
+def test_debug_1_prints_each_plan_built_once(ir_device, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("LIMN_CACHE_DIR", str(tmp_path))  # no plan index entry from an earlier run
     monkeypatch.setenv("LIMN_DEBUG", "1")
     run_twice(np.ones((3, 4), np.float32))
     err = capsys.readouterr().err

@@ -15,7 +15,6 @@ Pipeline: IR -> C source (c/source.py, **or this index**) -> cc -> ctypes.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import shutil
@@ -25,26 +24,17 @@ from pathlib import Path
 import limn.c.source
 import limn.compiler.codegen
 import limn.dtypes
+from limn.compiler import cache_files
 
 HEADER = "/* limn source index, sha256 "
 
 
-@functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
     """The sha256 of every module file of the packages that lower and render a kernel (limn-core,
     limn-compiler, limn-c: each one's limn/ folder and the folders below it, one folder when installed from
     wheels), read once per process."""
     tops = [Path(limn.dtypes.__file__).parent, Path(limn.compiler.codegen.__file__).parents[1]]
-    folders = sorted({*tops, Path(limn.c.source.__file__).parents[1]})
-    digest = hashlib.sha256()
-    try:
-        for folder in folders:
-            for path in sorted(folder.rglob("*.py")):
-                digest.update(path.relative_to(folder).as_posix().encode())
-                digest.update(path.read_bytes())
-    except OSError:  # code that cannot be read cannot be vouched for: this process's entries are its own
-        digest.update(f"unreadable, process {os.getpid()} on {socket.gethostname()}".encode())
-    return digest.hexdigest()
+    return cache_files.code_fingerprint(tuple(sorted({*tops, Path(limn.c.source.__file__).parents[1]})))
 
 
 def entry(folder: Path, nest: str, options: str) -> Path:

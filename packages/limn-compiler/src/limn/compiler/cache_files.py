@@ -10,8 +10,10 @@ Pipeline: IR -> renderer -> **the cache** -> device.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import socket
 import stat
 import warnings
 from pathlib import Path
@@ -82,3 +84,18 @@ def warn_rebuilt(device: str, path: Path) -> None:
         KernelCacheWarning,
         stacklevel=3,
     )
+
+
+@functools.lru_cache(maxsize=8)
+def code_fingerprint(folders: tuple[Path, ...]) -> str:
+    """The sha256 of every module file under `folders` (a package's limn/ folder, say), read once per process
+    for each set: what a cache entry made by that code is keyed by, so a changed limn makes everything again."""
+    digest = hashlib.sha256()
+    try:
+        for folder in sorted(set(folders)):
+            for path in sorted(folder.rglob("*.py")):
+                digest.update(path.relative_to(folder).as_posix().encode())
+                digest.update(path.read_bytes())
+    except OSError:  # code that cannot be read cannot be vouched for: this process's entries are its own
+        digest.update(f"unreadable, process {os.getpid()} on {socket.gethostname()}".encode())
+    return digest.hexdigest()

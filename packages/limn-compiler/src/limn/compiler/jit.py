@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from limn.compiler import index_checks, row_pieces
+from limn.compiler import index_checks, plan_index, row_pieces
 from limn.compiler.codegen import lower_schedule
 from limn.compiler.explain import explain_schedule
 from limn.compiler.ir import KernelIR, Program
@@ -192,22 +192,24 @@ class CompiledDevice:
         if plan is not None:
             self.stats.plan_hits += 1
             return plan, leaves
-        sched = schedule(sinks, order)
-        program = lower_schedule(sched)
-        plan = Plan(program, self._programs(program.kernels), index_checks.placed(sched))
+        explained = provenance.from_environment() or debug_level() >= 2  # each kernel's reasons (and lines)
+        kept = None if explained or provenance.is_recording() else plan_index.load(key)  # by a process before
+        program = kept or lower_schedule(schedule(sinks, order))
+        plan = Plan(program, self._programs(program.kernels), index_checks.placed(program.schedule))
         self.plans[key] = plan
         self.stats.plans_built += 1
         if debug_level() >= 1:
-            print(f"[limn {self.name}] plan {len(self.plans)}: {len(sched.kernels)} kernels", file=sys.stderr)
-        if provenance.from_environment() or debug_level() >= 2:  # each kernel's reasons (and lines), beside its IR
+            told = " (from the plan index)" if kept else ""
+            print(f"[limn {self.name}] plan {len(self.plans)}: {len(program.kernels)} kernels{told}", file=sys.stderr)
+        if explained:
             print(f"[limn {self.name}] plan {len(self.plans)}, explained:", file=sys.stderr)
-            print(explain_schedule(sched, program), file=sys.stderr)
+            print(explain_schedule(program.schedule, program), file=sys.stderr)
         if not provenance.is_recording():
-            # a cached plan outlives its graph: the nodes each kernel computes (kept for explain's source lines,
-            # which exist only while provenance records) would hold the graph's BUFFER nodes, so the tensors'
-            # bytes, alive for as long as the device lives; and capture takes a buffer no node reads as let go
-            sched.computes.clear()
+            # a cached plan outlives its graph: the nodes each kernel computes (explain's source lines, kept while
+            # provenance records) would hold the graph's buffers; capture takes a buffer no node reads as let go
             program.schedule.computes.clear()
+            if kept is None:
+                plan_index.store(key, program)
         return plan, leaves
 
     def _programs(self, kernels: Sequence[KernelIR]) -> list[Any]:
@@ -220,13 +222,11 @@ class CompiledDevice:
         return [next(made) if cut is None else self.join_pieces(cut, [next(made) for _ in cut.kernels]) for cut in cuts]
 
     def join_pieces(self, cut: row_pieces.Split, programs: list[Any]) -> Any:
-        """One program making a kernel's calls of its pieces (`programs`, one per piece kernel): a device that
-        sets row_pieces defines it."""
+        """One program making a kernel's calls of its pieces (`programs`, one per piece kernel): row_pieces' hook."""
         raise NotImplementedError(f"{type(self).__name__} sets row_pieces and has no join_pieces")
 
     def _compiled(self, kernels: Sequence[KernelIR]) -> list[Any]:
-        """A compiled program per kernel (None for CUSTOM): from the cache by source hash, the rest
-        compiled together in one compile_batch call."""
+        """A compiled program per kernel (None for CUSTOM): cached by source hash, the rest built by compile_batch."""
         sources = [None if k.custom is not None else self.render(k) for k in kernels]
         digests = [None if s is None else hashlib.sha256(s.encode()).hexdigest() for s in sources]
         missing: dict[str, tuple[KernelIR, str]] = {}
