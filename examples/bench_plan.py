@@ -5,9 +5,12 @@
 The model is examples/bench_step.py's GPT (byte vocabulary, d_model 128, 4 layers of 4 heads). Generating
 without a kv cache runs a forward of the whole context per token, so each token is a graph of a new shape:
 a new plan to schedule, lower, render and look up, though every kernel of it is in the disk cache after one
-run. Two child processes generate the same tokens: the first fills the disk cache, the second, its
-in-process plan and program caches cold, is the one measured. It reports per token (per new shape) the ms
-spent building the graph, in each planning phase, and running the kernels, beside torch's ms per token.
+run. Child processes generate the same tokens over a kernel cache of their own (a temporary LIMN_CACHE_DIR):
+the first fills it; the second, its in-process plan and program caches cold and the plan index emptied (so
+each shape is planned, as a shape no process has seen is), is the one measured. It reports per token (per
+new shape) the ms spent building the graph, in each planning phase, and running the kernels, beside torch's
+ms per token; and a third run's total per token where the plan index holds every shape (a shape an earlier
+process planned: loaded, not scheduled).
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ import argparse
 import cProfile
 import io
 import json
+import os
 import pstats
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -202,12 +208,17 @@ def main() -> None:
     toolchain = getattr(limn.get_device(args.device), "toolchain", None)
     isa = f"ISA {toolchain.isa.name}, " if toolchain is not None else ""
     runs = []
-    for profile in (False, args.profile):  # the first fills the disk cache, the second is measured
-        cmd = [sys.executable, __file__, "--child", "--tokens", str(args.tokens), "--prompt", str(args.prompt)]
-        cmd += ["--device", args.device] + (["--profile"] if profile else [])
-        done = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=Path(__file__).parent)
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    cold, warm = runs
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "LIMN_CACHE_DIR": cache}
+        # the first fills the cache; the second, the plan index emptied, is measured; the third loads every plan
+        for profile, forget_plans in ((False, False), (args.profile, True), (False, False)):
+            if forget_plans:
+                shutil.rmtree(Path(cache) / "plans", ignore_errors=True)
+            cmd = [sys.executable, __file__, "--child", "--tokens", str(args.tokens), "--prompt", str(args.prompt)]
+            cmd += ["--device", args.device] + (["--profile"] if profile else [])
+            done = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=Path(__file__).parent, env=env)
+            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    cold, warm, indexed = runs
     assert cold["tokens"] == warm["tokens"], "the two limn runs generated different tokens"
     torch_per_token = torch_seconds_per_token(args.tokens, args.prompt, threads)
     ms = {p: statistics.median(t[p] for t in warm["per_token"]) * 1e3 for p in PHASES}
@@ -217,7 +228,7 @@ def main() -> None:
         f"greedy generation, GPT of examples/bench_step.py (d_model {D_MODEL}, {LAYERS} layers x {HEADS} heads); "
         f"context {args.prompt} -> {args.prompt + args.tokens}, each token a new shape; {isa}{threads} threads"
     )
-    print(f"limn {args.device}, every kernel in the disk cache, plan caches cold: median ms per token")
+    print(f"limn {args.device}, every kernel in the disk cache, plan caches and plan index cold: median ms per token")
     rows = [[p, f"{ms[p]:.1f}", MEANING[p]] for p in PHASES]
     rows.append(["planning", f"{planning:.1f}", "key + schedule + lower + render + load (medians summed)"])
     rows.append(["total", f"{total:.1f}", "per token, graph to argmax"])
@@ -226,6 +237,13 @@ def main() -> None:
             "first run",
             f"{statistics.median(cold['totals']) * 1e3:.1f}",
             "per token, compiling what the disk cache lacked",
+        ]
+    )
+    rows.append(
+        [
+            "planned before",
+            f"{statistics.median(indexed['totals']) * 1e3:.1f}",
+            "per token, every shape's plan in the plan index (an earlier process planned it)",
         ]
     )
     rows.append(["torch", f"{torch_per_token * 1e3:.1f}", "torch CPU eager, same model and context"])

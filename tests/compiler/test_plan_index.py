@@ -135,5 +135,5 @@ def test_a_program_too_deep_to_pickle_is_not_kept(folder):
     deep: list = []
     for _ in range(5000):
         deep = [deep]
-    plan_index.store(("a key",), deep)
+    plan_index.store(plan_index.entry(("a key",)), deep)
     assert not list(folder.glob("plans/*/*.plan"))

@@ -169,8 +169,7 @@ class CompiledDevice:
     custom_kernels: frozenset[str] = frozenset()
     row_pieces = False  # whether the device runs a kernel as row pieces (join_pieces)
 
-    # what a subclass must define: render(kernel) -> source, compile(kernel, source) -> program,
-    # launch(program, kernel, handles), and alloc, free, copyin, copyout, synchronize
+    # what a subclass defines: render(kernel) -> source, compile(kernel, source) -> program, launch(...) and 5 hooks
     REQUIRED = ("render", "compile", "launch", "alloc", "free", "copyin", "copyout", "synchronize")
 
     def __init__(self) -> None:
@@ -193,7 +192,8 @@ class CompiledDevice:
             self.stats.plan_hits += 1
             return plan, leaves
         explained = provenance.from_environment() or debug_level() >= 2  # each kernel's reasons (and lines)
-        kept = None if explained or provenance.is_recording() else plan_index.load(key)  # by a process before
+        slot = None if explained or provenance.is_recording() else plan_index.entry(key)  # where a process kept it
+        kept = None if slot is None else plan_index.load(slot)
         program = kept or lower_schedule(schedule(sinks, order))
         plan = Plan(program, self._programs(program.kernels), index_checks.placed(program.schedule))
         self.plans[key] = plan
@@ -208,8 +208,8 @@ class CompiledDevice:
             # a cached plan outlives its graph: the nodes each kernel computes (explain's source lines, kept while
             # provenance records) would hold the graph's buffers; capture takes a buffer no node reads as let go
             program.schedule.computes.clear()
-            if kept is None:
-                plan_index.store(key, program)
+            if kept is None and slot is not None:
+                plan_index.store(slot, program)
         return plan, leaves
 
     def _programs(self, kernels: Sequence[KernelIR]) -> list[Any]:

@@ -40,10 +40,9 @@ def entry(key: tuple) -> Path:
     return cache_files.cache_dir("plans") / name[:2] / f"{name}.plan"
 
 
-def load(key: tuple) -> Program | None:
-    """The program an earlier process kept for `key`; None for a miss, and for an entry that does not match,
-    which is then planned again (with a warning) and replaced."""
-    path = entry(key)
+def load(path: Path) -> Program | None:
+    """The program an earlier process kept at `path` (entry(key)); None for a miss, and for an entry that does
+    not match, which is then planned again (with a warning) and replaced."""
     data = cache_files.file_bytes(path)
     if data is None:
         return None
@@ -69,10 +68,9 @@ def _parse(data: bytes, name: str) -> Program | None:
     return program if isinstance(program, Program) else None
 
 
-def store(key: tuple, program: Program) -> None:
-    """Keeps `program` for `key` (atomically: a reader sees the whole entry or none; a folder in the slot is
-    removed). Failures are ignored: the index only saves work."""
-    path = entry(key)
+def store(path: Path, program: Program) -> None:
+    """Keeps `program` at `path` (entry(key); atomically: a reader sees the whole entry or none; a folder in the
+    slot is removed). Failures are ignored: the index only saves work."""
     try:
         body = pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL)
     except RecursionError:  # a chain of thousands of ops nests as deep in the schedule's expressions: not kept
