@@ -1,8 +1,8 @@
 """The shared executor for compiled devices: plans, caches, and the assign transaction.
 
-A CompiledDevice turns the sinks of one realize() into a Plan (schedule, loop-nest IR, one compiled
-program per kernel), caches that plan by the graph's structure, and replays it against the buffers of
-each call. Programs are cached by source hash, so two plans that render the same kernel share it. A
+A CompiledDevice turns the sinks of one realize() into a Plan (schedule, loop-nest IR, one compiled program
+per kernel; the first two kept on disk by plan_index), caches it by the graph's structure, and replays it against
+the buffers of each call. Programs are cached by source hash, so two plans that render the same kernel share it. A
 backend supplies only `render` (IR -> source), `compile` (source -> program), `launch`, and the five
 hooks for moving bytes; everything else here is common to C and CUDA.
 Set LIMN_DEBUG=1 (plans built), 2 (why each buffer is stored, and the IR), 3 (rendered source and per-kernel timings).
@@ -184,7 +184,7 @@ class CompiledDevice:
     # ---- planning ----
 
     def plan(self, sinks: Sequence[Node]) -> tuple[Plan, list[Buffer]]:
-        """The plan for this graph's structure (built on first sight) and the leaf buffers to bind."""
+        """The plan for this graph's structure (on first sight built, or loaded from plan_index) and its leaves."""
         order = toposort(sinks)  # one walk for the key and, on a miss, the schedule
         key, leaves = structure_key(sinks, order)
         plan = self.plans.get(key)
