@@ -77,6 +77,8 @@ def normalize_axis(axis: int, ndim: int, what: str) -> int:
 
 def broadcast_shape(a: Shape, b: Shape, what: str) -> Shape:
     """The shape a and b broadcast to, numpy's rule: dims align from the right and a size-1 dim stretches."""
+    if a == b:  # most binary ops' operands: one shape already
+        return tuple(a)
     n = max(len(a), len(b))
     pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
     out = []
