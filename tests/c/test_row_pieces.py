@@ -5,7 +5,8 @@ seen another count, bit for bit:
   scatter, a CUSTOM call's are not;
 - matmuls (register-tiled), layer norm and GELU, softmax, an embedding gather, a (B, T, C) batch, and
   attention's head layout (whose head loop is peeled: its stride holds the row count), at 21, 37 and 100 rows
-  after a plan at 16, equal the whole kernels bit for bit, and the pieces are what ran;
+  after a plan at 16, equal the whole kernels bit for bit, and the pieces are what ran; so do float16,
+  bfloat16, int8, bool and int64 kernels, a cumsum, an argmax, gathered columns and a transposed output;
 - a plan whose shapes never change keeps its whole kernels; once the power-of-two counts are built, a new count
   compiles nothing;
 - what a review found: kernels apart in a literal's sign alone (0.0 == -0.0) are two families; a counter with
@@ -13,6 +14,7 @@ seen another count, bit for bit:
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -60,6 +62,19 @@ def heads(x: Tensor) -> Tensor:
 
 
 MODELS = {"mlp": mlp, "block": block, "embed": embed, "batched": batched, "heads": heads}
+
+W16 = rng.standard_normal((C, C)).astype(np.float16)
+# other dtypes and kernel kinds, each with its input's dtype: the offsets are bytes, so every itemsize is met
+KINDS = {
+    "float16 matmul": (np.float16, lambda x: (x @ Tensor(W16) + 1.0).relu().sum(-1, keepdim=True) * x),
+    "bfloat16 softmax": (ml_dtypes.bfloat16, lambda x: x.softmax(-1)),
+    "int8 that wraps": (np.int8, lambda x: (x * 3 + 7).cast(limn.int8)),
+    "bool mask and where": (np.float32, lambda x: (x > 0).logical_and(x < 0.5).where(x, -x)),
+    "int64 cumsum": (np.int64, lambda x: x.cumsum(-1)),
+    "argmax": (np.float32, lambda x: x.argmax(-1)),
+    "gathered columns": (np.float32, lambda x: x[:, [2, 0, 1, 1]] * 2.0),
+    "transposed output": (np.float32, lambda x: x.T.contiguous() + 1.0),
+}
 
 
 def _input(name: str, rows: int) -> np.ndarray:
@@ -114,6 +129,24 @@ def test_row_pieces_equal_the_whole_kernels_bit_for_bit(name: str) -> None:
         assert got.tobytes() == want.tobytes(), f"{name} at {rows} rows: pieces differ from the whole kernels"
         assert _pieces_ran(get_device(f"c_whole_{name}_{rows}")) == 0
     assert _pieces_ran(get_device(f"c_rows_{name}")) > 0, "the pieces are what ran"
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_row_pieces_of_every_dtype_and_kind_equal_the_whole_kernels_bit_for_bit(name: str) -> None:
+    dtype, model = KINDS[name]
+    tag = name.replace(" ", "_")
+    limn.register_device(f"c_rows_{tag}", CDevice)
+    limn.set_device(f"c_rows_{tag}")
+    model(Tensor((rng.standard_normal((16, C)) * 5).astype(dtype))).realize()
+    for rows in (21, 37):
+        x = (rng.standard_normal((rows, C)) * 5).astype(dtype)
+        limn.set_device(f"c_rows_{tag}")
+        got = model(Tensor(x)).numpy()
+        limn.register_device(f"c_whole_{tag}_{rows}", CDevice)
+        limn.set_device(f"c_whole_{tag}_{rows}")
+        want = model(Tensor(x)).numpy()
+        assert got.tobytes() == want.tobytes(), f"{name} at {rows} rows: pieces differ from the whole kernels"
+    assert _pieces_ran(get_device(f"c_rows_{tag}")) > 0, "the pieces are what ran"
 
 
 def test_a_plan_whose_shapes_never_change_keeps_whole_kernels() -> None:
