@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from _bench import median_seconds, table
+from _bench import in_own_process, median_seconds, only_this, table
 from _limits import limits_header
 from bench_step import CONTEXT, D_MODEL, DATA, HEADS, LAYERS, limn_gpt, torch_gpt
 
@@ -194,7 +194,11 @@ def main() -> None:
     parser.add_argument("--device", default="c")
     parser.add_argument("--profile", action="store_true", help="print cProfile's top functions of the warm run")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--only", choices=("torch",), help=argparse.SUPPRESS)  # torch's own process
+    parser.add_argument("--threads", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.only == "torch":
+        return only_this({"seconds": torch_seconds_per_token(args.tokens, args.prompt, args.threads)})
     if args.prompt + args.tokens > CONTEXT:
         parser.error(f"--prompt + --tokens must be at most the model's context, {CONTEXT}")
     if args.child:
@@ -220,7 +224,8 @@ def main() -> None:
             runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     cold, warm, indexed = runs
     assert cold["tokens"] == warm["tokens"], "the two limn runs generated different tokens"
-    torch_per_token = torch_seconds_per_token(args.tokens, args.prompt, threads)
+    argv = ["--tokens", str(args.tokens), "--prompt", str(args.prompt), "--threads", str(threads)]
+    torch_per_token = in_own_process(__file__, "torch", argv)["seconds"]  # no limn threads beside torch's
     ms = {p: statistics.median(t[p] for t in warm["per_token"]) * 1e3 for p in PHASES}
     total = statistics.median(warm["totals"]) * 1e3
     planning = ms["key"] + ms["schedule"] + ms["lower"] + ms["render"] + ms["load"]
