@@ -150,11 +150,14 @@ def test_the_factors_keep_one_minus_p_of_the_weights_scaled_as_torchs(dtype) -> 
     assert abs((z == 0).mean() - 0.25) < 0.005 and abs((theirs.numpy() == 0).mean() - 0.25) < 0.005
 
 
-def test_dropout_of_one_gives_zeros_as_torchs_and_outside_zero_to_one_raises(device: str) -> None:
+def test_dropout_of_one_gives_zeros_as_torchs_and_a_bad_dropout_p_raises(device: str) -> None:
     q = r(1, 2, 4, 8)
     out = Tensor.scaled_dot_product_attention(Tensor(q), Tensor(q), Tensor(q), dropout_p=1.0)
     want = torch.nn.functional.scaled_dot_product_attention(*(torch.tensor(q),) * 3, dropout_p=1.0)
     np.testing.assert_array_equal(out.numpy(), want.numpy())
-    for p in (-0.1, 1.5):
+    for p in (-0.1, 1.5, float("nan")):
         with pytest.raises(limn.ArgumentError, match=rf"dropout_p has to be between 0 and 1, but got {p}"):
+            Tensor.scaled_dot_product_attention(Tensor(q), Tensor(q), Tensor(q), dropout_p=p)
+    for p in (None, "0.1", Tensor(0.1), True):
+        with pytest.raises(TypeError, match=r"dropout_p must be a number"):
             Tensor.scaled_dot_product_attention(Tensor(q), Tensor(q), Tensor(q), dropout_p=p)

@@ -63,6 +63,11 @@ class AttentionMixin:
         """
         causal = bool(is_causal or causal)
         _check(self, key, value, key_mask)
+        if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)):
+            raise TypeError(
+                f"scaled_dot_product_attention: dropout_p must be a number (a float, as torch's), got "
+                f"{type(dropout_p).__name__} {dropout_p!r}"
+            )
         if not 0.0 <= dropout_p <= 1.0:
             raise ArgumentError(
                 f"scaled_dot_product_attention: dropout_p has to be between 0 and 1, but got {dropout_p}"
