@@ -258,11 +258,12 @@ VECTOR_LOOPS = {
 REGISTER = {"x86-64-v3": "ymm", "x86-64-v4": "zmm"}  # the vector registers of each target
 
 
-def _compile(march: str, tmp: str, *extra: str) -> tuple[str, str]:
-    """The prelude and kernels built for `march`: the C unit and what gcc wrote with `extra` (a report or asm)."""
+def _compile(march: str, tmp: str, width: str, *extra: str) -> tuple[str, str]:
+    """The prelude and one width's kernels built for `march`: the C unit and what gcc wrote with `extra` (a
+    report or asm)."""
     device = CDevice(march=march)
     flags = [f for f in device.toolchain.flags if f != "-shared"]
-    unit = PRELUDE + c_attention.source()
+    unit = PRELUDE + c_attention.source(width)
     path = Path(tmp) / "attention.c"
     path.write_text(unit)
     out = Path(tmp) / "a.out"
@@ -276,7 +277,7 @@ def _compile(march: str, tmp: str, *extra: str) -> tuple[str, str]:
 @pytest.mark.parametrize("march", ["x86-64-v3", "x86-64-v4"])
 def test_the_inner_loops_vectorize(march: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        unit, report = _compile(march, tmp, "-fopt-info-vec-optimized", "-c")
+        unit, report = _compile(march, tmp, "f32", "-fopt-info-vec-optimized", "-c")
     vectorized = {int(m) for m in re.findall(r"attention\.c:(\d+):\d+: optimized: loop vectorized", report)}
     lines = unit.splitlines()
     for what, text in VECTOR_LOOPS.items():
@@ -292,7 +293,7 @@ def test_the_inner_loops_vectorize(march: str) -> None:
 def test_the_tile_products_are_vector_fmas(march: str) -> None:
     """limn_sdpa_gemm (every product of two tiles) keeps its register tile in the target's widest registers."""
     with tempfile.TemporaryDirectory() as tmp:
-        _unit, asm = _compile(march, tmp, "-S")
+        asm = "".join(_compile(march, tmp, width, "-S")[1] for width in c_attention.WIDTHS)
     bodies = re.findall(r"^(limn_sdpa_gemm_f(?:32|64)[\w.]*):\n(.*?)\.size", asm, flags=re.S | re.M)
     assert {name.split(".")[0] for name, _ in bodies} == {"limn_sdpa_gemm_f32", "limn_sdpa_gemm_f64"}, asm[:2000]
     tile_rows = 8 if march == "x86-64-v4" else 4  # LIMN_SDPA_MR, rows of two vectors each

@@ -162,3 +162,19 @@ def test_a_kernel_built_by_hand_is_rendered_not_indexed(index):
     assert by_hand.nest == "" and kernel.nest
     assert device.render(by_hand) == device.renderer.render(by_hand)[1]
     assert not entries(index)
+
+
+def test_the_fingerprint_covers_the_c_texts_kernels_include(tmp_path):
+    # a kernel's source carries limn/c/kernels/tile.c, so a changed tile.c must name other entries, as a
+    # changed module does
+    from limn.compiler import cache_files
+
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "module.py").write_text("x = 1\n")
+    (tmp_path / "kernels" / "tile.c").write_text("/* one */\n")
+    before = cache_files.code_fingerprint.__wrapped__((tmp_path,))
+    (tmp_path / "kernels" / "tile.c").write_text("/* two */\n")
+    after = cache_files.code_fingerprint.__wrapped__((tmp_path,))
+    (tmp_path / "notes.txt").write_text("not code\n")
+    assert before != after, "a changed C text under the folder did not change the fingerprint"
+    assert cache_files.code_fingerprint.__wrapped__((tmp_path,)) == after, "a non-code file changed it"

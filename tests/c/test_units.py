@@ -4,12 +4,17 @@
 - a plan built from several units computes what the numpy device does, and the next device finds every unit
   in the kernel cache;
 - a unit cc rejects, or one that runs past the compile timeout, raises CompileError naming its kernels and
-  leaves nothing in the cache folder; LIMN_DEBUG=1 says which kernels cc built and why.
+  leaves nothing in the cache folder; LIMN_DEBUG=1 says which kernels cc built and why;
+- tiled kernels call one shared fold per tile shape (limn/c/kernels/tile.c), defined once in a unit that holds
+  several of them, and compute what the numpy device does;
+- a plan with fused attention has its attention library built in the same batch as its units, for its width
+  only.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -110,3 +115,52 @@ def test_limn_debug_says_which_kernels_cc_built_and_why(tmp_path, monkeypatch, c
     assert "cc built 1 kernel (" in err and "not in the kernel cache: limn_first" in err, err
     dev.compile_batch(_two_kernels()[:1])
     assert "cc built" not in capsys.readouterr().err, "a kernel the cache holds is loaded, not built"
+
+
+def test_tiled_kernels_share_one_fold_per_shape_defined_once_in_their_unit(tmp_path, monkeypatch):
+    monkeypatch.setenv("LIMN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(units, "cores", lambda: 1)  # one unit: every kernel's fold meets the others'
+    seen = []
+    real = units.build_all
+    monkeypatch.setattr(units, "build_all", lambda sources, build: seen.extend(sources) or real(sources, build))
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in [(37, 40), (40, 50), (50, 21)])
+    limn.register_device("c_units", CDevice)
+    limn.set_device("c_units")
+    try:
+        got = ((Tensor(a) @ Tensor(b)).relu() @ Tensor(c)).numpy()
+    finally:
+        limn.set_device("numpy")
+    np.testing.assert_allclose(got, np.maximum(a @ b, 0) @ c, rtol=1e-5, atol=1e-5)
+    (unit,) = seen
+    calls = set(re.findall(r"\b(limn_tile_\w+)\(out", unit))
+    assert calls, f"no tile fold is called:\n{unit[:3000]}"
+    for name in calls:  # each kernel brings its copy; the guard keeps one (a second would not compile)
+        assert unit.count(f"void {name}(") == 2, f"{name}: one copy per kernel"
+    assert unit.count("LIMN_VEC_FMA(x, row[v]") == len(re.findall(r"#define LIMN_TILE_\w+", unit)), (
+        "the fold's fmas are only in the shared functions, not in the kernels"
+    )
+
+
+def test_fused_attention_is_built_beside_the_plans_units_for_its_width_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("LIMN_CACHE_DIR", str(tmp_path / "cache"))
+    batches = []
+    real = units.build_all
+    monkeypatch.setattr(units, "build_all", lambda sources, build: batches.append(sources) or real(sources, build))
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((2, 9, 8)).astype(np.float32) for _ in range(3))
+    device = CDevice()
+    limn.register_device("c_units", lambda: device)
+    limn.set_device("c_units")
+    try:
+        got = (Tensor.scaled_dot_product_attention(Tensor(q), Tensor(k), Tensor(v), causal=True) * 2).numpy()
+    finally:
+        limn.set_device("numpy")
+    attention = [i for i, batch in enumerate(batches) if any("limn_sdpa_forward" in s for s in batch)]
+    assert len(attention) == 1, f"the attention library was built in {len(attention)} batches"
+    (batch,) = [batches[i] for i in attention]
+    assert any("limn_sdpa_forward" not in s for s in batch), "built alone, not beside the plan's units"
+    sdpa = "".join(batch)
+    assert "limn_sdpa_forward_f32" in sdpa and "limn_sdpa_forward_f64" not in sdpa, "only float32's kernels"
+    want = Tensor.scaled_dot_product_attention(Tensor(q), Tensor(k), Tensor(v), causal=True).numpy() * 2
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -261,6 +261,8 @@ class Report:
             return "library call"  # a matmul tile packs its panel row by row
         if "limn_vec_" in loop.text or "LIMN_VEC_FMA" in loop.text:
             return "vector types"  # a matmul tile's loops over its vectors
+        if re.search(r"\blimn_tile_\w+\(", loop.text):
+            return "tile calls"  # a loop over a panel's tiles: each a call of the vector fold (kernels/tile.c)
         if not inside:
             return "removed"  # dead code: a partial panel's packing where every panel is full
         if any("completely unrolled" in w for w in words):
@@ -275,7 +277,7 @@ class Report:
 
 
 VECTORIZED = ("vectorized", "unrolled into vectorized code")
-PASSES = (*VECTORIZED, "library call", "vector types", "removed", "unrolled")
+PASSES = (*VECTORIZED, "library call", "vector types", "tile calls", "removed", "unrolled")
 
 
 # ---- the loops that stay scalar ----

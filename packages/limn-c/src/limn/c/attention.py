@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any
 
@@ -24,6 +24,7 @@ import numpy as np
 
 from limn import dtypes
 from limn.c import addresses
+from limn.c.prelude import PRELUDE
 from limn.c.rewrites.matmul import VECTOR_PRELUDE
 from limn.compiler.ir import KernelIR
 from limn.compiler.squares_c import squares_c
@@ -66,35 +67,69 @@ WIDTHS = {  # the C spellings of each width the kernels are built for
 SUFFIX = {dtypes.float32: "f32", dtypes.float64: "f64"}
 
 
-def source() -> str:
-    """The C of all three kernels at both widths, to follow the prelude (limn_expf, limn_pickf, LIMN_IVDEP); the
-    vector words (limn_vec_float, LIMN_VEC_FMA) are the matmul tiles' (rewrites/matmul.VECTOR_PRELUDE)."""
+def width(kernel: KernelIR) -> str:
+    """The width ("f32" or "f64") an attention kernel computes in: float16 and bfloat16 widen to float32."""
+    return SUFFIX.get(kernel.inputs[0].dtype, "f32")
+
+
+def source(suffix: str) -> str:
+    """The C of all three kernels at one width (a library each: a float32 model never waits on cc for the
+    float64 ones), to follow the prelude (limn_expf, limn_pickf, LIMN_IVDEP); the vector words (limn_vec_float,
+    LIMN_VEC_FMA) are the matmul tiles' (rewrites/matmul.VECTOR_PRELUDE)."""
     sizes = f"#define LIMN_SDPA_ROWS {ROWS}\n#define LIMN_SDPA_KEYS {KEYS}\n"
-    parts = [VECTOR_PRELUDE, sizes, squares_c("static inline"), COMMON]
-    for suffix, spelling in WIDTHS.items():
-        text = TEMPLATE.replace("SUFFIX", suffix)
-        for word, c in spelling.items():
-            text = re.sub(rf"\b{word}\b", c, text)  # whole words: VEC is not the VEC of LIMN_VEC_FMA
-        parts.append(text)
-    return "".join(parts)
+    text = TEMPLATE.replace("SUFFIX", suffix)
+    for word, c in WIDTHS[suffix].items():
+        text = re.sub(rf"\b{word}\b", c, text)  # whole words: VEC is not the VEC of LIMN_VEC_FMA
+    return "".join([VECTOR_PRELUDE, sizes, squares_c("static inline"), COMMON, text])
 
 
-def functions(lib: ctypes.CDLL) -> dict[tuple[str, str], Callable[..., None]]:
-    """The kernels of a library built from source(), by (CUSTOM name, width), their argument types set."""
+def functions(lib: ctypes.CDLL, suffix: str) -> dict[str, Callable[..., None]]:
+    """The kernels of a library built from source(suffix), by CUSTOM name, their argument types set."""
     sizes = [ctypes.c_int64] * 5 + [ctypes.c_int, ctypes.c_double, ctypes.c_double, ctypes.c_int]  # n, ..., threads
     arrays = {"sdpa": 8, "sdpa_bwd_q": 10, "sdpa_bwd_kv": 11}  # pointers: inputs (mask, seed, counter), outputs
     c_names = {"sdpa": "forward", "sdpa_bwd_q": "backward_q", "sdpa_bwd_kv": "backward_kv"}
     out = {}
     for name, pointers in arrays.items():
-        for suffix in WIDTHS:
-            f = getattr(lib, f"limn_sdpa_{c_names[name]}_{suffix}")
-            f.argtypes, f.restype = [ctypes.c_void_p] * pointers + sizes, None
-            out[(name, suffix)] = f
+        f = getattr(lib, f"limn_sdpa_{c_names[name]}_{suffix}")
+        f.argtypes, f.restype = [ctypes.c_void_p] * pointers + sizes, None
+        out[name] = f
     return out
 
 
-def run(kernels: dict[tuple[str, str], Callable[..., None]], kernel: KernelIR, handles: list[Any], threads: int):
-    """Runs one CUSTOM attention kernel on its buffers (inputs, then outputs, as the KernelIR lists them).
+class Libraries:
+    """A c device's attention kernels: a library per width, built through `build` (the device's kernel cache).
+    A new plan that needs one says so (want) and compile_batch builds it beside the plan's units (wanted,
+    built), so cc makes both at once; otherwise it is built when a kernel of its width first runs."""
+
+    def __init__(self, build: Callable[[str], ctypes.CDLL]) -> None:
+        self.build = build
+        self.functions: dict[str, dict[str, Callable[..., None]]] = {}  # by width
+        self.wanting: list[str] = []
+
+    def want(self, kernels: Sequence[KernelIR]) -> None:
+        """Notes the widths these kernels' attention needs that are not built yet."""
+        self.wanting = sorted({width(k) for k in kernels if k.custom in NAMES} - self.functions.keys())
+
+    def wanted(self) -> list[str]:
+        """The C of each library wanted (once): the caller builds them and hands them, in order, to `built`."""
+        return [PRELUDE + source(suffix) for suffix in self.wanting]
+
+    def built(self, libs: list[ctypes.CDLL]) -> None:
+        for suffix, lib in zip(self.wanting, libs):
+            self.functions[suffix] = functions(lib, suffix)
+        self.wanting = []
+
+    def run(self, kernel: KernelIR, handles: list[Any], threads: int) -> None:
+        """Runs one attention kernel with its width's library (built now if no plan brought it)."""
+        suffix = width(kernel)
+        if suffix not in self.functions:
+            self.functions[suffix] = functions(self.build(PRELUDE + source(suffix)), suffix)
+        run(self.functions[suffix], kernel, handles, threads)
+
+
+def run(kernels: dict[str, Callable[..., None]], kernel: KernelIR, handles: list[Any], threads: int):
+    """Runs one CUSTOM attention kernel on its buffers (inputs, then outputs, as the KernelIR lists them) with
+    `kernels`, the functions of its width's library.
     float16 and bfloat16 are widened to float32 copies here, computed there and rounded once when stored. The
     key mask and dropout's seed and counter limbs go as they are; an absent one is a null pointer."""
     params = dict(kernel.params)
@@ -115,7 +150,7 @@ def run(kernels: dict[tuple[str, str], Callable[..., None]], kernel: KernelIR, h
     t_k, d_v = k.shape[1], v.shape[2]
     pointers = [*addresses.of([q, k, v]), mask, seed, counter, *addresses.of(rest + outs)]
     sizes = (n, t_q, t_k, d, d_v, int(params["causal"]), float(params["scale"]), dropout, threads)
-    kernels[(kernel.custom, SUFFIX[wide])](*pointers, *sizes)
+    kernels[kernel.custom](*pointers, *sizes)
     for handle, result in zip(handles[n_in:], outs):
         if result is not handle:
             handle[...] = result.astype(handle.dtype)  # one rounding, from float32 (L is float32 already)

@@ -22,7 +22,6 @@ from limn.c import source_index as c_source_index
 from limn.c import team as c_team
 from limn.c.library_cache import cache_dir
 from limn.c.pool import HostPool
-from limn.c.prelude import PRELUDE
 from limn.c.row_call import RowPieces
 from limn.c.source import CRenderer, Options
 from limn.c.toolchain import Toolchain
@@ -59,6 +58,7 @@ class CDevice(CompiledDevice):
     ) -> None:
         super().__init__()
         self.libraries: list[ctypes.CDLL] = []  # kept alive while their functions may be called
+        self.attention = c_attention.Libraries(self._library)  # fused attention's C, a library per width
         with c_team.short_spin():  # libgomp loads in here: in the toolchain's probe or the team's library
             self.toolchain = Toolchain(cc, march)
             team = c_team.team_size() if threads and self.toolchain.openmp else 1
@@ -119,26 +119,22 @@ class CDevice(CompiledDevice):
     def compile(self, kernel: KernelIR, source: str) -> Any:
         return self.compile_batch([(kernel, source)])[0]
 
+    def _compiled(self, kernels: Sequence[KernelIR]) -> list[Any]:
+        self.attention.want(kernels)  # compile_batch builds what attention these kernels need beside their units
+        return super()._compiled(kernels)
+
     def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Any]:
-        """A new plan's kernels, cut into units of like size that cc builds at once (c/units.py). Each function
-        comes from the ctypes prototype `void f(void*, ...)` of its arity, one per arity for every kernel:
-        setting argtypes on each function instead built a list and its converters per kernel, for the
-        collector to walk as long as the plan lives."""
+        """A new plan's kernels, cut into units of like size that cc builds at once (c/units.py), with the
+        attention libraries the plan wants; each kernel's function from its unit's library."""
         sources = [source for _, source in items]
         cut = units.split([units.cost(s) for s in sources], units.cores())
-        libs = units.build_all([units.source([sources[i] for i in unit]) for unit in cut], self._library)
+        attention = self.attention.wanted()  # built beside the units, not after them
+        libs = units.build_all([units.source([sources[i] for i in unit]) for unit in cut] + attention, self._library)
+        self.attention.built(libs[len(cut) :])
         lib_of = {i: lib for unit, lib in zip(cut, libs) for i in unit}
-        prototypes: dict[int, Any] = self.__dict__.setdefault("_prototypes", {})  # by arity: a few dozen at most
-        functions = []
-        for i, (kernel, source) in enumerate(items):
-            start = source.index("void ") + len("void ")
-            name = source[start : source.index("(", start)]
-            arity = len(kernel.inputs) + len(kernel.outputs)
-            prototype = prototypes.get(arity)
-            if prototype is None:
-                prototype = prototypes[arity] = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * arity)
-            functions.append(prototype((name, lib_of[i])))
-        return functions
+        return [
+            units.function(lib_of[i], source, len(k.inputs) + len(k.outputs)) for i, (k, source) in enumerate(items)
+        ]
 
     def _library(self, source: str) -> ctypes.CDLL:
         """The shared library for this source, through the kernel cache (limn.c.library_cache), keyed by
@@ -165,10 +161,7 @@ class CDevice(CompiledDevice):
         with the prelude it calls, run by this device's team (one thread when threads=False)."""
         if kernel.custom not in c_attention.NAMES:
             super().run_custom(kernel, handles)
-        kernels = self.__dict__.get("_attention")
-        if kernels is None:
-            kernels = self._attention = c_attention.functions(self._library(PRELUDE + c_attention.source()))
-        c_attention.run(kernels, kernel, handles, 1 if self.team is None else self.team.size)
+        self.attention.run(kernel, handles, 1 if self.team is None else self.team.size)
 
     # ---- the five hooks: buffers are host numpy arrays ----
 

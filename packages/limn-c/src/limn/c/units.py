@@ -5,18 +5,20 @@ kernels, 554 KB of C) took 5.3 s of a 2-core machine's first step while its othe
 many units as there are cores (each costing at least UNIT_COST, below which cc's own start and the prelude it
 reads again cost more than the split saves), they compile at once. A kernel's cost is its length in bytes,
 times TILE_WEIGHT for a register-tiled one: cut by bytes alone, the unit that held 23 of that step's 26
-matmul tiles took 4.6 s and the other 1.5 s. The cut depends only on the kernels' sources and the count of
-cores, so the next process on this machine cuts the same units and finds each in the kernel cache (one
-given other cores, by taskset or a cpuset, cuts others and compiles them once).
+matmul tiles took 4.6 s and the other 1.5 s (when each tile carried its own copy of the fold). The cut
+depends only on the kernels' sources and the count of cores, so the next process on this machine cuts the
+same units and finds each in the kernel cache (one given other cores, by taskset or a cpuset, cuts others
+and compiles them once).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from limn.c.prelude import PRELUDE
 from limn.c.rewrites.matmul import VECTOR_PRELUDE
@@ -25,9 +27,10 @@ from limn.compiler.jit import debug_level
 UNIT_COST = 32_000
 """The least cost worth a unit of its own: about 0.15 s of cc at -O3, what a unit's own start costs."""
 
-TILE_WEIGHT = 7
-"""cc's seconds per byte of a register-tiled matmul (its vector intrinsics, unrolled) over a plain loop's, fitted
-to that step's two units: 27 ms per KB of tiles, 3.9 ms per KB of the rest."""
+TILE_WEIGHT = 3
+"""cc's seconds per byte of a register-tiled matmul (its packing, its team, its calls of the tile fold of
+kernels/tile.c, which a unit compiles once) over a plain loop's, fitted to that step's kernels compiled one
+by one: 24 ms per KB of tiled kernels, 7.8 ms per KB of the rest."""
 
 Library = TypeVar("Library")
 
@@ -75,6 +78,20 @@ def source(kernels: list[str]) -> str:
 def kernel_names(source: str) -> list[str]:
     """The kernels a unit defines, in order: the functions limn names."""
     return [line[5 : line.index("(")] for line in source.splitlines() if line.startswith("void limn_")]
+
+
+# the ctypes prototype `void f(void*, ...)` of each arity, shared by every kernel: setting argtypes on each
+# function instead built a list and its converters per kernel, for the collector to walk as long as it lives
+_PROTOTYPES: dict[int, Any] = {}
+
+
+def function(lib: ctypes.CDLL, source: str, arity: int) -> Any:
+    """The function a kernel's source exports, from the library its unit was built into."""
+    (name,) = kernel_names(source)
+    prototype = _PROTOTYPES.get(arity)
+    if prototype is None:
+        prototype = _PROTOTYPES[arity] = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * arity)
+    return prototype((name, lib))
 
 
 def report(source: str, seconds: float) -> None:

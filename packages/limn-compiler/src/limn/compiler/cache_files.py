@@ -86,14 +86,18 @@ def warn_rebuilt(device: str, path: Path) -> None:
     )
 
 
+CODE_SUFFIXES = (".py", ".c", ".cu")  # the files of a package that make what a cache keeps
+
+
 @functools.lru_cache(maxsize=8)
 def code_fingerprint(folders: tuple[Path, ...]) -> str:
-    """The sha256 of every module file under `folders` (a package's limn/ folder, say), read once per process
-    for each set: what a cache entry made by that code is keyed by, so a changed limn makes everything again."""
+    """The sha256 of every module file and C text (limn/c/kernels/tile.c, which kernels include) under
+    `folders` (a package's limn/ folder, say), read once per process for each set: what a cache entry made by
+    that code is keyed by, so a changed limn makes everything again."""
     digest = hashlib.sha256()
     try:
         for folder in sorted(set(folders)):
-            for path in sorted(folder.rglob("*.py")):
+            for path in sorted(p for p in folder.rglob("*") if p.suffix in CODE_SUFFIXES):
                 digest.update(path.relative_to(folder).as_posix().encode())
                 digest.update(path.read_bytes())
     except OSError:  # code that cannot be read cannot be vouched for: this process's entries are its own

@@ -147,20 +147,23 @@ class CStyle:
         header = f"/* {kernel.op.name} over loop{list(kernel.loop_shape)} */\n"
         digest = hashlib.sha256((header + params + body).encode()).hexdigest()[:16]
         name = f"limn_{kernel.op.name.lower()}_{digest}"
-        return name, f"{header}{self.kernel_prefix}void {name}({params}) {{\n{body}}}\n"
+        functions = "".join(self.functions.values())  # what the body calls, defined before it
+        return name, f"{functions}{header}{self.kernel_prefix}void {name}({params}) {{\n{body}}}\n"
 
     def param(self, b: BufferArg, is_input: bool) -> str:
         const = "const " if is_input else ""
         return f"{const}{self.storage(b.dtype)}* {self.restrict} {b.name}"
 
     def begin(self, kernel: KernelIR) -> None:
-        """Starts a kernel: the dtype of each value as it is defined, each buffer's, the fma pairs, and the
-        statements spelled so far (by instruction and decided checks; see `statement`)."""
+        """Starts a kernel: the dtype of each value as it is defined, each buffer's, the fma pairs, the
+        statements spelled so far (by instruction and decided checks; see `statement`), and the shared
+        functions its body calls (a C matmul tile's fold), which render puts before the kernel."""
         self.kernel = kernel
         self.dtype_of: dict[Value, DType] = {}
         self.spelled: dict[int | tuple, tuple[Instr, str | None]] = {}
         self.buf_dtype = {b.name: b.dtype for b in kernel.inputs + kernel.outputs}
         self.fma_of = FmaPairs(kernel.body)
+        self.functions: dict[str, str] = {}  # C functions the body calls, by name, each guarded to one definition
 
     def body(self, kernel: KernelIR) -> str:
         """The function's body: the nest as written, one `for` per LOOP, one statement per instruction."""

@@ -11,7 +11,9 @@ Which nests are matmuls is limn.compiler.matmul_form's rule. Pipeline: IR -> mat
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
+from importlib import resources
 
 from limn.compiler.cstyle import TYPES
 from limn.compiler.ir import EndLoop, Index, Instr, LoadI, Loop
@@ -64,8 +66,8 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
         pack_full = f"memcpy(panel + ({r} - kb) * {tj}, bb + (int64_t){r}*{b_r} + jt, sizeof({t}) * {tj});"
     else:  # b is read across its rows (say a transposed weight): gather each panel row
         pack_full = f"for (int64_t c = 0; c < {tj}; c++) panel[({r} - kb) * {tj} + c] = {b_cell};"
-    out_row = f"{out} + {o0} + (it + ii) * (int64_t){o_i} + jt"
-    a_row = f"{a}[{a0} + (it + ii) * (int64_t){a_i} + {r} * (int64_t){a_r}]"
+    out_row = f"{out} + {o0} + it * (int64_t){o_i} + jt"
+    a_tile = (f"{a} + {a0} + it * (int64_t){a_i} + kb * (int64_t){a_r}", str(a_i), str(a_r))
     lines += [
         f"const {t}* bb = {m.b.buf} + {b0};",
         f"const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj}; /* the last panel may be partial */",
@@ -80,7 +82,7 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
         f"else for (int64_t {r} = kb; {r} < ke; {r}++) for (int64_t c = 0; c < {tj}; c++)",
         f"    panel[({r} - kb) * {tj} + c] = c < cols ? {b_cell} : 0; /* zeros past the edge: lanes never stored */",
         f"for (int64_t it = 0; it < {ni}; it += {rows}) {{",
-        *_indented(4, _row_tile(m, rows, vectors, ni % rows, f"{ni}", out_row, a_row)),
+        *_indented(4, _row_tile(m, renderer, ni % rows, f"{ni}", out_row, a_tile)),
         *_indented(4, _tile_epilogue(m, renderer, f"(it + {rows} < {ni} ? it + {rows} : {ni})", ("jt", "jt + cols"))),
         "}",
         "}",
@@ -130,20 +132,21 @@ def _panel_width(m: Matmul, vectors: int) -> str:
     return f"({vectors} * LIMN_VEC_{TYPES[m.dtype].value.upper()})"
 
 
-def _row_tile(m: Matmul, rows: int, vectors: int, rest: int, ni: str, out_row: str, a_value: str) -> list[str]:
+def _row_tile(m: Matmul, renderer, rest: int, ni: str, out_row: str, a: tuple[str, str, str]) -> list[str]:
     """The tile at row `it`: a full one (fast when its panel is full too), or the `rest` rows left at the
-    bottom edge. `cols` says how many of the panel's columns are the output's."""
-    tj = _panel_width(m, vectors)
+    bottom edge. `cols` says how many of the panel's columns are the output's; out_row and a are
+    _tile_fold's."""
+    rows, vectors = renderer.options.isa.tile_rows, renderer.options.isa.tile_vectors
     lines = [
-        f"if (it + {rows} <= {ni} && cols == {tj}) {{",
-        *_indented(4, _tile_fold(m, out_row, a_value, rows, vectors, partial=False)),
+        f"if (it + {rows} <= {ni} && cols == {_panel_width(m, vectors)}) {{",
+        *_indented(4, _tile_fold(m, renderer, out_row, a, rows, vectors, partial=False)),
         f"}} else if (it + {rows} <= {ni}) {{ /* the right edge: a partial panel */",
-        *_indented(4, _tile_fold(m, out_row, a_value, rows, vectors, partial=True)),
+        *_indented(4, _tile_fold(m, renderer, out_row, a, rows, vectors, partial=True)),
         "}",
     ]
     if rest:
         lines[-1] = "} else { /* the bottom edge: the rows left over */"
-        lines += [*_indented(4, _tile_fold(m, out_row, a_value, rest, vectors, partial=True)), "}"]
+        lines += [*_indented(4, _tile_fold(m, renderer, out_row, a, rest, vectors, partial=True)), "}"]
     return lines
 
 
@@ -265,43 +268,30 @@ static inline limn_vec_double limn_vfma_d(double x, limn_vec_double b, limn_vec_
 """
 
 
-def _tile_fold(m: Matmul, out_row: str, a_value: str, rows: int, vectors: int, partial: bool) -> list[str]:
-    """One rows x vectors tile's fold over the r block [kb, ke): totals from 0 (first block) or from what
-    the last block stored, one fma per cell per r in order, stored back. `panel` holds the block of b's
-    columns row by row; `out_row` addresses row it + ii of the tile, `a_value` its a[it + ii, r]. A partial
-    tile loads and stores only its first `cols` columns; its other lanes fold the panel's zeros, unread."""
-    t, r = TYPES[m.dtype].value, m.r.var
-    vec, width, tj = f"limn_vec_{t}", f"LIMN_VEC_{t.upper()}", f"({vectors} * LIMN_VEC_{t.upper()})"
-    if partial:
-        lanes = f"(cols - v * {width} < 0 ? 0 : cols - v * {width} > {width} ? {width} : cols - v * {width})"
-        load = [
-            f"    acc[ii][v] = ({vec}){{0}};",
-            f"    if (kb != 0) memcpy(&acc[ii][v], {out_row} + v * {width}, sizeof({t}) * {lanes});",
-        ]
-        store = f"    memcpy({out_row} + v * {width}, &acc[ii][v], sizeof({t}) * {lanes});"
-    else:
-        load = [
-            f"    if (kb == 0) acc[ii][v] = ({vec}){{0}};",
-            f"    else memcpy(&acc[ii][v], {out_row} + v * {width}, sizeof acc[ii][v]);",
-        ]
-        store = f"    memcpy({out_row} + v * {width}, &acc[ii][v], sizeof acc[ii][v]);"
-    return [
-        f"{vec} acc[{rows}][{vectors}]; /* the totals so far: 0, then what the last block stored */",
-        f"for (int ii = 0; ii < {rows}; ii++) for (int v = 0; v < {vectors}; v++) {{",
-        *load,
-        "}",
-        f"for (int64_t {r} = kb; {r} < ke; {r}++) {{",
-        f"    {vec} row[{vectors}];",
-        f"    for (int v = 0; v < {vectors}; v++)",
-        f"        memcpy(&row[v], panel + ({r} - kb) * {tj} + v * {width}, sizeof row[v]);",
-        f"    for (int ii = 0; ii < {rows}; ii++) {{",
-        f"        const {t} x = {a_value};",
-        f"        for (int v = 0; v < {vectors}; v++) acc[ii][v] = LIMN_VEC_FMA(x, row[v], acc[ii][v]);",
-        "    }",
-        "}",
-        f"for (int ii = 0; ii < {rows}; ii++) for (int v = 0; v < {vectors}; v++)",
-        store,
-    ]
+def _tile_fold(
+    m: Matmul, renderer, out_row: str, a: tuple[str, str, str], rows: int, vectors: int, partial: bool
+) -> list[str]:
+    """One rows x vectors tile's fold over the r block [kb, ke), as a call of the shared fold of its shape
+    (tile_function). `out_row` addresses the tile's first output row; `a` is (a pointer to the tile's
+    a[it, kb], its step between rows, its step along r). A partial tile stores only its first `cols` columns."""
+    name, text = tile_function(TYPES[m.dtype].value, rows, vectors, partial)
+    renderer.functions[name] = text  # the kernel's source defines it before the kernel (CStyle.render)
+    o_i = coef(m.out_index, m.i.var)
+    return [f"{name}({out_row}, {o_i}, {a[0]}, {a[1]}, {a[2]}, panel, ke - kb, kb == 0, cols);"]
+
+
+TILE = resources.files("limn.c").joinpath("kernels", "tile.c").read_text(encoding="utf-8").split("*/\n", 1)[1]
+
+
+def tile_function(t: str, rows: int, vectors: int, partial: bool) -> tuple[str, str]:
+    """(name, C) of the fold the tiles of one shape call (limn/c/kernels/tile.c): cc spent most of a unit's time
+    unrolling each kernel's own copy of it (2.1 of 3.0 s for a GPT step's 14 tiled kernels)."""
+    name = f"limn_tile_{t}_{rows}x{vectors}{'_edge' if partial else ''}"
+    lanes = f"LIMN_VEC_{t.upper()}"
+    columns = f"cols - v * {lanes} < 0 ? 0 : cols - v * {lanes} > {lanes} ? {lanes} : cols - v * {lanes}"
+    words = {"NAME": name, "GUARD": f"{name.upper()}_DEFINED", "REAL": t, "VEC": f"limn_vec_{t}", "LANES": lanes}
+    words |= {"ROWS": str(rows), "VECTORS": str(vectors), "COLUMNS": columns if partial else lanes}
+    return name, re.sub(r"\b[A-Z]+\b", lambda w: words.get(w.group(0), w.group(0)), TILE)
 
 
 def _indented(spaces: int, lines: list[str]) -> list[str]:
@@ -331,7 +321,7 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
     threads = _team(m, renderer)
     omp_for = ["#pragma omp for schedule(static)"] if threads > 1 else []
     b_cell = f"{b}[{b0} + (int64_t){r}*{b_r} + (jt + c)*(int64_t){b_j}]"
-    out_row = f"{out} + {o0} + (it + ii) * (int64_t){o_i} + jt"
+    out_row = f"{out} + {o0} + it * (int64_t){o_i} + jt"
     nc = f"(({min(nj, PACKED_COLUMNS)} + {tj} - 1) / {tj} * {tj})"  # a whole number of panels
     lines = [
         f"/* matmul tile, blocked: {rows} x {vectors} vectors of cells in registers, packed panels; {r} in order */",
@@ -358,7 +348,7 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
         f"        for (int64_t jt = jb; jt < je; jt += {tj}) {{",
         f"            const {t}* panel = bpack + (jt - jb) * {kc};",
         f"            const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj};",
-        *_indented(12, _row_tile(m, rows, vectors, ni % rows, str(ni), out_row, f"apack[({r} - kb) * {rows} + ii]")),
+        *_indented(12, _row_tile(m, renderer, ni % rows, str(ni), out_row, ("apack", "1", str(rows)))),
         "        }",
         *_indented(8, _rows_epilogue(m, renderer)),
         "    }",
