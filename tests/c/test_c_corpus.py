@@ -41,23 +41,10 @@ def _epilogues_unsplit() -> CDevice:
 limn.register_device("c_unsplit_epilogues", _epilogues_unsplit)
 
 
-def _epilogues_in_tiles(**options) -> CDevice:
-    """A c device whose matmul tiles apply their kernel's epilogue to each block of rows they finish."""
-    device = CDevice(**options)
-    device.options.tile_epilogues = True
-    return device
-
-
-limn.register_device("c_serial_in_tiles", lambda: _epilogues_in_tiles(threads=False))
-limn.register_device("c_threads_in_tiles", lambda: _epilogues_in_tiles(parallel_work=0))
-
-
-def _tiled_as(isa: c_isa.ISA, in_tiles: bool = False) -> CDevice:
-    """A threaded c device whose tiles take another ISA row's shape (at this host's vector width), applying
-    a matmul's epilogue after the tiles or, `in_tiles`, to each block of rows as they finish it."""
+def _tiled_as(isa: c_isa.ISA) -> CDevice:
+    """A threaded c device whose tiles take another ISA row's shape (at this host's vector width)."""
     device = CDevice(parallel_work=0)
     device.options.isa = dataclasses.replace(device.options.isa, tile_rows=isa.tile_rows, tile_vectors=isa.tile_vectors)
-    device.options.tile_epilogues = in_tiles
     return device
 
 
@@ -83,7 +70,6 @@ TILE_PARAMS = [
 for _isa in c_isa.TABLE:
     _name = f"c_tile{_isa.tile_rows}x{_isa.tile_vectors}"
     limn.register_device(_name, lambda isa=_isa: _tiled_as(isa))
-    limn.register_device(f"{_name}_in_tiles", lambda isa=_isa: _tiled_as(isa, in_tiles=True))
 
 
 @pytest.mark.parametrize("switch", ["split_pads", "tile_matmuls", "chunk_folds", "jam_folds", "hoist_invariants"])
@@ -234,8 +220,7 @@ def test_tiled_matmul_equals_plain_nest_bit_for_bit(shape, dtype, tile):
     bias_np, res_np = rng.standard_normal(m), rng.standard_normal((n, m))
     results = {}
     tiled = f"c_tile{tile[0]}x{tile[1]}"
-    in_tiles = [f"{tiled}_in_tiles"] if tile == TILE_SHAPES[-1] else []  # one tile shape: one cc run more
-    for device in ("c_notile", tiled, *in_tiles, "numpy"):
+    for device in ("c_notile", tiled, "numpy"):
         limn.set_device(device)
         a, b = Tensor(a_np, dtype=dtype), Tensor(b_np, dtype=dtype)
         bias, res = Tensor(bias_np, dtype=dtype), Tensor(res_np, dtype=dtype)
@@ -245,8 +230,6 @@ def test_tiled_matmul_equals_plain_nest_bit_for_bit(shape, dtype, tile):
             for form, outs in forms.items():
                 source = "".join(limn.get_device().render(k) for k in ir(*outs).kernels)
                 assert "matmul tile" in source, f"{form} {shape} was not tiled"
-                if form in EPILOGUES and device in in_tiles:
-                    assert "final" in source, f"{form} {shape}: the tiles do not apply the epilogue"
         outs = [out for outs in forms.values() for out in outs]
         limn.realize(*outs)
         results[device] = [out.numpy() for out in outs]
@@ -255,32 +238,9 @@ def test_tiled_matmul_equals_plain_nest_bit_for_bit(shape, dtype, tile):
     # a long sum that cancels keeps its absolute error, not its relative one: allow it per term summed
     atol = rtol * max(1.0, k / 32)
     names = [f"{form} output {i}" for form, outs in forms.items() for i in range(len(outs))]
-    for device in (tiled, *in_tiles):
-        for form, plain, got, expected in zip(names, results["c_notile"], results[device], results["numpy"]):
-            assert _same_bits(plain, got), f"{device} matmul {form} {shape} {dtype} differs from the plain nest"
-            np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, err_msg=f"{form} {shape} {dtype} {device}")
-
-
-@pytest.mark.isa  # the in-tile epilogue is off by default (Options.tile_epilogues): held here and in nox -s isa
-@pytest.mark.parametrize("shape", [(20, 40, 300), (17, 13, 70)])
-def test_tiled_epilogues_threaded_equal_serial_bit_for_bit(shape):
-    # a thread applies the epilogue to the tiles it finished itself: which thread did changes no bit
-    n, k, m = shape
-    rng = np.random.default_rng(2)
-    a_np, b_np = rng.standard_normal((n, k)), rng.standard_normal((k, m))
-    bias_np, res_np = rng.standard_normal(m), rng.standard_normal((n, m))
-    results = {}
-    devices = ("c_serial", "c_threads", "c_serial_in_tiles", "c_threads_in_tiles")
-    for device in devices:
-        limn.set_device(device)
-        a, b = Tensor(a_np, dtype="float32"), Tensor(b_np, dtype="float32")
-        bias, res = Tensor(bias_np, dtype="float32"), Tensor(res_np, dtype="float32")
-        outs = [out for make in EPILOGUES.values() for out in make(a, b, bias, res)]
-        limn.realize(*outs)
-        results[device] = [out.numpy() for out in outs]
-    for serial, threaded in (devices[:2], devices[2:]):
-        for i, (s, t) in enumerate(zip(results[serial], results[threaded])):
-            assert _same_bits(s, t), f"epilogue output {i} {shape}: {threaded} differs from {serial}"
+    for form, plain, got, expected in zip(names, results["c_notile"], results[tiled], results["numpy"]):
+        assert _same_bits(plain, got), f"{tiled} matmul {form} {shape} {dtype} differs from the plain nest"
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, err_msg=f"{form} {shape} {dtype} {tiled}")
 
 
 def _reproducer(case: Case) -> str:

@@ -1,7 +1,7 @@
 """Rule: every innermost loop the c device emits is vectorized, for AVX2 (x86-64-v3) and AVX-512 (x86-64-v4).
 
 The kernels are the shared corpus's (tests/corpus.py), those of one training step of examples/bench_step.py's
-GPT at tiny sizes (forward, backward, AdamW), and matmuls whose tiles apply a bias, gelu or residual epilogue.
+GPT at tiny sizes (forward, backward, AdamW), and matmuls whose kernels apply a bias, gelu or residual epilogue.
 Each set is rendered by a c device built for each target and compiled as one translation unit with that
 device's flags plus gcc's -fopt-info report: gcc only, nothing runs.
 
@@ -102,9 +102,9 @@ def gpt_step_kernels() -> list[KernelIR]:
 
 
 def epilogue_kernels() -> list[KernelIR]:
-    """Matmuls whose elementwise consumers fold into their kernel (limn.compiler.epilogue), which the tile applies to
-    each block of cells it finishes: a linear layer's bias and gelu over a batch of rows (the register form,
-    the pre-activation kept too), a bias and a residual add at edge sizes (the memory form)."""
+    """Matmuls whose elementwise consumers fold into their kernel (limn.compiler.epilogue), which a loop over the
+    cells applies after the tiles: a linear layer's bias and gelu over a batch of rows (the register form, the
+    pre-activation kept too), a bias and a residual add at edge sizes (the memory form)."""
     limn.set_device("numpy")
     rng = np.random.default_rng(0)
 
@@ -121,9 +121,7 @@ SETS = {
     "corpus": corpus_kernels,
     "gpt step": gpt_step_kernels,
     "matmul epilogues": epilogue_kernels,
-    "matmul epilogues in tiles": epilogue_kernels,  # rendered with Options.tile_epilogues
 }
-IN_TILES = {"matmul epilogues in tiles"}
 
 
 # ---- the loops of the C ----
@@ -395,11 +393,10 @@ def compiled() -> dict[tuple[str, str], Compiled]:
     running = {}
     try:
         for isa_name in ISAS:
-            device, in_tiles = CDevice(march=isa_name), CDevice(march=isa_name)
-            in_tiles.options.tile_epilogues = True
+            device = CDevice(march=isa_name)
             flags = [f for f in device.toolchain.flags if f != "-shared"]
             for name, ks in kernels.items():
-                unit, loops, short = translation_unit(ks, in_tiles if name in IN_TILES else device)
+                unit, loops, short = translation_unit(ks, device)
                 path = folder / f"{name.replace(' ', '_')}-{isa_name}.c"
                 path.write_text(unit)
                 cmd = [device.toolchain.cc, *flags, *REPORT_FLAGS, "-c", str(path), "-o", str(path.with_suffix(".o"))]
@@ -446,12 +443,3 @@ def test_every_allowance_covers_a_loop_here(compiled):
     used = {verdict.removeprefix("allowed: ") for c in compiled.values() for _, verdict in c.verdicts()}
     unused = [a.name for a in ALLOWED if a.name not in used]
     assert not unused, f"no loop in {list(SETS)} on {ISAS} needs these allowances any more: {unused}"
-
-
-@pytest.mark.parametrize("isa_name", ISAS)
-def test_a_tiles_epilogue_loop_is_vectorized(compiled, isa_name: str):
-    # tiles that apply a bias and gelu to the cells they have finished, a row at a time: that loop is vector code
-    c = compiled["matmul epilogues in tiles", isa_name]
-    epilogues = [(loop, v) for loop, v in c.verdicts() if loop.parent is not None and "cell_row" in loop.parent.head]
-    assert len(epilogues) >= 3, "the tiles' epilogue loops are missing: did the matmuls stop folding their consumers?"
-    assert all(v in VECTORIZED for _, v in epilogues), [(loop.head, v) for loop, v in epilogues]

@@ -9,7 +9,7 @@ Pipeline: tensor -> graph -> schedule -> IR -> **C source** -> cc -> ctypes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from limn.c import isa as c_isa
 from limn.c.prelude import MATH_FUNCS, SELECTS
@@ -26,9 +26,8 @@ from limn.compiler.ir import Instr, KernelIR, Loop, is_scatter, top_level
 
 @dataclass
 class Options:
-    """Which rewrites the renderer makes. Each is on by default (but tile_epilogues, which did not pay) and
-    off only where a test holds it to the plain nest; nests with fewer than `parallel_work` iterations stay
-    serial."""
+    """Which rewrites the renderer makes. Each is on by default and off only where a test holds it to the
+    plain nest; nests with fewer than `parallel_work` iterations stay serial."""
 
     threads: int = 1  # the OpenMP team size; 1 emits no pragmas
     split_pads: bool = True
@@ -38,11 +37,6 @@ class Options:
     parallel_work: int = 32768  # a nest with fewer loop iterations than this runs serially
     hoist_invariants: bool = True
     split_epilogues: bool = True  # a register fold's loop, then its epilogue's loop (fold_then_epilogue)
-    # a tiled matmul's epilogue applied to each block of rows as the tiles finish it, reading the totals from
-    # L1, instead of in a nest after the tiles: on a 2-core x86-64-v4 host it measured no faster at a GPT
-    # layer's sizes (the nest after reads them from L3) and up to 13% slower where a row spans two column
-    # blocks, so it is off; a host short of memory bandwidth may want it
-    tile_epilogues: bool = False
     isa: c_isa.ISA = c_isa.TABLE[0]  # the target's row of the ISA table: tile, chunk and jam sizes
 
 
@@ -65,39 +59,32 @@ class CRenderer(CStyle):
         self.begin(kernel)
         self.lines: list[str] = []  # each a line, or several joined by newlines (rewrites/jam's copies)
         nests = [piece for _, piece in top_level(kernel.body)]
-        taken = False  # the nest before was a tiled matmul that ran this one, its epilogue, per tile
         looped = False  # a loop nest was emitted: the next one starts behind a barrier
         for k, nest in enumerate(nests):
             following = nests[k + 1] if k + 1 < len(nests) else None
-            if taken:
-                taken = False
-                continue
             if self.options.tile_matmuls and following and fill_overwritten_by_tile(nest, following, kernel):
                 continue  # the tiled matmul after it writes every cell this fill would
             if isinstance(nest[0], Loop):
                 if looped:
                     self.barrier(depth=1)
                 looped = True
-                taken = self.nest(nest, depth=1, following=following)
+                self.nest(nest, depth=1)
             else:
                 self.straight(nest[0], depth=1, decided={})
         return "\n".join(self.lines) + "\n" if self.lines else ""
 
-    def nest(self, nest: list[Instr], depth: int, following: list[Instr] | None = None) -> bool:
-        """A top-level loop nest: tiled if it reads as a matmul, else emitted with its team's pragma. True
-        when the tile took the `following` nest along as its epilogue (so it is not emitted again)."""
-        block = Block(nest, top=True, following=following)
+    def nest(self, nest: list[Instr], depth: int) -> None:
+        """A top-level loop nest: tiled if it reads as a matmul, else emitted with its team's pragma."""
+        block = Block(nest, top=True)
         m = plan(self, "tiles", block)
         if m is None:
             self.loop_block(nest, depth, {}, plan(self, "threads", block), collapsing=0)
-            return False
-        in_tiles = self.options.tile_epilogues
-        self.lines.extend(render_tiled(m if in_tiles else replace(m, epilogue=()), self, depth))
-        if m.epilogue and not in_tiles:  # the register form's epilogue: a nest of its own, after
+            return
+        self.lines.extend(render_tiled(m, self, depth))
+        if m.epilogue:  # the register form's epilogue: a nest of its own, after the tiles
             after = epilogue_nest(m)
             self.barrier(depth)
             self.loop_block(after, depth, {}, plan(self, "threads", Block(after, top=True)), collapsing=0)
-        return m.takes_following
 
     def spell_lines(self, seq: list[Instr], depth: int) -> list[str]:
         """The C lines of straight-line instructions (a tile's epilogue), taken back out of the renderer's."""

@@ -50,7 +50,6 @@ class Matmul:
     dtype: DType  # float32 or float64: the operands', the total's and the output's
     registers: bool  # the register form (no fill in front of it)
     epilogue: tuple[Instr, ...] = ()  # straight-line, at one output cell once its total is final
-    takes_following: bool = False  # the epilogue is the nest after this one, which the tile replaces
     rows: tuple[Loop, ...] = ()  # the loops i stands for, innermost first, where batch loops folded into it
     cells: tuple[Loop, ...] = ()  # the output loops (batch, i, j) in the nest's order
 
@@ -65,10 +64,9 @@ def index_vars(index: Index) -> set[Term]:
     return {v for v, _ in index.terms}
 
 
-def match_matmul(nest: list[Instr], kernel: KernelIR, following: list[Instr] | None = None) -> Matmul | None:
-    """The Matmul a nest is (in either form, the module docstring's), or None. An epilogue comes along: in
-    the register form the instructions after the STORE, in the memory form the `following` nest when it
-    loops over the output cells (see epilogue_of)."""
+def match_matmul(nest: list[Instr], kernel: KernelIR) -> Matmul | None:
+    """The Matmul a nest is (in either form, the module docstring's), or None. In the register form its
+    epilogue comes along: the instructions after the STORE."""
     loops = [ins for ins in nest if isinstance(ins, Loop)]
     if not kernel.matmul or len(loops) < 3 or len(nest) < 2 * len(loops) + 4:
         return None
@@ -91,8 +89,7 @@ def match_matmul(nest: list[Instr], kernel: KernelIR, following: list[Instr] | N
     m = Matmul(batch, i, reduces[0], j, a, b, out, out_index, dtype, registers, cells=tuple(outer))
     if registers:
         return replace(m, epilogue=epilogue) if epilogue_fits(m, epilogue) else None
-    found = epilogue_of(m, following) if following is not None else None
-    return m if found is None else replace(m, epilogue=found, takes_following=True)
+    return m
 
 
 Folded = tuple[LoadI, LoadI, DType, str, Index, tuple[Instr, ...]]  # a, b, the MUL's dtype, out, its index, epilogue
@@ -153,20 +150,6 @@ def _roles(la: LoadI, lb: LoadI, outer: list[Loop], r: Loop, out_index: Index) -
     if index_vars(a.index) - names - {i.var, r.var} or index_vars(b.index) - names - {r.var, j.var}:
         return None
     return None if index_vars(out_index) - names - {i.var, j.var} else (a, b, i, j, batch)
-
-
-def epilogue_of(m: Matmul, following: list[Instr]) -> tuple[Instr, ...] | None:
-    """The body of the nest after a memory-form matmul when it is that kernel's epilogue: loops over exactly
-    the output cells' loops (batch, i, j), then straight-line instructions that epilogue_fits; else None."""
-    loops = [ins for ins in following if isinstance(ins, Loop)]
-    n = len(loops)
-    cells = {(x.var, x.extent) for x in (*m.batch, m.i, m.j)}
-    if following[:n] != loops or {(x.var, x.extent) for x in loops} != cells or len(loops) != len(cells):
-        return None
-    if not all(isinstance(e, EndLoop) for e in following[len(following) - n :]):
-        return None
-    body = tuple(following[n : len(following) - n])
-    return body if epilogue_fits(m, body) else None
 
 
 def epilogue_fits(m: Matmul, epilogue: tuple[Instr, ...]) -> bool:

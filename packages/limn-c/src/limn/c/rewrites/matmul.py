@@ -3,9 +3,10 @@
 A patch of output cells (rows x vectors, sized for the target by limn.c.isa) stays in local accumulators while r
 is walked in order over a packed, contiguous panel of b (R_BLOCK rows at a time, totals stored and reloaded
 exactly), so each cell sees the plain nest's fma sequence from the same identity; edges use the scalar fold.
-A kernel's epilogue (limn.compiler.epilogue) runs, with the plain nest's statements, after the tiles or (Options.
-tile_epilogues) on each block of rows right after the tiles finish it, while it is in L1. Held to the plain
-nest by tests/c/test_c_corpus.py::test_tiled_matmul_equals_plain_nest_bit_for_bit.
+A kernel's epilogue (limn.compiler.epilogue) runs, with the plain nest's statements, in a nest after the tiles
+(epilogue_nest): applied to each block of rows as the tiles finished it, while in L1, it measured no faster on a
+2-core x86-64-v4 host at a GPT layer's sizes and up to 13% slower where a row spans two column blocks. Held to
+the plain nest by tests/c/test_c_corpus.py::test_tiled_matmul_equals_plain_nest_bit_for_bit.
 Which nests are matmuls is limn.compiler.matmul_form's rule. Pipeline: IR -> matmul form -> **C tiles** -> cc.
 """
 
@@ -17,9 +18,9 @@ from importlib import resources
 
 from limn.compiler.cstyle import TYPES
 from limn.compiler.ir import EndLoop, Index, Instr, LoadI, Loop
-from limn.compiler.matmul_form import Matmul, coef, epilogue_of, fill_overwritten_by_tile, match_matmul
+from limn.compiler.matmul_form import Matmul, coef, fill_overwritten_by_tile, match_matmul
 
-__all__ = ["Matmul", "epilogue_of", "fill_overwritten_by_tile", "match_matmul", "render_tiled", "VECTOR_PRELUDE"]
+__all__ = ["Matmul", "fill_overwritten_by_tile", "match_matmul", "render_tiled", "VECTOR_PRELUDE"]
 
 R_BLOCK = 512  # reduce steps per panel block: 512 x 32 floats, 64 KiB, stays near the core (L1/L2)
 
@@ -73,7 +74,6 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
         f"const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj}; /* the last panel may be partial */",
         "if (panel == 0) { /* no memory for the panel: the plain fold, cell by cell */",
         *_indented(4, _plain_fold(m, f"{a}[{a0}", "bb[0", f"{out}[{o0}", ("0", str(ni)), ("jt", "jt + cols"))),
-        *_indented(4, _epilogue_lines(m, renderer, ("0", str(ni)), ("jt", "jt + cols"))),
         "    continue;",
         "}",
         f"for (int64_t kb = 0; kb < {nr}; kb += {kc}) {{ /* a block of r whose panel stays in L1 */",
@@ -83,7 +83,6 @@ def render_tiled(m: Matmul, renderer, depth: int) -> list[str]:
         f"    panel[({r} - kb) * {tj} + c] = c < cols ? {b_cell} : 0; /* zeros past the edge: lanes never stored */",
         f"for (int64_t it = 0; it < {ni}; it += {rows}) {{",
         *_indented(4, _row_tile(m, renderer, ni % rows, f"{ni}", out_row, a_tile)),
-        *_indented(4, _tile_epilogue(m, renderer, f"(it + {rows} < {ni} ? it + {rows} : {ni})", ("jt", "jt + cols"))),
         "}",
         "}",
     ]
@@ -150,56 +149,9 @@ def _row_tile(m: Matmul, renderer, rest: int, ni: str, out_row: str, a: tuple[st
     return lines
 
 
-def _tile_epilogue(m: Matmul, renderer, row_end: str, cols: tuple[str, str]) -> list[str]:
-    """The epilogue of the tile at rows [it, row_end) and columns [cols) of one panel, which one thread
-    folds through every block of r, once the last block has stored their totals: they are still in L1."""
-    if not m.epilogue:
-        return []
-    return [
-        f"if (ke == {m.r.extent}) {{ /* these totals are final: their epilogue, while they are in L1 */",
-        *_indented(4, _epilogue_lines(m, renderer, ("it", row_end), cols)),
-        "}",
-    ]
-
-
-def _rows_epilogue(m: Matmul, renderer) -> list[str]:
-    """The packed form's epilogue of rows [it, it + here), in every column, at the last block of r and of
-    columns: the earlier column blocks' cells were finished before the team's barrier, this block's just
-    now (still in L1), and each output's rows are one run of memory."""
-    if not m.epilogue:
-        return []
-    nj = m.j.extent
-    return [
-        f"if (ke == {m.r.extent} && je == {nj}) {{ /* rows [it, it + here) are final in every column */",
-        *_indented(4, _epilogue_lines(m, renderer, ("it", "it + here"), ("0", str(nj)))),
-        "}",
-    ]
-
-
 def epilogue_nest(m: Matmul) -> list[Instr]:
     """The epilogue as the plain nest runs it after its fold: a nest over the output cells."""
     return [*m.cells, *m.epilogue, *(EndLoop(x.var) for x in reversed(m.cells))]
-
-
-def _epilogue_lines(m: Matmul, renderer, rows: tuple[str, str], cols: tuple[str, str]) -> list[str]:
-    """The epilogue over output rows [rows) and columns [cols) (C bounds), whose totals are final: per row
-    the output loops' counters (a batch folded into i comes apart again, innermost first), then a loop
-    over the columns that spells the plain nest's statements."""
-    if not m.epilogue:
-        return []
-    lines = [f"for (int64_t cell_row = {rows[0]}; cell_row < {rows[1]}; cell_row++) {{"]
-    row_loops = m.rows or (m.i,)
-    step = 1
-    for n, loop in enumerate(row_loops):
-        value = "cell_row" if step == 1 else f"cell_row / {step}"
-        if n < len(row_loops) - 1:
-            value = f"{value} % {loop.extent}"
-        lines.append(f"    const int64_t {loop.var} = {value};")
-        step *= loop.extent
-    j = m.j.var
-    lines += ["    LIMN_IVDEP", f"    for (int64_t {j} = {cols[0]}; {j} < {cols[1]}; {j}++) {{"]
-    lines += renderer.spell_lines(list(m.epilogue), depth=2)
-    return lines + ["    }", "}"]
 
 
 def _plain_fold(m: Matmul, a: str, b: str, out: str, i_range: tuple[str, str], j_range: tuple[str, str]) -> list[str]:
@@ -330,7 +282,6 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
         "if (bpack == 0) { /* no memory for the panels: the plain fold, cell by cell */",
         *(["#pragma omp parallel for schedule(static)"] if threads > 1 else []),
         *_plain_fold(m, f"{a}[{a0}", f"{b}[{b0}", f"{out}[{o0}", ("0", str(ni)), ("0", str(nj))),
-        *_epilogue_lines(m, renderer, ("0", str(ni)), ("0", str(nj))),
         "} else {",
         *(["#pragma omp parallel"] if threads > 1 else []),
         "{",
@@ -350,7 +301,6 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
         f"            const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj};",
         *_indented(12, _row_tile(m, renderer, ni % rows, str(ni), out_row, ("apack", "1", str(rows)))),
         "        }",
-        *_indented(8, _rows_epilogue(m, renderer)),
         "    }",
         "}",
         "}",

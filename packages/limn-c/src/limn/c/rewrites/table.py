@@ -35,7 +35,6 @@ class Block:
     collapsing: int = 0  # loops below an enclosing collapse clause that this block still owes it
     chunk: bool = True  # False keeps plain a fold `chunk` would take (jam renders one copy of a body)
     top: bool = False  # a nest of the kernel's body, not a loop inside one
-    following: list[Instr] | None = None  # at the top: the nest after this one
 
     def __post_init__(self) -> None:
         self.loop: Loop = self.nest[0]
@@ -69,9 +68,7 @@ def _chunks(r: CRenderer, b: Block) -> bool:
 REWRITES: dict[str, tuple[str, Callable[[CRenderer, Block], Any], str]] = {
     "tiles": (
         "tile_matmuls",
-        lambda r, b: (
-            match_matmul(b.nest, r.kernel, b.following if r.options.tile_epilogues else None) if b.top else None
-        ),
+        lambda r, b: match_matmul(b.nest, r.kernel) if b.top else None,
         "test_tiled_matmul_equals_plain_nest_bit_for_bit",
     ),
     "threads": (
