@@ -133,13 +133,17 @@ def test_tiled_kernels_share_one_fold_per_shape_defined_once_in_their_unit(tmp_p
         limn.set_device("numpy")
     np.testing.assert_allclose(got, np.maximum(a @ b, 0) @ c, rtol=1e-5, atol=1e-5)
     (unit,) = seen
-    calls = set(re.findall(r"\b(limn_tile_\w+)\(out", unit))
-    assert calls, f"no tile fold is called:\n{unit[:3000]}"
-    for name in calls:  # each kernel brings its copy; the guard keeps one (a second would not compile)
-        assert unit.count(f"void {name}(") == 2, f"{name}: one copy per kernel"
-    assert unit.count("LIMN_VEC_FMA(x, row[v]") == len(re.findall(r"#define LIMN_TILE_\w+", unit)), (
-        "the fold's fmas are only in the shared functions, not in the kernels"
+    shared = set(re.findall(r"static __attribute__\(\(noinline\)\) void (limn_\w+)\(", unit))
+    assert {"matmul", "tile"} <= {name.split("_")[1] for name in shared}, f"no shared matmul or fold: {shared}"
+    kernels = re.findall(r"^void (limn_\w+)\(.*?^}", unit, flags=re.S | re.M)
+    bodies = re.findall(r"^void limn_\w+\(.*?^}", unit, flags=re.S | re.M)
+    tiled = [body for body in bodies if "matmul tile" in body]
+    assert len(tiled) == 2, f"both products should be tiled: {kernels}"
+    assert all("LIMN_VEC_FMA" not in body and re.search(r"limn_(matmul|tile)_\w+\(", body) for body in tiled), (
+        "a tiled kernel carries its own fold instead of calling the shared one"
     )
+    for name in shared:  # each kernel brings its copy; the guard keeps one (a second would not compile)
+        assert unit.count(f"void {name}(") == len(tiled), f"{name}: one copy per tiled kernel"
 
 
 def test_fused_attention_is_built_beside_the_plans_units_for_its_width_only(tmp_path, monkeypatch):

@@ -2,11 +2,12 @@
 
 A patch of output cells (rows x vectors, sized for the target by limn.c.isa) stays in local accumulators while r
 is walked in order over a packed, contiguous panel of b (R_BLOCK rows at a time, totals stored and reloaded
-exactly), so each cell sees the plain nest's fma sequence from the same identity; edges use the scalar fold.
-A kernel's epilogue (limn.compiler.epilogue) runs, with the plain nest's statements, in a nest after the tiles
-(epilogue_nest): applied to each block of rows as the tiles finished it, while in L1, it measured no faster on a
-2-core x86-64-v4 host at a GPT layer's sizes and up to 13% slower where a row spans two column blocks. Held to
-the plain nest by tests/c/test_c_corpus.py::test_tiled_matmul_equals_plain_nest_bit_for_bit.
+exactly), so each cell sees the plain nest's fma sequence from the same identity. That fold and the packed
+matmul driving it are C texts (limn/c/kernels/tile.c, matmul.c) taking the sizes and strides as arguments,
+which each kernel's source carries before it, guarded: a unit compiles one copy, not one per kernel (cc spent
+most of a GPT step's first compile unrolling those). A kernel's epilogue (limn.compiler.epilogue) runs after
+the tiles (epilogue_nest); run by the tiles on rows they had just finished, it measured no faster at a GPT
+layer's sizes. Held to the plain nest by tests/c/test_c_corpus.py::test_tiled_matmul_equals_plain_nest_bit_for_bit.
 Which nests are matmuls is limn.compiler.matmul_form's rule. Pipeline: IR -> matmul form -> **C tiles** -> cc.
 """
 
@@ -226,114 +227,71 @@ def _tile_fold(
     """One rows x vectors tile's fold over the r block [kb, ke), as a call of the shared fold of its shape
     (tile_function). `out_row` addresses the tile's first output row; `a` is (a pointer to the tile's
     a[it, kb], its step between rows, its step along r). A partial tile stores only its first `cols` columns."""
-    name, text = tile_function(TYPES[m.dtype].value, rows, vectors, partial)
-    renderer.functions[name] = text  # the kernel's source defines it before the kernel (CStyle.render)
+    name = _defined(renderer, *tile_function(TYPES[m.dtype].value, rows, vectors, partial))
     o_i = coef(m.out_index, m.i.var)
-    return [f"{name}({out_row}, {o_i}, {a[0]}, {a[1]}, {a[2]}, panel, ke - kb, kb == 0, cols);"]
+    return [f"{name}({out_row}, {o_i}, {a[0]}, {a[1]}, {a[2]}, panel, ke - kb, kb == 0, cols, {rows});"]
 
 
-TILE = resources.files("limn.c").joinpath("kernels", "tile.c").read_text(encoding="utf-8").split("*/\n", 1)[1]
+def _defined(renderer, name: str, text: str) -> str:
+    """`name`, once its C is among the functions the kernel's source defines before it (CStyle.render)."""
+    renderer.functions[name] = text
+    return name
 
 
-def tile_function(t: str, rows: int, vectors: int, partial: bool) -> tuple[str, str]:
+def _template(name: str) -> str:
+    """A C text of limn/c/kernels/ without its opening comment, which documents it for a reader of the file."""
+    return resources.files("limn.c").joinpath("kernels", name).read_text(encoding="utf-8").split("*/\n", 1)[1]
+
+
+def _filled(template: str, words: dict[str, str]) -> str:
+    """The template with each of its capitalized words that `words` names spelled as given."""
+    return re.sub(r"\b[A-Z][A-Z0-9_]*\b", lambda w: words.get(w.group(0), w.group(0)), template)
+
+
+TILE, MATMUL = _template("tile.c"), _template("matmul.c")
+
+
+def tile_function(t: str, rows: int, vectors: int, partial: bool, packed: bool = False) -> tuple[str, str]:
     """(name, C) of the fold the tiles of one shape call (limn/c/kernels/tile.c): cc spent most of a unit's time
-    unrolling each kernel's own copy of it (2.1 of 3.0 s for a GPT step's 14 tiled kernels)."""
-    name = f"limn_tile_{t}_{rows}x{vectors}{'_edge' if partial else ''}"
+    unrolling each kernel's own copy of it (2.1 of 3.0 s for a GPT step's 14 tiled kernels). `packed`: a's rows
+    are packed (a step of 1 between rows, `rows` along r), which the fold then knows; else they are arguments."""
+    name = f"limn_tile_{t}_{rows}x{vectors}{'_edge' if partial else ''}{'_packed' if packed else ''}"
     lanes = f"LIMN_VEC_{t.upper()}"
     columns = f"cols - v * {lanes} < 0 ? 0 : cols - v * {lanes} > {lanes} ? {lanes} : cols - v * {lanes}"
     words = {"NAME": name, "GUARD": f"{name.upper()}_DEFINED", "REAL": t, "VEC": f"limn_vec_{t}", "LANES": lanes}
-    words |= {"ROWS": str(rows), "VECTORS": str(vectors), "COLUMNS": columns if partial else lanes}
-    return name, re.sub(r"\b[A-Z]+\b", lambda w: words.get(w.group(0), w.group(0)), TILE)
+    words |= {"ROWS": str(rows), "VECTORS": str(vectors)}
+    words |= {"COLUMNS": columns, "HERE": "here"} if partial else {"COLUMNS": lanes, "HERE": str(rows)}
+    words |= {"AROW": "1", "ASTEP": str(rows)} if packed else {"AROW": "a_row", "ASTEP": "a_step"}
+    return name, _filled(TILE, words)
 
 
 def _indented(spaces: int, lines: list[str]) -> list[str]:
     return [" " * spaces + line for line in lines]
 
 
-# The packed form packs b a block of PACKED_COLUMNS columns at a time (R_BLOCK x 256 float32: 512 KiB),
-# which stays in L2 while every row tile sweeps it; packing all of a wide b at once spilled it to L3.
-PACKED_COLUMNS = 256
+PACKED_COLUMNS = 256  # b packed 256 columns at a time (512 KiB of float32) stays in L2; all of a wide b spilled
 
 
 def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
-    """The tiled nest for an unbatched matmul, blocked the way BLAS libraries block: for each block of r and
-    each block of PACKED_COLUMNS columns, the team packs the block's panels of b once (the last one
-    zero-padded), then splits the row tiles, each thread packing its tile's rows of a once and sweeping
-    them across the block's panels, so neither operand is read again per tile. Tiles fold block after
-    block from their stored totals; the edge tiles are the same fold over fewer rows or columns. Every
-    cell sees the plain nest's fmas in its order."""
+    """The tiled nest for an unbatched matmul: a call of the packed matmul of its dtype and tile shape
+    (limn/c/kernels/matmul.c), blocked the way BLAS libraries block, which takes the sizes and strides as
+    arguments, so one copy of it (and of the folds it calls) serves every such kernel of a unit. Every cell
+    sees the plain nest's fmas in its order."""
     t = TYPES[m.dtype].value
     rows, vectors = renderer.options.isa.tile_rows, renderer.options.isa.tile_vectors
-    ni, nr, nj = m.i.extent, m.r.extent, m.j.extent
-    b_r, b_j = coef(m.b.index, m.r.var), coef(m.b.index, m.j.var)
-    o_i = coef(m.out_index, m.i.var)
-    a, b, out, r = m.a.buf, m.b.buf, m.out, m.r.var
-    a0, b0, o0 = m.a.index.const, m.b.index.const, m.out_index.const
-    tj, kc = _panel_width(m, vectors), min(nr, R_BLOCK)
-    threads = _team(m, renderer)
-    omp_for = ["#pragma omp for schedule(static)"] if threads > 1 else []
-    b_cell = f"{b}[{b0} + (int64_t){r}*{b_r} + (jt + c)*(int64_t){b_j}]"
-    out_row = f"{out} + {o0} + it * (int64_t){o_i} + jt"
-    nc = f"(({min(nj, PACKED_COLUMNS)} + {tj} - 1) / {tj} * {tj})"  # a whole number of panels
-    lines = [
-        f"/* matmul tile, blocked: {rows} x {vectors} vectors of cells in registers, packed panels; {r} in order */",
-        "{",
-        f"{t}* bpack = ({t}*)malloc(sizeof({t}) * {kc} * {nc});",
-        "if (bpack == 0) { /* no memory for the panels: the plain fold, cell by cell */",
-        *(["#pragma omp parallel for schedule(static)"] if threads > 1 else []),
-        *_plain_fold(m, f"{a}[{a0}", f"{b}[{b0}", f"{out}[{o0}", ("0", str(ni)), ("0", str(nj))),
-        "} else {",
-        *(["#pragma omp parallel"] if threads > 1 else []),
-        "{",
-        f"{t} apack[{kc} * {rows}]; /* a's tile rows, r-major: this thread's own */",
-        f"for (int64_t kb = 0; kb < {nr}; kb += {kc})",
-        f"for (int64_t jb = 0; jb < {nj}; jb += {nc}) {{ /* a block of columns, packed */",
-        f"    const int64_t ke = kb + {kc} < {nr} ? kb + {kc} : {nr};",
-        f"    const int64_t je = jb + {nc} < {nj} ? jb + {nc} : {nj};",
-        *omp_for,
-        *_indented(4, _pack_b_block(m, tj, kc, b_cell)),
-        *omp_for,
-        f"    for (int64_t it = 0; it < {ni}; it += {rows}) {{",
-        f"        const int64_t here = {ni} - it < {rows} ? {ni} - it : {rows}; /* rows in this tile */",
-        *_indented(8, _pack_a_tile(m, rows)),
-        f"        for (int64_t jt = jb; jt < je; jt += {tj}) {{",
-        f"            const {t}* panel = bpack + (jt - jb) * {kc};",
-        f"            const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj};",
-        *_indented(12, _row_tile(m, renderer, ni % rows, str(ni), out_row, ("apack", "1", str(rows)))),
-        "        }",
-        "    }",
-        "}",
-        "}",
-        "free(bpack);",
-        "}",
-        "}",
-    ]
+    tile = _defined(renderer, *tile_function(t, rows, vectors, partial=False, packed=True))
+    edge = _defined(renderer, *tile_function(t, rows, vectors, partial=True, packed=True))
+    name = f"limn_matmul_{t}_{rows}x{vectors}"
+    words = {"NAME": name, "GUARD": f"{name.upper()}_DEFINED", "REAL": t, "ROWS": str(rows), "VECTORS": str(vectors)}
+    words |= {"TILE": tile, "EDGE": edge, "TJ": _panel_width(m, vectors), "FMA": "fma" if t == "double" else "fmaf"}
+    words |= {"KC": str(R_BLOCK), "NC": str(PACKED_COLUMNS)}
+    _defined(renderer, name, _filled(MATMUL, words))
+    a, b = m.a.index, m.b.index
+    args = [f"{m.out} + {m.out_index.const}", coef(m.out_index, m.i.var)]
+    args += [f"{m.a.buf} + {a.const}", coef(a, m.i.var), coef(a, m.r.var), f"{m.b.buf} + {b.const}", coef(b, m.r.var)]
+    args += [coef(b, m.j.var), m.i.extent, m.j.extent, m.r.extent, int(_team(m, renderer) > 1)]
     pad = "    " * depth
-    return [line if line.startswith("#pragma") else pad + line for line in lines]
-
-
-def _pack_b_block(m: Matmul, tj: int, kc: int, b_cell: str) -> list[str]:
-    """C packing rows [kb, ke) of b's columns [jb, je) into bpack, a panel of tj columns after another (the
-    last zero-padded: its lanes are never stored)."""
-    nj, r = m.j.extent, m.r.var
-    slot = f"bpack[(jt - jb) * {kc} + ({r} - kb) * {tj} + c]"
     return [
-        f"for (int64_t jt = jb; jt < je; jt += {tj}) {{ /* panel jt/TJ: rows [kb, ke) of b's columns */",
-        f"    const int64_t cols = {nj} - jt < {tj} ? {nj} - jt : {tj};",
-        f"    if (cols == {tj}) for (int64_t {r} = kb; {r} < ke; {r}++) for (int64_t c = 0; c < {tj}; c++)",
-        f"        {slot} = {b_cell};",
-        f"    else for (int64_t {r} = kb; {r} < ke; {r}++) for (int64_t c = 0; c < {tj}; c++)",
-        f"        {slot} = c < cols ? {b_cell} : 0; /* zeros past the edge: lanes never stored */",
-        "}",
-    ]
-
-
-def _pack_a_tile(m: Matmul, rows: int) -> list[str]:
-    """C packing a row tile's rows of a (those `here` rows from it, block [kb, ke) of r) into apack, r-major."""
-    a_i, a_r, r = coef(m.a.index, m.i.var), coef(m.a.index, m.r.var), m.r.var
-    return [
-        f"for (int64_t {r} = kb; {r} < ke; {r}++)",
-        "    for (int ii = 0; ii < here; ii++)",
-        f"        apack[({r} - kb) * {rows} + ii] =",
-        f"            {m.a.buf}[{m.a.index.const} + (it + ii) * (int64_t){a_i} + {r} * (int64_t){a_r}];",
+        f"{pad}/* matmul tile, blocked: {rows} x {vectors} vectors of cells in registers, packed panels; r in order */",
+        f"{pad}{name}({', '.join(map(str, args))});",
     ]
