@@ -49,10 +49,16 @@ static __attribute__((noinline)) void NAME(REAL* out, int64_t o_i, const REAL* a
 #pragma omp for schedule(static)
                 for (int64_t it = 0; it < ni; it += ROWS) {
                     const int64_t here = ni - it < ROWS ? ni - it : ROWS; /* rows in this tile */
-                    for (int64_t r = kb; r < ke; r++) {
-                        for (int64_t ii = 0; ii < here; ii++) apack[(r - kb) * ROWS + ii] = a[(it + ii) * a_i + r * a_r];
-                        for (int64_t ii = here; ii < ROWS; ii++) apack[(r - kb) * ROWS + ii] = 0; /* never stored */
-                    }
+                    if (here == ROWS && a_i == 1) /* the tile's rows side by side in a (a^T read): fixed-size copies */
+                        for (int64_t r = kb; r < ke; r++) memcpy(apack + (r - kb) * ROWS, a + it + r * a_r, sizeof(REAL) * ROWS);
+                    else if (here == ROWS) /* a fixed count of rows, which cc gathers into vectors */
+                        for (int64_t r = kb; r < ke; r++)
+                            for (int ii = 0; ii < ROWS; ii++) apack[(r - kb) * ROWS + ii] = a[(it + ii) * a_i + r * a_r];
+                    else
+                        for (int64_t r = kb; r < ke; r++) {
+                            for (int64_t ii = 0; ii < here; ii++) apack[(r - kb) * ROWS + ii] = a[(it + ii) * a_i + r * a_r];
+                            for (int64_t ii = here; ii < ROWS; ii++) apack[(r - kb) * ROWS + ii] = 0; /* never stored */
+                        }
                     for (int64_t jt = jb; jt < je; jt += tj) {
                         const REAL* panel = bpack + (jt - jb) * kc;
                         const int64_t cols = nj - jt < tj ? nj - jt : tj;

@@ -5,12 +5,13 @@
    so each cell sees the plain nest's fmas. Row ii of the patch is out + ii * out_row; its a at step s is
    a[ii * a_row + s * a_step] (steps fixed in the fold of packed rows of a: 1 and ROWS). A whole tile loads and stores every lane of every row; an edge tile only the
    first `cols` columns of its first `here` rows (its other lanes fold the panel's zeros, its other rows
-   whatever a holds there, unread). It is not inlined: one copy per unit, not one per tile, is what keeps
-   cc's time down. Kernels carry what follows this comment. */
+   whatever a holds there, unread). Called per tile by a kernel, it is not inlined: one copy per unit, not
+   one per kernel, is what keeps cc's time down; called by the packed matmul (kernels/matmul.c), which a
+   unit also holds once, it is inlined there. Kernels carry what follows this comment. */
 #ifndef GUARD
 #define GUARD
 /* the fold of a ROWS x VECTORS matmul tile (limn/c/kernels/tile.c) */
-static __attribute__((noinline)) void NAME(REAL* out, int64_t out_row, const REAL* a, int64_t a_row,
+static CALLED void NAME(REAL* out, int64_t out_row, const REAL* a, int64_t a_row,
                                           int64_t a_step, const REAL* panel, int64_t steps, int first,
                                           int64_t cols, int64_t here) {
     (void)cols, (void)here, (void)a_row, (void)a_step; /* a whole tile stores every lane of every row */

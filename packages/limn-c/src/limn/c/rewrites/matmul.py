@@ -224,9 +224,8 @@ static inline limn_vec_double limn_vfma_d(double x, limn_vec_double b, limn_vec_
 def _tile_fold(
     m: Matmul, renderer, out_row: str, a: tuple[str, str, str], rows: int, vectors: int, partial: bool
 ) -> list[str]:
-    """One rows x vectors tile's fold over the r block [kb, ke), as a call of the shared fold of its shape
-    (tile_function). `out_row` addresses the tile's first output row; `a` is (a pointer to the tile's
-    a[it, kb], its step between rows, its step along r). A partial tile stores only its first `cols` columns."""
+    """One rows x vectors tile's fold over the r block [kb, ke): a call of its shape's (tile_function). `out_row`
+    is the tile's first output row; `a` is (the tile's a[it, kb], a's step between rows, its step along r)."""
     name = _defined(renderer, *tile_function(TYPES[m.dtype].value, rows, vectors, partial))
     o_i = coef(m.out_index, m.i.var)
     return [f"{name}({out_row}, {o_i}, {a[0]}, {a[1]}, {a[2]}, panel, ke - kb, kb == 0, cols, {rows});"]
@@ -243,8 +242,9 @@ def _template(name: str) -> str:
     return resources.files("limn.c").joinpath("kernels", name).read_text(encoding="utf-8").split("*/\n", 1)[1]
 
 
-def _filled(template: str, words: dict[str, str]) -> str:
-    """The template with each of its capitalized words that `words` names spelled as given."""
+def _filled(template: str, name: str, words: dict[str, str]) -> str:
+    """The template with each of its capitalized words that `words` names spelled as given, NAME as `name`."""
+    words = {**words, "NAME": name, "GUARD": f"{name.upper()}_DEFINED"}
     return re.sub(r"\b[A-Z][A-Z0-9_]*\b", lambda w: words.get(w.group(0), w.group(0)), template)
 
 
@@ -252,17 +252,18 @@ TILE, MATMUL = _template("tile.c"), _template("matmul.c")
 
 
 def tile_function(t: str, rows: int, vectors: int, partial: bool, packed: bool = False) -> tuple[str, str]:
-    """(name, C) of the fold the tiles of one shape call (limn/c/kernels/tile.c): cc spent most of a unit's time
-    unrolling each kernel's own copy of it (2.1 of 3.0 s for a GPT step's 14 tiled kernels). `packed`: a's rows
-    are packed (a step of 1 between rows, `rows` along r), which the fold then knows; else they are arguments."""
+    """(name, C) of the fold the tiles of one shape call (limn/c/kernels/tile.c). `packed`: the fold the packed
+    matmul inlines, a's rows packed (a step of 1 between rows, `rows` along r); else a's steps are arguments."""
     name = f"limn_tile_{t}_{rows}x{vectors}{'_edge' if partial else ''}{'_packed' if packed else ''}"
     lanes = f"LIMN_VEC_{t.upper()}"
     columns = f"cols - v * {lanes} < 0 ? 0 : cols - v * {lanes} > {lanes} ? {lanes} : cols - v * {lanes}"
-    words = {"NAME": name, "GUARD": f"{name.upper()}_DEFINED", "REAL": t, "VEC": f"limn_vec_{t}", "LANES": lanes}
-    words |= {"ROWS": str(rows), "VECTORS": str(vectors)}
+    words = {"REAL": t, "VEC": f"limn_vec_{t}", "LANES": lanes, "ROWS": str(rows), "VECTORS": str(vectors)}
     words |= {"COLUMNS": columns, "HERE": "here"} if partial else {"COLUMNS": lanes, "HERE": str(rows)}
-    words |= {"AROW": "1", "ASTEP": str(rows)} if packed else {"AROW": "a_row", "ASTEP": "a_step"}
-    return name, _filled(TILE, words)
+    if packed:  # inlined into the packed matmul, held once per unit, with a's steps known
+        words |= {"AROW": "1", "ASTEP": str(rows), "CALLED": "inline __attribute__((always_inline))"}
+    else:  # called per tile by kernels: one copy per unit
+        words |= {"AROW": "a_row", "ASTEP": "a_step", "CALLED": "__attribute__((noinline))"}
+    return name, _filled(TILE, name, words)
 
 
 def _indented(spaces: int, lines: list[str]) -> list[str]:
@@ -282,10 +283,9 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
     tile = _defined(renderer, *tile_function(t, rows, vectors, partial=False, packed=True))
     edge = _defined(renderer, *tile_function(t, rows, vectors, partial=True, packed=True))
     name = f"limn_matmul_{t}_{rows}x{vectors}"
-    words = {"NAME": name, "GUARD": f"{name.upper()}_DEFINED", "REAL": t, "ROWS": str(rows), "VECTORS": str(vectors)}
+    words = {"REAL": t, "ROWS": str(rows), "VECTORS": str(vectors), "KC": str(R_BLOCK), "NC": str(PACKED_COLUMNS)}
     words |= {"TILE": tile, "EDGE": edge, "TJ": _panel_width(m, vectors), "FMA": "fma" if t == "double" else "fmaf"}
-    words |= {"KC": str(R_BLOCK), "NC": str(PACKED_COLUMNS)}
-    _defined(renderer, name, _filled(MATMUL, words))
+    _defined(renderer, name, _filled(MATMUL, name, words))
     a, b = m.a.index, m.b.index
     args = [f"{m.out} + {m.out_index.const}", coef(m.out_index, m.i.var)]
     args += [f"{m.a.buf} + {a.const}", coef(a, m.i.var), coef(a, m.r.var), f"{m.b.buf} + {b.const}", coef(b, m.r.var)]
