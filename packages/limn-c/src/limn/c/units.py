@@ -4,11 +4,10 @@ cc works one translation unit on one core, and a whole training step's kernels i
 kernels, 554 KB of C) took 5.3 s of a 2-core machine's first step while its other core idled. Cut into as
 many units as there are cores (each costing at least UNIT_COST, below which cc's own start and the prelude it
 reads again cost more than the split saves), they compile at once. A kernel's cost is its length in bytes,
-times TILE_WEIGHT for a register-tiled one: cut by bytes alone, the unit that held 23 of that step's 26
-matmul tiles took 4.6 s and the other 1.5 s (when each tile carried its own copy of the fold). The cut
-depends only on the kernels' sources and the count of cores, so the next process on this machine cuts the
-same units and finds each in the kernel cache (one given other cores, by taskset or a cpuset, cuts others
-and compiles them once).
+times TILE_WEIGHT for a register-tiled one (when each carried its own copy of the tiles, the unit that held 23
+of that step's 26 took 4.6 s and the other 1.5 s). The cut depends only on the kernels' sources and the count
+of cores, so the next process on this machine cuts the same units and finds each in the kernel cache (one
+given other cores, by taskset or a cpuset, cuts others and compiles them once).
 """
 
 from __future__ import annotations
@@ -28,9 +27,9 @@ UNIT_COST = 32_000
 """The least cost worth a unit of its own: about 0.15 s of cc at -O3, what a unit's own start costs."""
 
 TILE_WEIGHT = 3
-"""cc's seconds per byte of a register-tiled matmul (its packing, its team, its calls of the tile fold of
-kernels/tile.c, which a unit compiles once) over a plain loop's, fitted to that step's kernels compiled one
-by one: 24 ms per KB of tiled kernels, 7.8 ms per KB of the rest."""
+"""cc's seconds per byte of a register-tiled matmul's source over a plain loop's. Such a source carries the packed
+matmul and tile folds of kernels/ (which a unit compiles once) and a call: weighed 3 times, that step's two
+units took 1.7 and 1.9 s; weighed by bytes alone, 1.65 and 1.9-2.2 s."""
 
 Library = TypeVar("Library")
 
