@@ -7,8 +7,8 @@
   leaves nothing in the cache folder; LIMN_DEBUG=1 says which kernels cc built and why;
 - tiled kernels call one shared fold per tile shape (limn/c/kernels/tile.c), defined once in a unit that holds
   several of them, and compute what the numpy device does;
-- a plan with fused attention has its attention library built in the same batch as its units, for its width
-  only.
+- a plan with fused attention starts cc on its attention library (its width's only) when the plan is begun,
+  before its units; attention on a dtype the kernels do not take is refused before anything compiles.
 """
 
 from __future__ import annotations
@@ -146,25 +146,68 @@ def test_tiled_kernels_share_one_fold_per_shape_defined_once_in_their_unit(tmp_p
         assert unit.count(f"void {name}(") == len(tiled), f"{name}: one copy per tiled kernel"
 
 
-def test_fused_attention_is_built_beside_the_plans_units_for_its_width_only(tmp_path, monkeypatch):
+def test_fused_attention_starts_compiling_when_its_plan_is_begun_for_its_width_only(tmp_path, monkeypatch):
+    # cc builds the attention library on a thread of its own from the moment a new plan's graph is seen to
+    # hold attention, so it is under way before the plan's units are handed to cc, and only float32's
     monkeypatch.setenv("LIMN_CACHE_DIR", str(tmp_path / "cache"))
-    batches = []
-    real = units.build_all
-    monkeypatch.setattr(units, "build_all", lambda sources, build: batches.append(sources) or real(sources, build))
+    events = []
+    real_build_all = units.build_all
+    monkeypatch.setattr(units, "build_all", lambda s, build: events.append("units") or real_build_all(s, build))
     rng = np.random.default_rng(1)
     q, k, v = (rng.standard_normal((2, 9, 8)).astype(np.float32) for _ in range(3))
     device = CDevice()
+    real_library = device._library
+
+    def library(source: str):
+        if "limn_sdpa_forward" in source:
+            events.append("attention started")
+            assert "limn_sdpa_forward_f64" not in source, "only float32's kernels are built"
+        return real_library(source)
+
+    device.attention.build = library
     limn.register_device("c_units", lambda: device)
     limn.set_device("c_units")
     try:
         got = (Tensor.scaled_dot_product_attention(Tensor(q), Tensor(k), Tensor(v), causal=True) * 2).numpy()
     finally:
         limn.set_device("numpy")
-    attention = [i for i, batch in enumerate(batches) if any("limn_sdpa_forward" in s for s in batch)]
-    assert len(attention) == 1, f"the attention library was built in {len(attention)} batches"
-    (batch,) = [batches[i] for i in attention]
-    assert any("limn_sdpa_forward" not in s for s in batch), "built alone, not beside the plan's units"
-    sdpa = "".join(batch)
-    assert "limn_sdpa_forward_f32" in sdpa and "limn_sdpa_forward_f64" not in sdpa, "only float32's kernels"
+    assert events.count("attention started") == 1, events
+    assert events.index("attention started") < events.index("units"), f"attention began after the units: {events}"
     want = Tensor.scaled_dot_product_attention(Tensor(q), Tensor(k), Tensor(v), causal=True).numpy() * 2
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_attention_on_a_dtype_the_c_kernels_do_not_take_names_it_before_any_compile(monkeypatch):
+    from limn.c import attention as c_attention
+    from limn.compiler.ir import BufferArg, KernelIR
+
+    device = CDevice()
+    monkeypatch.setattr(device.attention, "build", lambda source: pytest.fail("built a library for int32"))
+    arg = BufferArg("in0", 0, limn.int32, (1, 2, 2))
+    kernel = KernelIR("k0", None, (1,), (arg, arg, arg), (arg,), (), custom="sdpa", params=())
+    with pytest.raises(limn.DeviceError, match="int32"):
+        device.attention.run(kernel, [np.zeros((1, 2, 2), np.int32)] * 4, 1)
+    assert c_attention.width(limn.int32) is None and c_attention.width(limn.bfloat16) == "f32"
+
+
+def test_an_attention_library_cc_rejects_raises_at_the_run_that_needs_it_and_is_tried_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("LIMN_CACHE_DIR", str(tmp_path / "cache"))
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((1, 4, 8)).astype(np.float32) for _ in range(3))
+    device = CDevice()
+    tries = []
+
+    def rejected(source: str):
+        tries.append(source)
+        raise CompileError("cc rejected the attention library (a test's stand-in)")
+
+    device.attention.build = rejected
+    limn.register_device("c_units", lambda: device)
+    limn.set_device("c_units")
+    try:
+        for _ in range(2):  # the failure is not remembered as a library: the next run builds again
+            with pytest.raises(CompileError, match="stand-in"):
+                Tensor.scaled_dot_product_attention(Tensor(q), Tensor(k), Tensor(v)).numpy()
+    finally:
+        limn.set_device("numpy")
+    assert len(tries) >= 2 and not device.attention.functions and not device.attention.building

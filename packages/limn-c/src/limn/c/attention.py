@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import re
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import resources
 from typing import Any
 
@@ -28,6 +29,7 @@ from limn.c.prelude import PRELUDE
 from limn.c.rewrites.matmul import VECTOR_PRELUDE
 from limn.compiler.ir import KernelIR
 from limn.compiler.squares_c import squares_c
+from limn.graph.ops import Node, Op
 from limn.runtime.device import DeviceError
 
 NAMES = frozenset({"sdpa", "sdpa_bwd_q", "sdpa_bwd_kv"})
@@ -67,9 +69,10 @@ WIDTHS = {  # the C spellings of each width the kernels are built for
 SUFFIX = {dtypes.float32: "f32", dtypes.float64: "f64"}
 
 
-def width(kernel: KernelIR) -> str:
-    """The width ("f32" or "f64") an attention kernel computes in: float16 and bfloat16 widen to float32."""
-    return SUFFIX.get(kernel.inputs[0].dtype, "f32")
+def width(dtype: dtypes.DType) -> str | None:
+    """The width ("f32" or "f64") attention on `dtype` computes in (float16 and bfloat16 widen to float32), or
+    None where the kernels take no such dtype."""
+    return SUFFIX.get(dtype, "f32" if dtype in (dtypes.float16, dtypes.bfloat16) else None)
 
 
 def source(suffix: str) -> str:
@@ -98,32 +101,35 @@ def functions(lib: ctypes.CDLL, suffix: str) -> dict[str, Callable[..., None]]:
 
 class Libraries:
     """A c device's attention kernels: a library per width, built through `build` (the device's kernel cache).
-    A new plan that needs one says so (want) and compile_batch builds it beside the plan's units (wanted,
-    built), so cc makes both at once; otherwise it is built when a kernel of its width first runs."""
+    A new plan whose graph holds attention starts cc on the library of its width (prefetch) on a thread of its
+    own, so it compiles while the plan is scheduled and lowered (one core, in Python) and not after its units;
+    a kernel's first run waits for it, or builds it if no plan started it."""
 
     def __init__(self, build: Callable[[str], ctypes.CDLL]) -> None:
         self.build = build
         self.functions: dict[str, dict[str, Callable[..., None]]] = {}  # by width
-        self.wanting: list[str] = []
+        self.building: dict[str, Future] = {}  # by width, while cc runs
+        self.pool: ThreadPoolExecutor | None = None
 
-    def want(self, kernels: Sequence[KernelIR]) -> None:
-        """Notes the widths these kernels' attention needs that are not built yet."""
-        self.wanting = sorted({width(k) for k in kernels if k.custom in NAMES} - self.functions.keys())
-
-    def wanted(self) -> list[str]:
-        """The C of each library wanted (once): the caller builds them and hands them, in order, to `built`."""
-        return [PRELUDE + source(suffix) for suffix in self.wanting]
-
-    def built(self, libs: list[ctypes.CDLL]) -> None:
-        for suffix, lib in zip(self.wanting, libs):
-            self.functions[suffix] = functions(lib, suffix)
-        self.wanting = []
+    def prefetch(self, order: Sequence[Node]) -> None:
+        """Starts cc on each library these nodes' attention needs that is neither built nor being built."""
+        needed = {width(n.srcs[0].dtype) for n in order if n.op is Op.CUSTOM and n.arg.name in NAMES}
+        for suffix in sorted(needed - {None} - self.functions.keys() - self.building.keys()):
+            self.pool = self.pool or ThreadPoolExecutor(len(WIDTHS), thread_name_prefix="limn-attention")
+            self.building[suffix] = self.pool.submit(self.build, PRELUDE + source(suffix))
 
     def run(self, kernel: KernelIR, handles: list[Any], threads: int) -> None:
-        """Runs one attention kernel with its width's library (built now if no plan brought it)."""
-        suffix = width(kernel)
+        """Runs one attention kernel with its width's library."""
+        suffix = width(kernel.inputs[0].dtype)
+        if suffix is None:
+            raise DeviceError(
+                f"CUSTOM {kernel.custom!r}: the c device's kernels take float32 or float64 (float16 and bfloat16 "
+                f"widened), not {kernel.inputs[0].dtype.name}"
+            )
         if suffix not in self.functions:
-            self.functions[suffix] = functions(self.build(PRELUDE + source(suffix)), suffix)
+            started = self.building.pop(suffix, None)
+            lib = started.result() if started is not None else self.build(PRELUDE + source(suffix))
+            self.functions[suffix] = functions(lib, suffix)
         run(self.functions[suffix], kernel, handles, threads)
 
 
@@ -134,8 +140,6 @@ def run(kernels: dict[str, Callable[..., None]], kernel: KernelIR, handles: list
     key mask and dropout's seed and counter limbs go as they are; an absent one is a null pointer."""
     params = dict(kernel.params)
     dtype = kernel.inputs[0].dtype
-    if dtype not in SUFFIX and dtype not in (dtypes.float16, dtypes.bfloat16):
-        raise DeviceError(f"CUSTOM {kernel.custom!r}: the c device's kernels take float32 or float64, not {dtype.name}")
     wide = dtype if dtype in SUFFIX else dtypes.float32
     arrays = [np.ascontiguousarray(h) for h in handles]
     n_in = len(kernel.inputs)

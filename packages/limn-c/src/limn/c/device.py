@@ -29,7 +29,7 @@ from limn.compiler import cache_files, row_pieces
 from limn.compiler.ir import KernelIR
 from limn.compiler.jit import CompiledDevice, Plan, debug_level
 from limn.dtypes import DType
-from limn.graph.ops import Shape
+from limn.graph.ops import Node, Shape
 from limn.runtime.device import Buffer
 
 
@@ -119,18 +119,12 @@ class CDevice(CompiledDevice):
     def compile(self, kernel: KernelIR, source: str) -> Any:
         return self.compile_batch([(kernel, source)])[0]
 
-    def _compiled(self, kernels: Sequence[KernelIR]) -> list[Any]:
-        self.attention.want(kernels)  # compile_batch builds what attention these kernels need beside their units
-        return super()._compiled(kernels)
-
     def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Any]:
-        """A new plan's kernels, cut into units of like size that cc builds at once (c/units.py), with the
-        attention libraries the plan wants; each kernel's function from its unit's library."""
+        """A new plan's kernels, cut into units of like size that cc builds at once (c/units.py); each kernel's
+        function from its unit's library."""
         sources = [source for _, source in items]
         cut = units.split([units.cost(s) for s in sources], units.cores())
-        attention = self.attention.wanted()  # built beside the units, not after them
-        libs = units.build_all([units.source([sources[i] for i in unit]) for unit in cut] + attention, self._library)
-        self.attention.built(libs[len(cut) :])
+        libs = units.build_all([units.source([sources[i] for i in unit]) for unit in cut], self._library)
         lib_of = {i: lib for unit, lib in zip(cut, libs) for i in unit}
         return [
             units.function(lib_of[i], source, len(k.inputs) + len(k.outputs)) for i, (k, source) in enumerate(items)
@@ -156,9 +150,11 @@ class CDevice(CompiledDevice):
     def join_pieces(self, cut: row_pieces.Split, programs: list[Any]) -> RowPieces:
         return RowPieces(cut, programs)  # c/row_call.py
 
+    def prepare(self, order: Sequence[Node]) -> None:
+        self.attention.prefetch(order)  # cc builds the attention a new plan needs while the plan is made
+
     def run_custom(self, kernel: KernelIR, handles: list[np.ndarray]) -> None:
-        """A CUSTOM kernel: fused attention's C (c/attention.py), built on first use through the kernel cache
-        with the prelude it calls, run by this device's team (one thread when threads=False)."""
+        """A CUSTOM kernel: fused attention (c/attention.py), run by this device's team (of 1 when threads=False)."""
         if kernel.custom not in c_attention.NAMES:
             super().run_custom(kernel, handles)
         self.attention.run(kernel, handles, 1 if self.team is None else self.team.size)

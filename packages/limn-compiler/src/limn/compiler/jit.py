@@ -191,6 +191,7 @@ class CompiledDevice:
         if plan is not None:
             self.stats.plan_hits += 1
             return plan, leaves
+        self.prepare(order)
         explained = provenance.from_environment() or debug_level() >= 2  # each kernel's reasons (and lines)
         slot = None if explained or provenance.is_recording() else plan_index.entry(key)  # where a process kept it
         kept = None if slot is None else plan_index.load(slot)
@@ -211,6 +212,9 @@ class CompiledDevice:
             if kept is None and slot is not None:
                 plan_index.store(slot, program)
         return plan, leaves
+
+    def prepare(self, order: Sequence[Node]) -> None:
+        """Starts work the new plan of graph `order` will need while it is made (c: cc on its attention); base: none."""
 
     def _programs(self, kernels: Sequence[KernelIR]) -> list[Any]:
         """A compiled program per kernel (None for CUSTOM). A kernel that row_pieces.Families cuts into row
