@@ -6,7 +6,8 @@
 - a unit cc rejects, or one that runs past the compile timeout, raises CompileError naming its kernels and
   leaves nothing in the cache folder; LIMN_DEBUG=1 says which kernels cc built and why;
 - tiled kernels call one shared fold per tile shape (limn/c/kernels/tile.c), defined once in a unit that holds
-  several of them, and compute what the numpy device does;
+  several of them, and compute what the numpy device does; the packed matmul, called with an empty sum, writes
+  its zeros;
 - a plan with fused attention starts cc on its attention library (its width's only) when the plan is begun,
   before its units; attention on a dtype the kernels do not take is refused before anything compiles.
 """
@@ -211,3 +212,24 @@ def test_an_attention_library_cc_rejects_raises_at_the_run_that_needs_it_and_is_
     finally:
         limn.set_device("numpy")
     assert len(tries) >= 2 and not device.attention.functions and not device.attention.building
+
+
+def test_the_packed_matmul_writes_the_zeros_of_an_empty_sum(tmp_path, monkeypatch):
+    # limn lowers a product over an empty axis to a fill, but the packed matmul takes its sizes at run time:
+    # called with nr = 0 it must still write every cell (the plain fold's zeros), not leave what was there
+    import ctypes
+
+    monkeypatch.setenv("LIMN_CACHE_DIR", str(tmp_path / "cache"))
+    device = CDevice()
+    a, b = Tensor(np.ones((9, 5), np.float32)), Tensor(np.ones((5, 7), np.float32))
+    source = device.render(ir(a @ b).kernels[0])
+    (name,) = set(re.findall(r"\bvoid (limn_matmul_\w+)\(", source))
+    exported = re.sub(rf"^static (__attribute__\(\(noinline\)\) void {name}\()", r"\1", source, flags=re.M)
+    driver = getattr(device._library(units.source([exported])), name)
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    driver.argtypes, driver.restype = [ptr, i64, ptr, i64, i64, ptr, i64, i64, i64, i64, i64, ctypes.c_int], None
+    out = np.full((9, 7), 42.0, np.float32)
+    a, b = np.ones((9, 1), np.float32), np.ones((1, 7), np.float32)
+    driver(out.ctypes.data, 7, a.ctypes.data, 1, 1, b.ctypes.data, 7, 1, 9, 7, 0, 0)  # out = a[:, :0] @ b[:0]
+    np.testing.assert_array_equal(out, np.zeros((9, 7), np.float32), err_msg=f"{name} with nr = 0")
+    assert (Tensor.ones((9, 0)) @ Tensor.ones((0, 7))).numpy().tolist() == [[0.0] * 7] * 9

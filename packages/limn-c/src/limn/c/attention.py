@@ -103,7 +103,8 @@ class Libraries:
     """A c device's attention kernels: a library per width, built through `build` (the device's kernel cache).
     A new plan whose graph holds attention starts cc on the library of its width (prefetch) on a thread of its
     own, so it compiles while the plan is scheduled and lowered (one core, in Python) and not after its units;
-    a kernel's first run waits for it, or builds it if no plan started it."""
+    a kernel's first run waits for it, or builds it if no plan started it. The thread is not a daemon: a process
+    that ends while cc runs waits for it, so no half-written file is left in the kernel cache."""
 
     def __init__(self, build: Callable[[str], ctypes.CDLL]) -> None:
         self.build = build

@@ -86,14 +86,6 @@ class CRenderer(CStyle):
             self.barrier(depth)
             self.loop_block(after, depth, {}, plan(self, "threads", Block(after, top=True)), collapsing=0)
 
-    def spell_lines(self, seq: list[Instr], depth: int) -> list[str]:
-        """The C lines of straight-line instructions (a tile's epilogue), taken back out of the renderer's."""
-        start = len(self.lines)
-        self.emit_seq(seq, depth, {}, 0)
-        lines = self.lines[start:]
-        del self.lines[start:]
-        return lines
-
     def loop_block(
         self,
         block: list[Instr],

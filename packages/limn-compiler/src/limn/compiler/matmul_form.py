@@ -50,7 +50,6 @@ class Matmul:
     dtype: DType  # float32 or float64: the operands', the total's and the output's
     registers: bool  # the register form (no fill in front of it)
     epilogue: tuple[Instr, ...] = ()  # straight-line, at one output cell once its total is final
-    rows: tuple[Loop, ...] = ()  # the loops i stands for, innermost first, where batch loops folded into it
     cells: tuple[Loop, ...] = ()  # the output loops (batch, i, j) in the nest's order
 
 
@@ -68,8 +67,8 @@ def match_matmul(nest: list[Instr], kernel: KernelIR) -> Matmul | None:
     """The Matmul a nest is (in either form, the module docstring's), or None. In the register form its
     epilogue comes along: the instructions after the STORE."""
     loops = [ins for ins in nest if isinstance(ins, Loop)]
-    if not kernel.matmul or len(loops) < 3 or len(nest) < 2 * len(loops) + 4:
-        return None
+    if not kernel.matmul or len(loops) < 3 or len(nest) < 2 * len(loops) + 4 or min(x.extent for x in loops) == 0:
+        return None  # (an empty sum or an empty output is no product to tile: the plain nest writes what there is)
     registers = isinstance(nest[len(loops) - 1], Acc)
     fold = register_form(nest, loops) if registers else memory_form(nest, loops)
     reduces = [x for x in loops if x.reduce]

@@ -15,8 +15,8 @@ static __attribute__((noinline)) void NAME(REAL* out, int64_t o_i, const REAL* a
                                           int64_t nr, int team) {
     const int64_t tj = TJ, kc = nr < KC ? nr : KC;
     const int64_t nc = ((nj < NC ? nj : NC) + tj - 1) / tj * tj; /* a whole number of panels */
-    REAL* bpack = (REAL*)malloc(sizeof(REAL) * kc * nc);
-    if (bpack == 0) { /* no memory for the panels: the plain fold, cell by cell */
+    REAL* bpack = nr > 0 ? (REAL*)malloc(sizeof(REAL) * kc * nc) : 0;
+    if (bpack == 0) { /* no memory for the panels, or an empty sum (its zeros): the plain fold, cell by cell */
 #pragma omp parallel for schedule(static) if (team)
         for (int64_t i = 0; i < ni; i++)
             for (int64_t j = 0; j < nj; j++) {

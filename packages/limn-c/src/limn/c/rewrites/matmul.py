@@ -124,7 +124,7 @@ def _batch_as_rows(m: Matmul) -> Matmul:
 
     a = LoadI(m.a.dst, m.a.buf, rows_only(m.a.index), m.a.dtype, m.a.valid)
     i = Loop(m.i.var, extent, m.i.reduce)
-    return replace(m, batch=(), i=i, a=a, out_index=rows_only(m.out_index), rows=(m.i, *folded))
+    return replace(m, batch=(), i=i, a=a, out_index=rows_only(m.out_index))
 
 
 def _panel_width(m: Matmul, vectors: int) -> str:
