@@ -23,8 +23,10 @@ from limn.c.prelude import PRELUDE
 from limn.c.rewrites.matmul import VECTOR_PRELUDE
 from limn.compiler.jit import debug_level
 
-UNIT_COST = 32_000
-"""The least cost worth a unit of its own: about 0.15 s of cc at -O3, what a unit's own start costs."""
+UNIT_COST = 16_000
+"""The least cost worth a unit of its own, about what a unit's own start costs cc. It was 32,000 while every tiled
+kernel carried its own tiles; once they became calls, a new sequence length's six kernels (34 KB of C) made one
+unit and bench_plan's cold tokens went from 365 to 448 ms; at 16,000 they make two again (364-385 ms)."""
 
 TILE_WEIGHT = 3
 """cc's seconds per byte of a register-tiled matmul's source over a plain loop's. Such a source carries the packed
