@@ -21,7 +21,7 @@ BEGIN, END = "<!-- reading path: begin -->", "<!-- reading path: end -->"
 
 # The budgets in lines: each may only shrink. The redesign's target for the path is 6,000.
 BUDGET = 6_234
-SPEED_BUDGET = 898
+SPEED_BUDGET = 852
 
 # (distribution, module path under src/limn, what a reader learns there), in reading order
 PATH = [

@@ -72,7 +72,7 @@ def build_all(sources: list[str], build: Callable[[str], Library]) -> list[Libra
 
 def source(kernels: list[str]) -> str:
     """One unit's C: the prelude (with the vector helpers where a tile needs them), then the kernels."""
-    tiled = any("LIMN_VEC" in kernel for kernel in kernels)  # immintrin.h costs cc 0.2 s
+    tiled = any("LIMN_VEC" in kernel for kernel in kernels)
     return PRELUDE + (VECTOR_PRELUDE if tiled else "") + "".join("\n" + kernel for kernel in kernels)
 
 

@@ -175,52 +175,6 @@ def _plain_fold(m: Matmul, a: str, b: str, out: str, i_range: tuple[str, str], j
     ]
 
 
-# Vector types for the tiles, sized to the widest the target has. LIMN_VEC_FMA must be a true fused
-# multiply-add in every lane, or a tile would round differently from the scalar fmaf fold: x86 gets the
-# FMA intrinsics, anything else a per-lane fma loop that the compiler may vectorize.
-VECTOR_PRELUDE = r"""
-#include <stdlib.h>
-#if defined(__AVX512F__)
-#define LIMN_VEC_BYTES 64
-#elif defined(__AVX2__)
-#define LIMN_VEC_BYTES 32
-#else
-#define LIMN_VEC_BYTES 16
-#endif
-#define LIMN_VEC_FLOAT (LIMN_VEC_BYTES / 4)
-#define LIMN_VEC_DOUBLE (LIMN_VEC_BYTES / 8)
-typedef float limn_vec_float __attribute__((vector_size(LIMN_VEC_BYTES)));
-typedef double limn_vec_double __attribute__((vector_size(LIMN_VEC_BYTES)));
-#if defined(__AVX512F__)
-#include <immintrin.h>
-static inline limn_vec_float limn_vfma_f(float x, limn_vec_float b, limn_vec_float c) {
-    return (limn_vec_float)_mm512_fmadd_ps(_mm512_set1_ps(x), (__m512)b, (__m512)c);
-}
-static inline limn_vec_double limn_vfma_d(double x, limn_vec_double b, limn_vec_double c) {
-    return (limn_vec_double)_mm512_fmadd_pd(_mm512_set1_pd(x), (__m512d)b, (__m512d)c);
-}
-#elif defined(__AVX__) && defined(__FMA__)
-#include <immintrin.h>
-static inline limn_vec_float limn_vfma_f(float x, limn_vec_float b, limn_vec_float c) {
-    return (limn_vec_float)_mm256_fmadd_ps(_mm256_set1_ps(x), (__m256)b, (__m256)c);
-}
-static inline limn_vec_double limn_vfma_d(double x, limn_vec_double b, limn_vec_double c) {
-    return (limn_vec_double)_mm256_fmadd_pd(_mm256_set1_pd(x), (__m256d)b, (__m256d)c);
-}
-#else
-static inline limn_vec_float limn_vfma_f(float x, limn_vec_float b, limn_vec_float c) {
-    for (int k = 0; k < LIMN_VEC_FLOAT; k++) c[k] = fmaf(x, b[k], c[k]);
-    return c;
-}
-static inline limn_vec_double limn_vfma_d(double x, limn_vec_double b, limn_vec_double c) {
-    for (int k = 0; k < LIMN_VEC_DOUBLE; k++) c[k] = fma(x, b[k], c[k]);
-    return c;
-}
-#endif
-#define LIMN_VEC_FMA(x, b, c) _Generic((x), float: limn_vfma_f, double: limn_vfma_d)(x, b, c)
-"""
-
-
 def _tile_fold(
     m: Matmul, renderer, out_row: str, a: tuple[str, str, str], rows: int, vectors: int, partial: bool
 ) -> list[str]:
@@ -248,7 +202,7 @@ def _filled(template: str, name: str, words: dict[str, str]) -> str:
     return re.sub(r"\b[A-Z][A-Z0-9_]*\b", lambda w: words.get(w.group(0), w.group(0)), template)
 
 
-TILE, MATMUL = _template("tile.c"), _template("matmul.c")
+TILE, MATMUL, VECTOR_PRELUDE = _template("tile.c"), _template("matmul.c"), _template("vectors.c")
 
 
 def tile_function(t: str, rows: int, vectors: int, partial: bool, packed: bool = False) -> tuple[str, str]:
