@@ -11,6 +11,8 @@ bytes the fused kernel must move (x in, y out), from the median of several runs.
 from __future__ import annotations
 
 import argparse
+import statistics
+import time
 
 import numpy as np
 import torch
@@ -73,6 +75,10 @@ def main() -> None:
     )
     headers = ["work", "limn c", "numpy", "torch", "limn % limit", "vs numpy", "vs torch", "limn first call"]
     print(table([*headers, "max abs diff"], rows))
+    print(
+        f"the chain takes {figures['limn']['chain']['per_copy']:.2f}x the time of limn's copy of the same bytes "
+        f"(x * 2), the median of {4 * args.repeats} pairs timed back to back in one process"
+    )
 
 
 def values(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -94,7 +100,23 @@ def time_limn(n: int, repeats: int) -> dict:
         seconds = median_seconds(lambda run=run: run().realize(), repeats)
         error = float(np.abs(run().numpy() - want()).max())  # numpy after the timing, not beside it
         out[key] = {"seconds": seconds, "first": first, "error": error, "bytes": moved}
+    out["chain"]["per_copy"] = chain_per_copy(x, repeats)
     return out
+
+
+def chain_per_copy(x, repeats: int) -> float:
+    """The chain's time over a limn copy's (x * 2, the same bytes in and out), the median of pairs timed
+    back to back: the copy probe in the parent process runs minutes apart from the chain, and this
+    machine's bandwidth moves that much between them."""
+
+    def seconds(make) -> float:
+        start = time.perf_counter()
+        make().realize()
+        return time.perf_counter() - start
+
+    seconds(lambda: x * 2.0)  # compiles the copy
+    ratios = [seconds(lambda: chain(x)) / seconds(lambda: x * 2.0) for _ in range(4 * repeats)]
+    return statistics.median(ratios)
 
 
 def time_numpy(n: int, repeats: int) -> dict:
