@@ -4,6 +4,8 @@
 - a block is never handed out while any view of it lives (nothing writes into bytes something still reads);
 - the pool holds at most `limit` bytes; LIMN_C_POOL_MB sets the limit, 0 turns the pool off, and a value that
   is not a whole number of megabytes is refused with a message naming it; release() lets every block go;
+- every handle starts on a 64-byte boundary (ALIGN), small or pooled, a kernel's output or a Tensor made from a
+  numpy array (whose own memory starts 16 bytes past one), so no vector a kernel loads spans two cache lines;
 - threads allocating and freeing at once never get one block twice;
 - on the device, a loop realizing a big result reuses its output block, and every answer matches the numpy
   device (the oracle), including results kept while later ones are computed.
@@ -17,7 +19,7 @@ import pytest
 import limn
 from limn import Tensor
 from limn.c.device import CDevice
-from limn.c.pool import MIN_BYTES, HostPool
+from limn.c.pool import ALIGN, MIN_BYTES, HostPool
 from limn.dtypes import float32, int8
 
 BIG = (MIN_BYTES // 4,)  # float32 cells of exactly MIN_BYTES
@@ -129,3 +131,23 @@ def test_a_realize_loop_reuses_its_output_block_and_stays_right():
         del y
     assert device.pool.reused >= 2, "the dropped outputs' blocks should serve the next results"
     np.testing.assert_allclose(kept.numpy(), want[0], rtol=2e-6, err_msg="a result kept across later runs")
+
+
+@pytest.mark.parametrize("cells", [1, 3, 1000, 64 * 1024, MIN_BYTES // 4, MIN_BYTES // 4 + 3])
+def test_every_handle_starts_on_a_cache_line(cells):
+    pool = HostPool(limit=1 << 30)
+    for _ in range(3):  # fresh, then (for the big ones) taken back from the pool
+        a = pool.alloc(float32, (cells,))
+        start = a.ctypes.data % ALIGN
+        assert start == 0, f"pool.alloc(float32, ({cells},)) starts at {start} mod {ALIGN}"
+        a[:] = 1.0  # all of it is writable memory of its own
+        del a
+
+
+def test_a_tensor_made_from_numpy_starts_on_a_cache_line_and_holds_a_copy():
+    data = np.arange(64 * 1024, dtype=np.float32)[1:]  # 4 bytes past numpy's own start
+    t = Tensor(data, device="c")
+    handle = t.node.arg.handle
+    assert handle.ctypes.data % ALIGN == 0 and not np.shares_memory(handle, data)
+    data[:] = -1.0
+    np.testing.assert_array_equal(t.numpy(), np.arange(1, 64 * 1024, dtype=np.float32))

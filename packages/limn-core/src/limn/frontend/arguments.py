@@ -108,7 +108,8 @@ def wrap_int(value: int, dtype: DType) -> int:
 
 
 def host_array(data: TensorLike, dtype: DType | None) -> np.ndarray:
-    """A fresh, native-endian, row-major numpy array of a supported dtype holding `data`."""
+    """A native-endian, row-major numpy array of a supported dtype holding `data`: `data` itself when it is one
+    already (Tensor's buffer is a copy of it, made by the device, which chooses where the copy lives)."""
     if isinstance(data, np.ndarray) or isinstance(data, np.generic):
         arr = np.asarray(data)
         if arr.dtype.byteorder == ">":
@@ -134,7 +135,7 @@ def host_array(data: TensorLike, dtype: DType | None) -> np.ndarray:
             src = dtypes.int32
         else:
             src = dtypes.from_numpy(arr.dtype)
-    return np.array(arr, dtype=src.np, order="C", copy=True)
+    return np.asarray(arr, dtype=src.np, order="C")
 
 
 def dim_first(dim: Any, index: Any, spelling: str) -> int:

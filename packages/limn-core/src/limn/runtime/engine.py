@@ -83,14 +83,12 @@ def realize_pending_assigns(targets: set[int] | None = None) -> None:
 
 
 def buffer_node(device: str, arr: np.ndarray) -> Node:
-    """A BUFFER node holding `arr` on `device`: the array itself on a host device, a copy elsewhere."""
+    """A BUFFER node holding a copy of `arr` on `device`, in memory the device allocates (the c device's starts
+    on a cache line, as its kernels' vectors want)."""
     dev = get_device(device)
     dtype = dtypes.from_numpy(arr.dtype)
-    if dev.host:
-        handle = arr
-    else:
-        handle = dev.alloc(dtype, arr.shape)
-        dev.copyin(handle, arr)
+    handle = dev.alloc(dtype, arr.shape)
+    dev.copyin(handle, arr)
     buf = Buffer(dev.name, dtype, arr.shape, handle)
     for observer in observers.active:
         observer.created(buf)
