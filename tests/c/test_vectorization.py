@@ -259,8 +259,8 @@ class Report:
             return "library call"  # a matmul tile packs its panel row by row
         if "limn_vec_" in loop.text or "LIMN_VEC_FMA" in loop.text:
             return "vector types"  # a matmul tile's loops over its vectors
-        if re.search(r"\blimn_tile_\w+\(", loop.text):
-            return "tile calls"  # a loop over a panel's tiles: each a call of the vector fold (kernels/tile.c)
+        if re.search(r"\blimn_(tile_\w+|matmul_\w+_(panel|sweep))\(", loop.text):
+            return "tile calls"  # a loop over panels or tiles: each a call of the packing or the fold (kernels/)
         if not inside:
             return "removed"  # dead code: a partial panel's packing where every panel is full
         if any("completely unrolled" in w for w in words):

@@ -296,24 +296,28 @@ def _stretched_reason(node: Node, root: Node | None, stored: dict[int, Reason]) 
 
 
 def compose(inner: View, outer: View) -> View | None:
-    """A View equal to reading through `inner` at the positions `outer` produces, where outer indexes
-    inner's shape in row-major order; None where no single View says that."""
+    """One View reading `inner` at the row-major positions `outer` gives over inner's shape; None where none does."""
     if inner.is_contiguous:
         return outer
-    if inner.mask is not None:
-        return None
-    flat = inner.reshape((inner.size,))
-    if flat is None or flat.mask is not None:
-        return None
+    flat = None if inner.mask is not None else inner.reshape((inner.size,))
+    if flat is None:  # not one strided line: composed only where outer reorders inner's dims
+        return _reordered(inner, outer)
     step = flat.strides[0] if inner.size > 1 else 0
     strides = tuple(s * step for s in outer.strides)
     return View(outer.shape, strides, flat.offset + outer.offset * step, outer.mask)
 
 
-def inner_view(node: Node, outer: View | None) -> View | None:
-    """The view a VIEW node's source is read through when the node is read through `outer` (None: at its own
-    row-major index); None when the two do not compose into one."""
-    return node.arg if outer is None else compose(node.arg, outer)
+def _reordered(inner: View, outer: View) -> View | None:
+    """`inner` read through an `outer` that only puts inner's dims in another order (a permute, size-1
+    dims added or dropped): inner with its dims (and mask) moved the same way. None for any other outer."""
+    dims = sorted((d for d, n in enumerate(outer.shape) if n != 1), key=lambda d: -outer.strides[d])
+    sizes = tuple(outer.shape[d] for d in dims)  # outer's dims in inner's row-major order
+    plain = not outer.offset and outer.mask is None and 0 < outer.size == inner.size
+    if not plain or View.contiguous(sizes).strides != tuple(outer.strides[d] for d in dims):
+        return None
+    lined = inner.reshape(sizes)  # None unless it only drops size-1 dims
+    order = tuple(sorted(range(len(dims)), key=lambda k: dims[k]))  # outer's non-1 dims, as positions in sizes
+    return None if lined is None else lined.permute(order).reshape(outer.shape)
 
 
 @dataclass(frozen=True)
@@ -373,16 +377,12 @@ def kernel_walk(
             yield node, outer, None
             continue
         if node.op in MOVEMENT:
-            inner = inner_view(node, outer)
+            inner = node.arg if outer is None else compose(node.arg, outer)  # what the node's source is read through
             if inner is None:
-                raise MissingBuffer(
-                    Need(node, Reason(Rule.VIEW_CHAIN, "its view does not compose with the one it is read by"))
-                )
+                raise MissingBuffer(Need(node, Reason(Rule.VIEW_CHAIN, UNCOMPOSED)))
             src = node.srcs[0]
             if inner.mask is not None and not is_leaf(src, stored):
-                raise MissingBuffer(
-                    Need(src, Reason(Rule.PAD, "a pad reads it, and padding must read zeros, not f(0)"))
-                )
+                raise MissingBuffer(Need(src, Reason(Rule.PAD, PADDED)))
             sources = [(src, views.setdefault(inner, inner))]
         else:
             assert node.op in ELEMENTWISE, f"{node} reached a kernel unstored: ALWAYS_STORED covers every other op"

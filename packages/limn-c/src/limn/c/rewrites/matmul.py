@@ -4,11 +4,10 @@ A patch of output cells (rows x vectors, sized for the target by limn.c.isa) sta
 is walked in order over a packed, contiguous panel of b (R_BLOCK rows at a time, totals stored and reloaded
 exactly), so each cell sees the plain nest's fma sequence from the same identity. That fold and the packed
 matmul driving it are C texts (limn/c/kernels/tile.c, matmul.c) taking the sizes and strides as arguments,
-which each kernel's source carries before it, guarded: a unit compiles one copy, not one per kernel (cc spent
-most of a GPT step's first compile unrolling those). A kernel's epilogue (limn.compiler.epilogue) runs after
-the tiles (epilogue_nest); run by the tiles on rows they had just finished, it measured no faster at a GPT
-layer's sizes. Held to the plain nest by tests/c/test_c_corpus.py::test_tiled_matmul_equals_plain_nest_bit_for_bit.
-Which nests are matmuls is limn.compiler.matmul_form's rule. Pipeline: IR -> matmul form -> **C tiles** -> cc.
+which each kernel's source carries before it, guarded: a unit compiles one copy, not one per kernel. A kernel's
+epilogue (limn.compiler.epilogue) runs after the tiles (epilogue_nest). Held to the plain nest by
+tests/c/test_c_corpus.py::test_tiled_matmul_equals_plain_nest_bit_for_bit. Which nests are matmuls is
+limn.compiler.matmul_form's rule. Pipeline: IR -> matmul form -> **C tiles** -> cc.
 """
 
 from __future__ import annotations
@@ -239,6 +238,7 @@ def render_packed(m: Matmul, renderer, depth: int) -> list[str]:
     name = f"limn_matmul_{t}_{rows}x{vectors}"
     words = {"REAL": t, "ROWS": str(rows), "VECTORS": str(vectors), "KC": str(R_BLOCK), "NC": str(PACKED_COLUMNS)}
     words |= {"TILE": tile, "EDGE": edge, "TJ": _panel_width(m, vectors), "FMA": "fma" if t == "double" else "fmaf"}
+    words |= {"PANEL": f"{name}_panel", "SWEEP": f"{name}_sweep"}
     _defined(renderer, name, _filled(MATMUL, name, words))
     a, b = m.a.index, m.b.index
     args = [f"{m.out} + {m.out_index.const}", coef(m.out_index, m.i.var)]

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from limn import autograd
+from limn import autograd, dtypes
 from limn.errors import ArgumentError
 
 if TYPE_CHECKING:
@@ -150,7 +150,13 @@ def _one_matmul(x, weight, kernel, stride, pads, dilation, outs) -> Tensor:
     b, o, cells = x.shape[0], weight.shape[0], math.prod(outs)
     cols = _tap_rows(x.transpose(0, 1), kernel, stride, pads, dilation, outs, taps_axis=1)  # (C, T, B, P)
     taps = cols.shape[0] * cols.shape[1]
-    y = weight.reshape(o, taps) @ cols.reshape(taps, b * cells)  # (O, C k) @ (C k, B P) -> (O, B P)
+    dtype = dtypes.promote(weight.dtype, x.dtype)
+    w, rows = weight.reshape(o, taps, 1).cast(dtype.compute), cols.reshape(1, taps, b * cells).cast(dtype.compute)
+    # (O, C k, 1) * (1, C k, B P), summed over C k -> (O, B P): W @ cols, with the sum over the middle axis so
+    # that the gradients come out in the operands' own layouts, (C k, B P) and (O, C k), not transposed (the
+    # matmul's order, (O, B P, C k), gave cols' as (B P, C k), and the taps were then copied out of it across
+    # its rows: 1.5 ms of a 3 x 3 conv's 8 ms forward and backward)
+    y = (w * rows).sum(1).cast(dtype)
     return y.reshape(o, b, cells).transpose(0, 1)  # (O, B, P) -> (B, O, P): copied where it is read
 
 
