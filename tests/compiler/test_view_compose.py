@@ -2,9 +2,8 @@
 - wherever it returns a View, that View reads every cell the two views read in turn, valid where they are
   both valid and at the same place, checked cell by cell against reading through each (the oracle);
 - a masked or scattered inner view composes with an outer view that only reorders its dims (a permute, size-1
-  dims added or dropped), as a conv's backward reads its im2col gradient's shifted, padded taps transposed;
-- the kernels that come out give the numpy device's values (a conv's gradients against torch are in
-  tests/core/test_conv.py)."""
+  dims added or dropped), as a conv's backward reads its im2col gradient's shifted, padded taps transposed.
+The kernels built on it are held to torch by value in tests/nn/test_layers.py (a conv's values and gradients)."""
 
 from __future__ import annotations
 

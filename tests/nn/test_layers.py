@@ -211,6 +211,20 @@ def test_a_trained_conv_is_one_matmul_over_the_batch_whose_weight_gradient_folds
         assert kernel_count([conv(x).node]) == 2, "without gradients: W @ cols per batch, no copy back"
 
 
+def test_a_conv_backward_reads_its_im2col_gradient_in_place():
+    """The gradient of the im2col rows comes out of the matmul as (C k, B P), the rows' own layout, and the kernel
+    that sums the nine taps back into x's gradient reads each tap's shifted, padded view of it through the
+    transpose to (B, C, H, W) (fusion.compose through a reorder): no tap is copied out first. Before, the rows'
+    gradient came out as (B P, C k) and each tap was copied into a buffer of its own (7 kernels for x's
+    gradient, 5 for the weight's). Values against torch: the tests around this one."""
+    conv = nn.Conv2d(4, 8, 3, padding=1, bias=False)
+    x = limn.Tensor(_randn(2, 4, 8, 8), requires_grad=True)
+    y = conv(x)
+    (y * y).sum().backward()
+    assert kernel_count([x.grad.node]) == 5, "im2col rows, forward matmul, dy, the rows' gradient, the taps' sum"
+    assert kernel_count([conv.weight.grad.node]) == 4, "im2col rows, forward matmul, dy, the weight's matmul"
+
+
 def test_conv2d_taps_in_the_padding_and_strided_taps_match_torch():
     # every tap is a view of x cut by kernel, stride, padding and dilation, some wholly in the padding;
     # the output and both gradients against torch's conv2d, for each combination

@@ -71,9 +71,9 @@ static __attribute__((noinline)) void NAME(REAL* out, int64_t o_i, const REAL* a
     /* no more rows than columns: each thread packs and sweeps blocks of columns of its own, no panel crossing
        between cores and no barrier per block; else the team packs each block's panels, then splits the rows */
     const int by_columns = ni <= nj && nj >= threads * TJ;
-    const int64_t share = ((nj + threads - 1) / threads + TJ - 1) / TJ * TJ; /* a thread's columns */
+    const int64_t share = by_columns ? (nj + threads - 1) / threads : nj; /* the columns a thread may take */
     const int64_t kc = nr < KC ? nr : KC;
-    const int64_t nc = by_columns ? (share < NC ? share : NC) : ((nj < NC ? nj : NC) + TJ - 1) / TJ * TJ;
+    const int64_t nc = ((share < NC ? share : NC) + TJ - 1) / TJ * TJ; /* a whole number of panels */
     REAL* bpack = nr > 0 ? (REAL*)malloc(sizeof(REAL) * kc * nc * (by_columns ? threads : 1)) : 0;
     if (bpack == 0) { /* no memory for the panels, or an empty sum (its zeros): the plain fold, cell by cell */
 #pragma omp parallel for schedule(static) if (team)
