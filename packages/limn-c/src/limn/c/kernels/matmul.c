@@ -1,13 +1,13 @@
 /* The packed matmul every tiled kernel of one dtype and tile shape calls (limn/c/rewrites/matmul.py reads this
    file and fills in its capitalized words), blocked the way BLAS libraries block: out[i, j] = the sum over r
    of a[i, r] * b[r, j], for i < ni and j < nj, each operand at its own strides. b is packed a block of KC
-   rows of r and NC columns at a time, into panels of TJ columns (PANEL; the last one zero-padded), and a a
-   tile of ROWS rows at a time (SWEEP; r-major, rows past the edge zero), each tile swept across the block's
-   panels with the tile folds of kernels/tile.c, folding from the totals the last block stored. The team
-   splits the work one of two ways: with no more rows than columns, each thread takes blocks of columns of its
-   own and packs their panels itself; else the team packs each block's panels together, then splits the row
-   tiles (a 32 x 8192 x 288 product, a convolution's, ran at 120 GFLOP/s so and 175 the other way; a
-   2048 x 128 x 384 one at 220 so and 212 the other way). Every cell sees the plain nest's fmas in its order.
+   rows of r and NC columns at a time, into panels of TJ columns (PANEL; the last one zero-padded), and a's
+   rows a tile of ROWS at a time (SWEEP; r-major, rows past the edge zero), each tile swept across the
+   block's panels with the tile folds of kernels/tile.c, folding from the totals the last block stored. The
+   team splits the work one of two ways: with no more rows than columns, each thread takes blocks of columns
+   of its own and packs their panels itself; else the team packs each block's panels together, then splits
+   the row tiles. (A conv's 32 x 8192 x 288 product ran at 175 GFLOP/s split by columns, 120 by rows; a GPT
+   layer's 2048 x 128 x 384 at 220 by rows, 212 by columns.) Every cell sees the plain nest's fmas in order.
    Where the panels cannot be allocated it folds cell by cell. `team` 0 runs it on the calling thread alone.
    Sizes are arguments, so one copy serves a unit's every tiled kernel. Kernels carry what follows this
    comment. */
