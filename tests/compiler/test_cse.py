@@ -1,6 +1,6 @@
 """Rules for common values (limn.compiler.cse), each against an oracle:
 - a value written twice is computed once: a layer norm (mean, then var, which takes the mean again) is
-  one reduce for the mean, and still matches torch;
+  one reduce for the mean, and still matches torch; a WHERE between a value and itself is that value;
 - values that only look alike stay apart: constants differing in sign (0.0, -0.0), the same op over
   different buffers, different dtypes;
 - effects are never merged: two equal assigns are two writes, and two pending assigns into one buffer in
@@ -37,6 +37,23 @@ def test_the_same_expression_written_twice_is_one_kernel():
     assert len(sched.kernels) == 1 and sched.sinks[0].slot == sched.sinks[1].slot, describe(sched)
     limn.realize(a, b)
     np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_a_where_between_a_value_and_itself_is_that_value_and_its_gradient_still_flows():
+    """var() keeps its mean live where it is finite and detached elsewhere (cond.where(mean, mean.detach())):
+    one value either way, so the mean's kernel stores it once, and the gradients still match torch's."""
+    x_np = np.random.default_rng(1).standard_normal((8, 32)).astype(np.float32)
+    x = Tensor(x_np, requires_grad=True)
+    y = nn.LayerNorm(32)(x)
+    sched = schedule([y.node])
+    assert not [k.name for k in sched.kernels if any(getattr(e, "op", None) is Op.WHERE for e in k.exprs)]
+    assert len(sched.kernels[0].outputs) == 2, f"the sum and the mean, once:\n{describe(sched)}"
+    (y * y).sum().backward()
+    x_t = torch.tensor(x_np, requires_grad=True)
+    y_t = torch.nn.functional.layer_norm(x_t, (32,))
+    (y_t * y_t).sum().backward()
+    np.testing.assert_allclose(y.numpy(), y_t.detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(x.grad.numpy(), x_t.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_constants_that_differ_in_sign_stay_apart():

@@ -64,6 +64,7 @@ ELEMENTWISE = {
     "tanh": (lambda x: x.tanh().sum(), None, [(3, 4)], False),
     "sigmoid": (lambda x: x.sigmoid().sum(), None, [(3, 4)], False),
     "gelu": (lambda x: x.gelu().sum(), lambda x: F.gelu(x).sum(), [(3, 4)], False),
+    "gelu_tanh": (lambda x: x.gelu("tanh").sum(), lambda x: F.gelu(x, approximate="tanh").sum(), [(3, 4)], False),
     "integer_pow": (lambda x: (x**3).sum(), None, [(3, 4)], False),
     "fractional_pow": (lambda x: (x**1.5).sum(), None, [(3, 4)], True),
     "product_of_two": (lambda x, y: (x * y * y).sum(), None, [(3, 4), (4,)], False),

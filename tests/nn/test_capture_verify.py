@@ -17,8 +17,7 @@ from unguarded import halving_step, past_the_guards
 
 import limn
 from limn import Tensor
-from limn.capture import CaptureError, capture
-from limn.compiler.jit import CompiledDevice
+from limn.capture import CaptureError, capture, replay
 
 _rng = np.random.default_rng(16)
 XS = _rng.standard_normal((6, 8, 4)).astype(np.float32)
@@ -91,9 +90,9 @@ def test_a_correct_verified_replay_passes_and_runs_no_kernel_by_kernel_trace(dev
     """The per-kernel trace runs only after the cheap comparison finds a difference."""
 
     def refuse(*args):
-        raise AssertionError("run_plan_traced ran on a replay that agrees with the eager call")
+        raise AssertionError("the kernel-by-kernel trace ran on a replay that agrees with the eager call")
 
-    monkeypatch.setattr(CompiledDevice, "run_plan_traced", refuse)
+    monkeypatch.setattr(replay, "plan_traced", refuse)
     fn, _ = _two_run_step()
     eager = [[t.numpy() for t in fn(Tensor(XS[c]), Tensor(XS[c + 1]))] for c in range(4)]
     step = capture(fn, verify=3)

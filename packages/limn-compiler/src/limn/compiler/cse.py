@@ -5,7 +5,8 @@ Code written the way people write it computes some values twice: a layer norm ta
 Two nodes are the same value when their op, dtype, shape and argument are equal and their sources are
 the same nodes (after this rewrite), so the test is exact and a pass over the graph finds them all.
 Leaves that are buffers keep their identity (a buffer is a buffer), constants compare by their
-spelling (0.0 and -0.0 differ), and ASSIGN and CUSTOM nodes are never merged: each is an effect.
+spelling (0.0 and -0.0 differ), and ASSIGN and CUSTOM nodes are never merged: each is an effect. A WHERE
+choosing between one value and itself is that value (var's mean, live or detached by whether it is finite).
 Pipeline: tensor -> graph -> **common values** -> schedule -> IR -> renderer -> device.
 """
 
@@ -29,6 +30,9 @@ def common_values(sinks: Sequence[Node], order: list[Node]) -> tuple[list[Node],
     merged = False
     for node in order:
         image = rebuilt(node, tuple([new[id(s)] for s in node.srcs]))
+        if image.op is Op.WHERE and image.srcs[1] is image.srcs[2] and image.srcs[1].shape == image.shape:
+            new[id(node)], merged = image.srcs[1], True
+            continue
         key = _key(image)
         if key is not None:
             try:

@@ -95,8 +95,9 @@ class Plan:
         """Each slot a run allocates, as (number, dtype, shape, whether it is a sink's): a run walks this,
         not the schedule's slots and sinks, on the hot path of every realize."""
         kept = {sink.slot for sink in self.schedule.sinks}
-        slots = self.schedule.slots
-        return [(s.number, s.dtype, s.shape, s.number in kept) for s in slots if s.kind != SlotKind.INPUT]
+        touched = {b.slot for k in self.program.kernels for b in k.inputs + k.outputs} | kept
+        slots = [s for s in self.schedule.slots if s.kind != SlotKind.INPUT and s.number in touched]
+        return [(s.number, s.dtype, s.shape, s.number in kept) for s in slots]
 
     @functools.cached_property
     def owners(self) -> dict[int, int]:
@@ -157,7 +158,6 @@ class Stats:
     programs_compiled: int = 0
     program_hits: int = 0
     kernels_run: int = 0
-    timings: dict[str, float] = field(default_factory=dict)
 
 
 class CompiledDevice:
@@ -265,7 +265,7 @@ class CompiledDevice:
     ) -> list[Buffer]:
         """Runs a plan on these leaf buffers (in structure_key's order): what run() does after the
         cache lookup, and what limn.capture replays without building the graph again. `after(i, handles)`,
-        when given, is called once kernel i has run, with every slot's handle (run_plan_traced's hook)."""
+        when given, is called once kernel i has run, with every slot's handle (limn.capture.replay's trace)."""
         sched = plan.schedule
         handles: list[Any] = [None] * len(sched.slots)
         for slot, buf in zip(sched.inputs, leaves):
@@ -292,29 +292,12 @@ class CompiledDevice:
                 self.launch(compiled, kernel, args)
             if timing:
                 self.synchronize()
-                ms = (time.perf_counter() - start) * 1e3
-                print(
-                    f"[limn {self.name}] {kernel.name} {kernel.op.name} loop{list(kernel.loop_shape)}: {ms:.3f} ms",
-                    file=sys.stderr,
-                )
+                ms, loop = (time.perf_counter() - start) * 1e3, list(kernel.loop_shape)
+                print(f"[limn {self.name}] {kernel.name} {kernel.op.name} loop{loop}: {ms:.3f} ms", file=sys.stderr)
             self.stats.kernels_run += 1
             if after is not None:
                 after(i, handles)
         return self._results(sched, leaves, handles)
-
-    def run_plan_traced(self, plan: Plan, leaves: Sequence[Buffer]) -> tuple[list[Buffer], list[dict[int, np.ndarray]]]:
-        """run_plan, also returning what each kernel wrote: per kernel, slot number -> a copy of that slot's
-        bytes just after the kernel ran (a later kernel may reuse the scratch buffer). Slow, since it copies
-        every written slot out: limn.capture's verify runs it to name the first kernel where two runs part."""
-        slots = plan.schedule.slots
-        written: list[dict[int, np.ndarray]] = []
-
-        def keep(i: int, handles: list[Any]) -> None:
-            self.synchronize()
-            outputs = plan.program.kernels[i].outputs
-            written.append({b.slot: self.copyout(handles[b.slot], b.dtype, slots[b.slot].shape) for b in outputs})
-
-        return self.run_plan(plan, leaves, after=keep), written
 
     def run_custom(self, kernel: KernelIR, handles: list[Any]) -> None:
         raise DeviceError(f"device {self.name!r} registers no CUSTOM kernel {kernel.custom!r}")

@@ -57,6 +57,17 @@ def merge_kernels(kernels: list[Kernel], joins: dict[int, Join] | None = None) -
     return [k.named(f"k{n}") for n, k in enumerate(done)]
 
 
+def unread_dropped(kernels: list[Kernel], kept: set[int]) -> list[Kernel]:
+    """The kernels without stores nothing reads: a value stored for two readers that the joins put in the one
+    nest computing it (a gelu's erf, kept for its gradient) lives in registers there. `kept` slots stay."""
+    read = {slot for k in kernels for slot in k.inputs} | kept
+    for n, k in enumerate(kernels):
+        if isinstance(k.form, (Elementwise, Fold)) and any(slot not in read for slot, _ in k.form.also):
+            also = tuple((slot, e) for slot, e in k.form.also if slot in read)
+            kernels[n] = replace(k, form=replace(k.form, also=also))
+    return kernels
+
+
 def mergeable(k: Kernel) -> bool:
     """Whether a kernel is elementwise work that may move into another's nest (no NOT_MERGED op)."""
     return isinstance(k.form, Elementwise) and k.op not in NOT_MERGED

@@ -46,7 +46,7 @@ from limn.compiler.kernel import (
     fold_form,
     walk_expr,
 )
-from limn.compiler.merge import merge_kernels
+from limn.compiler.merge import merge_kernels, unread_dropped
 from limn.graph import custom
 from limn.graph.ops import MOVEMENT, REDUCE, CustomArg, Node, Op, toposort
 from limn.graph.view import View
@@ -357,6 +357,8 @@ def _finish(build: _Build, sinks: list[Node]) -> Schedule:
         computes.setdefault(k.out, []).extend(build.computes.get(i, {}).values())
     joins: dict[int, Join] = {}  # per value merge or epilogue moved into another kernel's nest: why
     kernels = fold_epilogues(merge_kernels(kernels, joins), joins)
+    kept = {s.slot for s in sink_slots} | {s.number for s in build.slots if s.kind is not SlotKind.TEMP}
+    kernels = unread_dropped(kernels, kept)
     return Schedule(kernels, build.slots, build.inputs, sink_slots, build.reasons, computes, build.slot_of, joins)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from limn.capture.recording import Leaf, Recording, Run, bind
+from limn.compiler.jit import CompiledDevice, Plan
 from limn.runtime import engine, snapshot
 from limn.runtime.device import Buffer, get_device
 from limn.runtime.snapshot import Fork
@@ -37,7 +38,7 @@ def run_runs(recording: Recording, args: tuple, traced: bool = False) -> tuple[l
         dev = get_device(run.device)
         try:
             if traced and run.plan is not None:
-                out, steps = dev.run_plan_traced(run.plan, leaves)
+                out, steps = plan_traced(dev, run.plan, leaves)
                 traces.append(steps)
             elif run.plan is not None:
                 out = dev.run_plan(run.plan, leaves)
@@ -51,6 +52,24 @@ def run_runs(recording: Recording, args: tuple, traced: bool = False) -> tuple[l
             raise
         settle(run, list(forks.values()))
     return results, traces
+
+
+Trace = list[dict[int, np.ndarray]]  # per kernel run: slot number -> the bytes it wrote there
+
+
+def plan_traced(dev: CompiledDevice, plan: Plan, leaves: list[Buffer]) -> tuple[list[Buffer], Trace]:
+    """The plan run, with what each kernel wrote: per kernel, slot number -> a copy of that slot's bytes just
+    after the kernel ran (a later kernel may reuse the scratch buffer). Slow, since it copies every written
+    slot out: verify runs it only to name the first kernel where two runs part."""
+    slots = plan.schedule.slots
+    written: Trace = []
+
+    def keep(i: int, handles: list) -> None:
+        dev.synchronize()
+        outputs = plan.program.kernels[i].outputs
+        written.append({b.slot: dev.copyout(handles[b.slot], b.dtype, slots[b.slot].shape) for b in outputs})
+
+    return dev.run_plan(plan, leaves, after=keep), written
 
 
 def leaf_buffer(leaf: Leaf, args: tuple, results: list[list[Buffer]], forks: dict[int, Fork]) -> Buffer:

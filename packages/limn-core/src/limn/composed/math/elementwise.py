@@ -63,6 +63,35 @@ def _erf_fast(x: Tensor) -> Tensor:
     return x.sign() * y
 
 
+def _erf_of_scaled(x: Tensor) -> Tensor:
+    """erf(x / sqrt 2): float64's erf for float64, the Abramowitz & Stegun form for the narrower floats."""
+    inner = x * (1 / math.sqrt(2))
+    return inner.erf() if x.dtype == dtypes.float64 else _erf_fast(inner)
+
+
+def _gelu_partials(x: Tensor, out: Tensor) -> tuple[Tensor]:
+    """gelu's slope as torch's backward computes it: Phi(x) + x phi(x), phi(x) = e**(-x**2 / 2) / sqrt(2 pi)."""
+    cdf = 0.5 * (1 + _erf_of_scaled(x))
+    pdf = (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
+    return (cdf + x * pdf,)
+
+
+_GELU_TANH_BETA, _GELU_TANH_KAPPA = math.sqrt(2 / math.pi), 0.044715
+
+
+def _gelu_tanh(x: Tensor) -> Tensor:
+    """x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3))), torch's approximate="tanh"."""
+    inner = _GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * x * x * x)
+    return 0.5 * x * (1 + inner.tanh())
+
+
+def _gelu_tanh_slope(x: Tensor) -> Tensor:
+    """The tanh form's slope, as torch's backward writes it: (1 + t) / 2 + x/2 (1 - t**2) beta (1 + 3 kappa x**2)."""
+    t = (_GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * x * x * x)).tanh()
+    inner_slope = _GELU_TANH_BETA * (1 + 3 * _GELU_TANH_KAPPA * x * x)
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * inner_slope
+
+
 def _tie_or_nan(a: Tensor, b: Tensor) -> Tensor:
     """maximum's (and minimum's) answer where neither of a, b is below the other: a tie, or a NaN.
 
@@ -264,18 +293,17 @@ class ElementwiseMixin:
         return derivative.unary(self, _erf64, lambda x, out: (2 / math.sqrt(math.pi)) * (-(x * x)).exp())
 
     def gelu(self, approximate: str = "none") -> Tensor:
-        """x * Phi(x), with erf (torch's default, "none") or with torch's "tanh" approximation."""
-        x = self
-        x = x._float()
+        """x * Phi(x), with erf (torch's default, "none") or with torch's "tanh" approximation. The gradient is
+        torch's formula, Phi(x) + x phi(x) (or the tanh form's), not the derivative of the erf approximation: a
+        training step's backward computes about half the arithmetic per cell that way."""
+        x = self._float()
         if approximate == "tanh":
-            inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
-            return 0.5 * x * (1 + inner.tanh())
+            return derivative.carry(_gelu_tanh(x.detach()), (x,), lambda x, out: (_gelu_tanh_slope(x),))
         if approximate != "none":
             raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
         # (x / 2) * (1 + erf(x / sqrt 2)): halving first keeps gelu(3e38) = 3e38 and gelu(+inf) = inf, as
         # torch's float64 kernel gives (its float32 kernels differ by ISA up there); gelu(-inf) is NaN as torch's
-        inner = x * (1 / math.sqrt(2))
-        return (x * 0.5) * (1 + (inner.erf() if x.dtype == dtypes.float64 else _erf_fast(inner)))
+        return derivative.carry((x.detach() * 0.5) * (1 + _erf_of_scaled(x.detach())), (x,), _gelu_partials)
 
     def silu(self) -> Tensor:
         """x * sigmoid(x) (swish)."""
