@@ -13,8 +13,8 @@ the calling thread around each run only, so other OpenMP code on that thread kee
 libgomp's idle threads also spin for 300,000 pauses before they sleep (7.5 ms at the 25 ns a pause takes on
 the AMD EPYC Zen 4 it was measured on), and numpy's or torch's threads right after a run, in this process or
 another, find the cores taken: a 256 matmul in numpy ran 20x slower right after one of limn's. `short_spin`
-loads libgomp with GOMP_SPINCOUNT=SPIN_COUNT, long enough to bridge the gap between two runs from Python,
-unless the user chose a wait policy.
+loads libgomp with GOMP_SPINCOUNT=SPIN_COUNT, long enough to bridge the gap between two runs from Python and
+short enough to leave the cores soon after the last, unless the user chose a wait policy.
 
 Neither changes a value: each output cell is computed by one thread in the serial order, whatever the team.
 """
@@ -32,10 +32,13 @@ from pathlib import Path
 
 from limn.compiler.jit import debug_level
 
-SPIN_COUNT = 10_000
-"""Pauses an idle OpenMP thread spins before it sleeps: about 250 us on that EPYC, more
-than Python takes between two small runs (shorter, a 256 matmul in a loop ran 1.3x slower, its threads woken
-from sleep each call); numpy's and torch's matmuls right after a limn run ran within 6% of their time alone."""
+SPIN_COUNT = 50_000
+"""Pauses an idle OpenMP thread spins before it sleeps: about 1.3 ms at the 26 ns a pause takes on that EPYC,
+longer than Python takes between two small runs even when the machine is slow. A thread that sleeps between
+runs is woken by the next one, and on a virtual machine whose idle vCPU the host has put to sleep that took
+about a millisecond: with 10,000 pauses (260 us) bench_matmul's 256 product ran 1.4-1.6 ms a call in 5 of 6
+processes, with 20,000 in 4 of 5, and with 40,000 or 100,000 0.37-0.66 ms in 9 of 10 (its kernel alone: 0.17).
+numpy's and torch's 256 matmuls right after a limn run took what they take alone (bench_shared's second table)."""
 
 RECHECK_S = 0.05
 """How long a team size holds before the run queue is read again: a read costs 40 to 120 us."""
