@@ -25,6 +25,11 @@ class DType:
     kind: str
     bits: int
 
+    def __eq__(self, other: object) -> bool:
+        # by name, one dtype per name, as __hash__: every op compares dtypes, and comparing the four fields (a
+        # numpy dtype among them) cost more than the rest of a cast
+        return self is other or (isinstance(other, DType) and self.name == other.name)
+
     @property
     def itemsize(self) -> int:
         return self.np.itemsize

@@ -97,7 +97,7 @@ def const_value(value: Scalar, dtype: DType) -> Scalar:
         return bool(value)
     if dtype.is_int:
         return wrap_int(int(value), dtype)
-    return float(np.array(value, np.float64).astype(dtype.np))
+    return float(dtype.np.type(value))  # numpy's scalar of the dtype rounds as a cast of the array would
 
 
 def wrap_int(value: int, dtype: DType) -> int:
@@ -165,3 +165,13 @@ def scalar_dtype(value: Scalar, what: str) -> DType:
             f"{what}: the python int {value} does not fit int32, limn's dtype for python ints; pass dtype=limn.int64"
         )
     return dtypes.int32
+
+
+def times_alpha(x: TensorLike, other: TensorLike, alpha: Scalar, what: str) -> TensorLike:
+    """other * alpha for torch's add/sub(x, other, alpha=): a float alpha with int operands raises, as in torch."""
+    if alpha == 1 and not isinstance(alpha, float):
+        return other
+    other_is_int = not getattr(getattr(other, "dtype", None), "is_float", False)  # a Tensor's dtype says; data is int
+    if isinstance(alpha, float) and not x.dtype.is_float and other_is_int and not isinstance(other, float):
+        raise TypeError(f"{what}: alpha={alpha!r} is a float and the operands are ints (torch raises too); use an int")
+    return other * alpha

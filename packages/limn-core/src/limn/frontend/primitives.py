@@ -33,6 +33,7 @@ from limn.frontend.arguments import (
     host_array,
     normalize_axis,
     scalar_dtype,
+    times_alpha,
 )
 from limn.frontend.host import HostMixin
 from limn.graph.ops import Movement, Node, Op, Shape
@@ -59,14 +60,13 @@ _VIEW_METHODS = {kind: getattr(View, kind.value) for kind in Movement}
 def join_devices(tensors: Sequence[Tensor], what: str | Op) -> str:
     """The device an op on these tensors belongs to. Host devices share bytes and mix freely (host
     tensors also upload to a device tensor's device); two different non-host devices do not mix."""
-    first = tensors[0].device
-    if all(t.device == first for t in tensors):
-        return first
+    if len({t._device for t in tensors}) == 1:  # every op asks, and nearly always of one device
+        return tensors[0]._device
     non_host = sorted({t.device for t in tensors if not get_device(t.device).host})
     if len(non_host) > 1:
         name = what.name if isinstance(what, Op) else what  # an op's name is spelled only for the error
         raise DeviceError(f"{name}: mixes tensors on devices {', '.join(non_host)}; move them to one with .to(name)")
-    return non_host[0] if non_host else first
+    return non_host[0] if non_host else tensors[0]._device
 
 
 class Primitives(HostMixin):
@@ -200,6 +200,8 @@ class Primitives(HostMixin):
         """Converts to dtype (self itself when it has it already). Floats to ints truncate toward zero,
         narrowing ints wrap, anything to bool is `!= 0`. Gradients flow through casts between floats; an int
         or bool result has none, as in torch."""
+        if dtype is self.node.dtype:  # most casts in composed ops are to the dtype a tensor has
+            return self
         dtype = dtypes.as_dtype(dtype)
         if dtype == self.dtype:
             return self
@@ -242,7 +244,10 @@ class Primitives(HostMixin):
         elif isinstance(other, (bool, int, float, np.number, np.bool_)):  # a CONST of self's shape: no movement
             value = other.item() if isinstance(other, np.generic) else other
             dtype = dtypes.scalar_dtype(a.dtype, value)
-            b = limn.Tensor.full(a.shape, value, dtype=dtype, device=a.device)
+            a = a.cast(dtype)
+            # the CONST node made directly: self's shape and device are known good (Tensor.full checks them)
+            b = limn.Tensor._from_node(Node(Op.CONST, (), dtype, a.shape, const_value(value, dtype)), a._device)
+            return (b, a) if reverse else (a, b)
         else:
             b = limn.Tensor(other, device=a.device)
             dtype = dtypes.promote(a.dtype, b.dtype)
@@ -483,13 +488,3 @@ class Primitives(HostMixin):
     __lt__ = lt
     multiply = mul
     negative = neg
-
-
-def times_alpha(x: Tensor, other: TensorLike, alpha: Scalar, what: str) -> TensorLike:
-    """other * alpha for torch's add/sub(..., alpha=): a float alpha with int operands raises, as in torch."""
-    if alpha == 1 and not isinstance(alpha, float):
-        return other
-    other_is_int = not isinstance(other, limn.Tensor) or not other.dtype.is_float
-    if isinstance(alpha, float) and not x.dtype.is_float and other_is_int and not isinstance(other, float):
-        raise TypeError(f"{what}: alpha={alpha!r} is a float and the operands are ints (torch raises too); use an int")
-    return other * alpha

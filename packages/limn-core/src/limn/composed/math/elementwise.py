@@ -18,8 +18,7 @@ import limn  # limn.Tensor, named at call time: the class is built from this mod
 from limn import dtypes
 from limn.composed.math import derivative, rounding
 from limn.errors import ArgumentError
-from limn.frontend.arguments import Scalar, TensorLike, aliases
-from limn.frontend.primitives import times_alpha
+from limn.frontend.arguments import Scalar, TensorLike, aliases, times_alpha
 
 if TYPE_CHECKING:
     from limn.frontend.tensor import Tensor
