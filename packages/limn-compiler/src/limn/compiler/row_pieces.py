@@ -331,6 +331,9 @@ class Families:
         self.sketches: dict[tuple, KernelIR | bool] = {}
         # each nest's own form (KernelIR.nest: kernels of one nest have one body, so one rows and family)
         self.own: dict[str, Form | None] = {}
+        # one object per family: a dict finds the very key object without comparing, where an equal family
+        # compares every instruction (what most of a new shape's cut cost once it was planned before)
+        self.kins: dict[Kin, Kin] = {}
 
     def cuts(self, kernels: Sequence[KernelIR], say: Callable[[str], None] | None = None) -> list[Split | None]:
         """Each kernel of a new plan cut into pieces, or None to build it whole: cut in the first of its forms
@@ -343,6 +346,9 @@ class Families:
             for form in ways:
                 self.counts.setdefault(form.family, form.rows.count)
         return cuts
+
+    def _interned(self, forms: list[Form]) -> list[Form]:
+        return [replace(form, family=self.kins.setdefault(form.family, form.family)) for form in forms]
 
     def _forms(self, kernel: KernelIR) -> list[Form]:
         """The kernel's forms worth a look: its own rows, and its peeled forms only when their family is new
@@ -358,18 +364,20 @@ class Families:
         if first is kernel or first is False:
             return own
         if first is not True:
-            for form in peeled_forms(first):
+            for form in self._interned(peeled_forms(first)):
                 self.counts.setdefault(form.family, form.rows.count)
-        peeled = peeled_forms(kernel)
+        peeled = self._interned(peeled_forms(kernel))
         self.sketches[sketch] = any(form.family in self.counts for form in peeled)
         return own + peeled
 
     def _own(self, kernel: KernelIR) -> Form | None:
-        if not kernel.nest:
-            return own_form(kernel)
-        if kernel.nest not in self.own:
-            self.own[kernel.nest] = own_form(kernel)
-        return self.own[kernel.nest]
+        if kernel.nest in self.own:
+            return self.own[kernel.nest]
+        form = own_form(kernel)
+        form = None if form is None else self._interned([form])[0]
+        if kernel.nest:
+            self.own[kernel.nest] = form
+        return form
 
     def _cut(self, kernel: KernelIR, ways: list[Form], say: Callable[[str], None] | None) -> Split | None:
         """The first way whose family ran at another count. A kernel whose own rows' family ran before is cut
