@@ -1,6 +1,7 @@
 """Rules for common values (limn.compiler.cse), each against an oracle:
 - a value written twice is computed once: a layer norm (mean, then var, which takes the mean again) is
-  one reduce for the mean, and still matches torch; a WHERE between a value and itself is that value;
+  one reduce for the mean, and still matches torch; a WHERE between a value and itself is that value, and
+  of its condition only what may raise (a gather's index check) still runs;
 - values that only look alike stay apart: constants differing in sign (0.0, -0.0), the same op over
   different buffers, different dtypes;
 - effects are never merged: two equal assigns are two writes, and two pending assigns into one buffer in
@@ -54,6 +55,21 @@ def test_a_where_between_a_value_and_itself_is_that_value_and_its_gradient_still
     (y_t * y_t).sum().backward()
     np.testing.assert_allclose(y.numpy(), y_t.detach().numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(x.grad.numpy(), x_t.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_a_condition_nothing_else_reads_is_not_computed_but_its_index_checks_still_run(ir_device):
+    """where(c, z, z) is z, so a reduce inside c feeds nothing and gets no kernel; a gather inside c still runs,
+    so an index out of range raises as it does on the numpy device (and at torch's call)."""
+    x = Tensor(np.arange(16, dtype=np.float32).reshape(4, 4))
+    z = x * 3
+    y = ((x @ x).sum(1, keepdim=True) > 0).where(z, z)
+    sched = schedule([y.node])
+    assert [k.op for k in sched.kernels] == [Op.MUL], describe(sched)
+    np.testing.assert_array_equal(y.numpy(), np.arange(16, dtype=np.float32).reshape(4, 4) * 3)
+    v = Tensor(np.arange(4, dtype=np.float32))
+    bad = (v[Tensor(np.array([0, -9, 1, 2], np.int32))] > 1).where(v * 3, v * 3)
+    with pytest.raises(IndexError, match="out of range"):
+        bad.numpy()
 
 
 def test_constants_that_differ_in_sign_stay_apart():

@@ -596,6 +596,50 @@ def test_gelu_at_infinities_and_past_the_overflow_is_torchs_in_float64(device: s
     agree(device, "x.gelu()", "torch.nn.functional.gelu(x)", signed_zeros=True, x=x.astype(np.float64))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_half_width_gelu_and_its_gradient_compute_in_float32_and_round_once_as_torch(device, dtype, approximate):
+    """torch computes a half-width gelu and its gradient in float32 and rounds once. Rounding each step to the
+    half width instead made the tanh form's slope exactly 1 past |x| ~ 2.5 (1 - tanh**2 rounds to 0):
+    float16 at x = 3.25 gave 1.0 where torch gives 1.0059."""
+    x_np = np.concatenate([np.linspace(-6, 6, 97), [2.703125, 3.25, 3.2597656, 0.0]]).astype(np.float32)
+    x = Tensor(x_np, dtype=dtype, requires_grad=True)
+    y = x.gelu(approximate)
+    y.backward(Tensor(np.ones_like(x_np), dtype=dtype))
+    x_t = torch.tensor(x_np, dtype=getattr(torch, dtype), requires_grad=True)
+    y_t = torch.nn.functional.gelu(x_t, approximate=approximate)
+    y_t.backward(torch.ones_like(y_t))
+    tol = {"float16": 2e-3, "bfloat16": 1.6e-2}[dtype]  # one rounding of either width, at the values' size
+    got, want = y.cast("float32").numpy(), y_t.float().detach().numpy()
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"gelu {approximate} {dtype}")
+    got, want = x.grad.cast("float32").numpy(), x_t.grad.float().numpy()
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"gelu {approximate} {dtype} gradient")
+
+
+def test_gelus_second_derivative_at_zero_is_torchs(device: str) -> None:
+    """Phi(x) + x phi(x) differentiates to 2 phi(0) at 0: the erf approximation's sign(x) has no derivative
+    there, so Phi carries phi as its own (it gave phi(0), half of torch's 0.798, before)."""
+    for dtype in (np.float32, np.float64):
+        x_np = np.array([0.0, -0.0, 1e-8, 0.5], dtype)
+        x = Tensor(x_np, requires_grad=True)
+        (first,) = limn.autograd.grad(x.gelu().sum(), [x], create_graph=True)
+        (second,) = limn.autograd.grad(first.sum(), [x])
+        x_t = torch.tensor(x_np, requires_grad=True)
+        (first_t,) = torch.autograd.grad(torch.nn.functional.gelu(x_t).sum(), [x_t], create_graph=True)
+        (second_t,) = torch.autograd.grad(first_t.sum(), [x_t])
+        np.testing.assert_allclose(second.numpy(), second_t.numpy(), rtol=1e-6, err_msg=str(dtype))
+
+
+def test_a_python_int_past_int64_rounds_into_bfloat16_as_torch(device: str) -> None:
+    """bfloat16's numpy scalar refuses a python int past int64; the constant goes through a float first,
+    as a cast of an array would, and 2**63 is then a bfloat16 like any other number (torch: 9.2234e18)."""
+    x = Tensor(np.ones(2, np.float32), dtype="bfloat16")
+    got = (x * 2**63).cast("float32").numpy()
+    want = (torch.ones(2, dtype=torch.bfloat16) * 2**63).float().numpy()
+    np.testing.assert_array_equal(got, want)
+    assert Tensor.full((2,), 2**64 + 1, dtype="bfloat16").cast("float32").tolist() == [2.0**64] * 2
+
+
 def test_logcumsumexp_gradient_at_nan_and_infinite_cells_is_torchs(device: str) -> None:
     """torch's gradient sums g_i e**(x_j - out_i): NaN at a NaN cell (and after it) and at an infinite cell
     equal to its running value, finite elsewhere."""

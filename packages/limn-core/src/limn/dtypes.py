@@ -26,9 +26,8 @@ class DType:
     bits: int
 
     def __eq__(self, other: object) -> bool:
-        # by name, one dtype per name, as __hash__: every op compares dtypes, and comparing the four fields (a
-        # numpy dtype among them) cost more than the rest of a cast
-        return self is other or (isinstance(other, DType) and self.name == other.name)
+        # by name (one dtype per name, as __hash__): every op compares dtypes, and the four fields cost more
+        return self is other or (self.name == other.name if isinstance(other, DType) else NotImplemented)
 
     @property
     def itemsize(self) -> int:

@@ -10,7 +10,7 @@ torch's spinning team, a data loader). LIMN_FIXED_TEAM=1 keeps the team at its m
 the physical cores this process may use, under a cgroup's CPU quota) whatever else runs. The size is set for
 the calling thread around each run only, so other OpenMP code on that thread keeps its own.
 
-libgomp's idle threads also spin for 300,000 pauses before they sleep (7.5 ms at the 25 ns a pause takes on
+libgomp's idle threads also spin for 300,000 pauses before they sleep (7.9 ms at the 26 ns a pause takes on
 the AMD EPYC Zen 4 it was measured on), and numpy's or torch's threads right after a run, in this process or
 another, find the cores taken: a 256 matmul in numpy ran 20x slower right after one of limn's. `short_spin`
 loads libgomp with GOMP_SPINCOUNT=SPIN_COUNT, long enough to bridge the gap between two runs from Python and

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from limn.graph.ops import ESCAPE, Node, Op, rebuilt
+from limn.graph.ops import ESCAPE, INDEXED, Node, Op, rebuilt, toposort
 
 KEPT_APART = frozenset({Op.BUFFER, Op.ASSIGN}) | ESCAPE
 
@@ -40,14 +40,16 @@ def common_values(sinks: Sequence[Node], order: list[Node]) -> tuple[list[Node],
             except TypeError:  # an argument that does not hash: the node is only ever itself
                 first = image
             if first is not image:
-                merged = True
-                new[id(node)] = first
+                new[id(node)], merged = first, True
                 continue
         new[id(node)] = image
         new_order.append(image)
     if not merged:
         return list(sinks), None
-    return [new[id(s)] for s in sinks], new_order
+    sinks = [new[id(s)] for s in sinks]
+    # a collapsed WHERE's condition feeds nothing: keep what sinks, ASSIGNs and index checks (still to raise) reach
+    reached = {id(n) for n in toposort(sinks + [n for n in new_order if n.op in INDEXED or n.op is Op.ASSIGN])}
+    return sinks, [n for n in new_order if id(n) in reached or n.op is Op.BUFFER]
 
 
 def _key(node: Node) -> tuple | None:

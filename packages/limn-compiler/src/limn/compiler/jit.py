@@ -143,10 +143,9 @@ class Plan:
 
     def scratch(self) -> dict[int, Any]:
         """This thread's intermediate buffers, slot number -> handle (freed with the thread)."""
-        buffers = getattr(self._per_thread, "buffers", None)
-        if buffers is None:
-            buffers = self._per_thread.buffers = {}
-        return buffers
+        if not hasattr(self._per_thread, "buffers"):
+            self._per_thread.buffers = {}
+        return self._per_thread.buffers
 
 
 @dataclass

@@ -97,7 +97,8 @@ def const_value(value: Scalar, dtype: DType) -> Scalar:
         return bool(value)
     if dtype.is_int:
         return wrap_int(int(value), dtype)
-    return float(dtype.np.type(value))  # numpy's scalar of the dtype rounds as a cast of the array would
+    # through a python float (float64), as numpy's cast of an array would: bfloat16's scalar refuses an int past int64
+    return float(dtype.np.type(float(value)))
 
 
 def wrap_int(value: int, dtype: DType) -> int:

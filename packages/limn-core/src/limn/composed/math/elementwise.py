@@ -68,11 +68,16 @@ def _erf_of_scaled(x: Tensor) -> Tensor:
     return inner.erf() if x.dtype == dtypes.float64 else _erf_fast(inner)
 
 
+def _normal_pdf(x: Tensor) -> Tensor:
+    """phi(x) = e**(-x**2 / 2) / sqrt(2 pi), the standard normal density."""
+    return (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
+
+
 def _gelu_partials(x: Tensor, out: Tensor) -> tuple[Tensor]:
-    """gelu's slope as torch's backward computes it: Phi(x) + x phi(x), phi(x) = e**(-x**2 / 2) / sqrt(2 pi)."""
-    cdf = 0.5 * (1 + _erf_of_scaled(x))
-    pdf = (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
-    return (cdf + x * pdf,)
+    """gelu's slope as torch's backward computes it: Phi(x) + x phi(x). Phi carries phi as its derivative,
+    so the second derivative is 2 phi(x) - x**2 phi(x) at 0 too, where the erf approximation's sign(x) has none."""
+    cdf = derivative.carry(0.5 * (1 + _erf_of_scaled(x.detach())), (x,), lambda x, out: (_normal_pdf(x),))
+    return (cdf + x * _normal_pdf(x),)
 
 
 _GELU_TANH_BETA, _GELU_TANH_KAPPA = math.sqrt(2 / math.pi), 0.044715
@@ -296,13 +301,17 @@ class ElementwiseMixin:
         torch's formula, Phi(x) + x phi(x) (or the tanh form's), not the derivative of the erf approximation: a
         training step's backward computes about half the arithmetic per cell that way."""
         x = self._float()
+        wide = x.cast(x.dtype.compute)  # half widths compute in float32 and round once, as torch's kernels
         if approximate == "tanh":
-            return derivative.carry(_gelu_tanh(x.detach()), (x,), lambda x, out: (_gelu_tanh_slope(x),))
-        if approximate != "none":
+            out = derivative.carry(_gelu_tanh(wide.detach()), (wide,), lambda w, out: (_gelu_tanh_slope(w),))
+        elif approximate == "none":
+            # (x / 2) * (1 + erf(x / sqrt 2)): halving first keeps gelu(3e38) = 3e38 and gelu(+inf) = inf, as
+            # torch's float64 kernel gives (its float32 kernels differ by ISA up there); gelu(-inf) is NaN as torch's
+            value = (wide.detach() * 0.5) * (1 + _erf_of_scaled(wide.detach()))
+            out = derivative.carry(value, (wide,), _gelu_partials)
+        else:
             raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
-        # (x / 2) * (1 + erf(x / sqrt 2)): halving first keeps gelu(3e38) = 3e38 and gelu(+inf) = inf, as
-        # torch's float64 kernel gives (its float32 kernels differ by ISA up there); gelu(-inf) is NaN as torch's
-        return derivative.carry((x.detach() * 0.5) * (1 + _erf_of_scaled(x.detach())), (x,), _gelu_partials)
+        return out.cast(x.dtype)
 
     def silu(self) -> Tensor:
         """x * sigmoid(x) (swish)."""
