@@ -14,6 +14,7 @@ import torch
 import limn
 from limn import Tensor
 from limn.composed.random import rng, sampling
+from limn.graph.ops import Op, toposort
 
 
 def _graph_words(g, shape):
@@ -98,6 +99,27 @@ def test_numpy_and_c_give_the_same_numbers_for_one_seed():
         draws[device] = [Tensor.rand((2, 3)).numpy(), Tensor.ones(8).dropout(0.5).numpy()]
     for a, b in zip(draws["numpy"], draws["c"]):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("start", [0, 2**16 - 3, 2**48 - 3, 2**64 - 3], ids=["0", "16", "48", "64"])
+@pytest.mark.parametrize("offset", [0, 2**16 + 5])
+def test_the_words_kernel_and_its_composition_give_the_host_references_bits(start, offset):
+    """squares_words is one CUSTOM op: the c device runs it as one C loop (limn/c/squares.py), a device without
+    that kernel runs its composition from primitives, and the numpy device its reference; all three give
+    squares32_host's words for counters start + offset + i, carrying across limbs and wrapping at 2**64."""
+    n, key = 70_000, rng._key(3)  # past the kernel's threshold for a team
+    counters = np.arange(n, dtype=np.uint64) + np.uint64((start + offset) % 2**64)
+    want = rng.squares32_host(counters, key).astype(np.float64)
+    limbs = [np.array(rng.limbs_of(v)) for v in (key, start, offset)]
+    for device in ("numpy", "c"):
+        limn.set_device(device)
+        key_t, counter_t, start_t = (Tensor(a, dtype="float64") for a in limbs)
+        (composed,) = rng._words_composed(key_t, counter_t, start_t, n)
+        kernel = rng.words_at(key_t, counter_t, (n,), offset)
+        if device == "c":  # the kernel, not the composition: one CUSTOM node over three leaves and a view
+            assert Op.CUSTOM in {node.op for node in toposort([kernel.node])}
+        np.testing.assert_array_equal(composed.numpy(), want, err_msg=f"composed on {device}")
+        np.testing.assert_array_equal(kernel.numpy(), want, err_msg=f"words_at on {device}")
 
 
 # ---- statistics ----

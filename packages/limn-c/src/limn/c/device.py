@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from limn.c import addresses, library_cache, units
+from limn.c import addresses, library_cache, squares, units
 from limn.c import attention as c_attention
 from limn.c import source_index as c_source_index
 from limn.c import team as c_team
@@ -34,14 +34,13 @@ from limn.runtime.device import Buffer
 
 
 class CDevice(CompiledDevice):
-    """The c device. threads=False emits serial nests (what the threaded ones are tested against);
-    split_pads, tile_matmuls, chunk_folds, jam_folds and hoist_invariants likewise turn off the bit-exact
-    rewrites for tests, and nests with fewer than `parallel_work` iterations stay serial (0 threads every
-    nest that can be)."""
+    """The c device. threads=False emits serial nests (what the threaded ones are tested against); split_pads,
+    tile_matmuls, chunk_folds, jam_folds and hoist_invariants likewise turn off the bit-exact rewrites for tests, and
+    nests with fewer than `parallel_work` iterations stay serial (0 threads every nest that can be)."""
 
     name = "c"
     host = True
-    custom_kernels = c_attention.NAMES  # fused attention, fixed C (c/attention.py)
+    custom_kernels = c_attention.NAMES | {squares.NAME}  # fused attention and the generator's words, fixed C
     row_pieces = True  # a new row count runs on kernels built for others (limn.compiler.row_pieces)
 
     def __init__(
@@ -59,6 +58,8 @@ class CDevice(CompiledDevice):
         super().__init__()
         self.libraries: list[ctypes.CDLL] = []  # kept alive while their functions may be called
         self.attention = c_attention.Libraries(self._library)  # fused attention's C, a library per width
+        self.squares = squares.Words(self._library)  # the generator's words (c/squares.py)
+        self._sources: dict[tuple, tuple[tuple, str]] = {}  # rendered sources, by nest body (render)
         with c_team.short_spin():  # libgomp loads in here: in the toolchain's probe or the team's library
             self.toolchain = Toolchain(cc, march)
             team = c_team.team_size() if threads and self.toolchain.openmp else 1
@@ -85,9 +86,7 @@ class CDevice(CompiledDevice):
         names, dtypes and shapes, never its name or slots, and codegen gives kernels of one nest one body
         object, so sources are kept by that body (held by its entry, so its id stays its own) and the parts
         around it, up to 2048 of them. An equal body that is another object renders anew, to the same source."""
-        sources: dict[tuple, tuple[tuple, str]] | None = getattr(self, "_sources", None)
-        if sources is None:
-            sources = self._sources = {}
+        sources = self._sources
         buffers = tuple((b.name, b.dtype.name, b.shape) for b in kernel.inputs + kernel.outputs)
         key = (id(kernel.body), kernel.op.name, kernel.loop_shape, len(kernel.inputs), buffers, kernel.custom)
         known = sources.get(key)
@@ -126,9 +125,7 @@ class CDevice(CompiledDevice):
         cut = units.split([units.cost(s) for s in sources], units.cores())
         libs = units.build_all([units.source([sources[i] for i in unit]) for unit in cut], self._library)
         lib_of = {i: lib for unit, lib in zip(cut, libs) for i in unit}
-        return [
-            units.function(lib_of[i], source, len(k.inputs) + len(k.outputs)) for i, (k, source) in enumerate(items)
-        ]
+        return [units.function(lib_of[i], s, len(k.inputs) + len(k.outputs)) for i, (k, s) in enumerate(items)]
 
     def _library(self, source: str) -> ctypes.CDLL:
         """The shared library for this source, through the kernel cache (limn.c.library_cache), keyed by
@@ -154,10 +151,13 @@ class CDevice(CompiledDevice):
         self.attention.prefetch(order)  # cc builds the attention a new plan needs while the plan is made
 
     def run_custom(self, kernel: KernelIR, handles: list[np.ndarray]) -> None:
-        """A CUSTOM kernel: fused attention (c/attention.py), run by this device's team (of 1 when threads=False)."""
+        """A CUSTOM kernel: the generator's words (c/squares.py), or fused attention (c/attention.py) on the team."""
+        team = 1 if self.team is None else self.team.size
+        if kernel.custom == squares.NAME:
+            return self.squares.run(handles, team)
         if kernel.custom not in c_attention.NAMES:
             super().run_custom(kernel, handles)
-        self.attention.run(kernel, handles, 1 if self.team is None else self.team.size)
+        self.attention.run(kernel, handles, team)
 
     # ---- the five hooks: buffers are host numpy arrays ----
 

@@ -19,6 +19,8 @@ import numpy as np
 import limn
 from limn import dtypes
 from limn.errors import ArgumentError
+from limn.frontend import custom_call
+from limn.graph import custom
 from limn.graph.ops import Node, Op
 from limn.runtime.device import current_device, get_device
 
@@ -224,14 +226,39 @@ class Generator:
 
 def words_at(key: Tensor, counter: Tensor, shape: tuple[int, ...], offset: int = 0) -> Tensor:
     """The Squares words of counters counter + offset, counter + offset + 1, ... (row-major over shape) under
-    key, lazily; key and counter are (4,) float64 limb tensors, offset + prod(shape) < 2**32."""
+    key, lazily; key and counter are (4,) float64 limb tensors, offset + prod(shape) < 2**32. One CUSTOM kernel
+    where the device has it (squares_words), the graph of limb arithmetic elsewhere."""
     n = _count(shape)
-    index = np.arange(offset, offset + n, dtype=np.int64)
-    low = limn.Tensor(index % LIMB, dtype=dtypes.float64, device=counter.device)  # (n,): the index's limbs
+    start = limn.Tensor(np.array(limbs_of(offset)), dtype=dtypes.float64, device=counter.device)  # a leaf: one plan
+    (words,) = custom_call.apply("squares_words", key, counter, start, n=n)  # serves every offset
+    return words.reshape(shape)  # (n,) -> shape
+
+
+# ---- the words as one CUSTOM op: a device's kernel (the c device's), or the graph above ----
+
+
+def _words_signature(specs: list, params: dict) -> list:
+    return [(dtypes.float64, (params["n"],))]
+
+
+def _words_reference(arrays: list[np.ndarray], params: dict) -> list[np.ndarray]:
+    """squares_words(key, counter, start; n): the words of counters counter + start + i, i < n (mod 2**64)."""
+    key, counter, start = (limbs_value(a) for a in arrays)
+    counters = np.arange(params["n"], dtype=np.uint64) + np.uint64((counter + start) & MASK64)  # wraps as uint64
+    return [squares32_host(counters, key).astype(np.float64)]
+
+
+def _words_composed(key: Tensor, counter: Tensor, start: Tensor, n: int) -> list[Tensor]:
+    """squares_words in primitives: each counter's limbs summed column by column, then carried (< 3 * 2**16)."""
+    index = np.arange(n, dtype=np.int64)
+    low = limn.Tensor(index % LIMB, dtype=dtypes.float64, device=counter.device)  # (n,): i's limbs
     high = limn.Tensor(index // LIMB, dtype=dtypes.float64, device=counter.device)
-    base = [counter[i] for i in range(4)]  # (4,) -> four 0-d limbs
+    base = [counter[i] + start[i] for i in range(4)]  # (4,) + (4,) -> four 0-d limb sums
     counters = _carried([base[0] + low, base[1] + high, base[2] + low * 0, base[3] + low * 0])
-    return squares32(counters, (key[0], key[1], key[2], key[3])).reshape(shape)  # (n,) -> shape
+    return [squares32(counters, (key[0], key[1], key[2], key[3]))]
+
+
+custom.register(custom.CustomOp("squares_words", 1, _words_signature, _words_reference, _words_composed))
 
 
 def _count(shape: tuple[int, ...]) -> int:
