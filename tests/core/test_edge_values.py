@@ -616,6 +616,24 @@ def test_half_width_gelu_and_its_gradient_compute_in_float32_and_round_once_as_t
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"gelu {approximate} {dtype} gradient")
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["sigmoid", "tanh", "silu"])
+def test_half_width_sigmoid_tanh_and_silu_round_once_with_torchs_gradients(device, dtype, name):
+    """Like gelu: computed in float32 and rounded once, each with torch's formula for its gradient (s (1 - s),
+    1 - t**2, s (1 + x (1 - s))), so values match torch's bit for bit and gradients within one rounding."""
+    x_np = np.concatenate([np.linspace(-12, 12, 97), [0.0, -0.0, 0.19, 0.21, inf, -inf]]).astype(np.float32)
+    x = Tensor(x_np, dtype=dtype, requires_grad=True)
+    y = getattr(x, name)()
+    y.backward(Tensor(np.ones_like(x_np), dtype=dtype))
+    x_t = torch.tensor(x_np, dtype=getattr(torch, dtype), requires_grad=True)
+    y_t = torch.nn.functional.silu(x_t) if name == "silu" else getattr(torch, name)(x_t)
+    y_t.backward(torch.ones_like(y_t))
+    np.testing.assert_array_equal(y.cast("float32").numpy(), y_t.float().detach().numpy(), err_msg=name)
+    ulp = {"float16": 2**-10, "bfloat16": 2**-7}[dtype]
+    got, want = x.grad.cast("float32").numpy(), x_t.grad.float().numpy()
+    np.testing.assert_allclose(got, want, rtol=ulp, atol=ulp * 1e-3, err_msg=f"{name} {dtype} gradient")
+
+
 def test_gelus_second_derivative_at_zero_is_torchs(device: str) -> None:
     """Phi(x) + x phi(x) differentiates to 2 phi(0) at 0: the erf approximation's sign(x) has no derivative
     there, so Phi carries phi as its own (it gave phi(0), half of torch's 0.798, before)."""

@@ -9,6 +9,7 @@ Pipeline: **tensor (composed ops)** -> graph -> schedule -> IR -> renderer -> de
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partialmethod
 from typing import TYPE_CHECKING
 
@@ -94,6 +95,39 @@ def _gelu_tanh_slope(x: Tensor) -> Tensor:
     t = (_GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * x * x * x)).tanh()
     inner_slope = _GELU_TANH_BETA * (1 + 3 * _GELU_TANH_KAPPA * x * x)
     return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * inner_slope
+
+
+def _by_formula(x: Tensor, value: Callable[[Tensor], Tensor], slope: Callable[[Tensor], Tensor]) -> Tensor:
+    """value(x), computed in x's compute width (float32 for the half widths, rounded once, as torch's kernels),
+    whose gradient is g * slope(y), torch's formula on the output y as torch sees it (rounded to x's dtype). The
+    formula is built from the live output, so it differentiates again; autograd through value's own steps
+    (both branches of a where, a division) cost several times the arithmetic."""
+    wide = x.cast(x.dtype.compute)
+
+    def partials(w: Tensor, out: Tensor) -> tuple[Tensor]:
+        return (slope(out if out.dtype == x.dtype else out.cast(x.dtype).cast(out.dtype)),)
+
+    return derivative.carry(value(wide.detach()), (wide,), partials).cast(x.dtype)
+
+
+def _sigmoid(x: Tensor) -> Tensor:
+    """1 / (1 + e) for x >= 0 and e / (1 + e) below, with e = e**-|x| in (0, 1]: the plain 1 / (1 + e**-x)
+    overflows to inf below x = -88 in float32."""
+    nonneg = x.ge(0)
+    e = nonneg.where(-x, x).exp()
+    return nonneg.where(1.0, e) / (1 + e)
+
+
+def _tanh(x: Tensor) -> Tensor:
+    """2 sigmoid(2x) - 1, and below |x| = 0.2 its Taylor series x (1 + z (c3 + z (c5 + ...))), z = x**2."""
+    small = x.abs().lt(0.2)
+    xs = small.where(x, 0.0)
+    z = xs * xs
+    acc = z * _TANH_SERIES[-1] + _TANH_SERIES[-2]
+    for c in reversed(_TANH_SERIES[:-2]):
+        acc = acc * z + c
+    series = xs * (1 + z * acc)  # x (1 + ...) keeps the sign of -0.0
+    return small.where(series, 2 * _sigmoid(2 * x) - 1)
 
 
 def _tie_or_nan(a: Tensor, b: Tensor) -> Tensor:
@@ -264,28 +298,14 @@ class ElementwiseMixin:
         return flows.where(self, self.lt(0).where(0.0, self.detach()))  # relu(x) = 0 if x < 0 else x
 
     def sigmoid(self) -> Tensor:
-        """1 / (1 + e**-x), computed so that it neither overflows nor loses its gradient for large |x|."""
-        x = self
-        # sigmoid(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) below, with e = e**-|x| in (0, 1]: the plain
-        # 1 / (1 + e**-x) overflows to inf below x = -88 in float32, and inf * 0 makes its gradient NaN
-        x = x._float()
-        nonneg = x.ge(0)
-        e = nonneg.where(-x, x).exp()
-        return nonneg.where(1.0, e) / (1 + e)
+        """1 / (1 + e**-x), computed so that it never overflows, with torch's gradient s (1 - s)."""
+        return _by_formula(self._float(), _sigmoid, lambda s: s * (1 - s))
 
     def tanh(self) -> Tensor:
         """The hyperbolic tangent: 2 sigmoid(2x) - 1, and below |x| = 0.2 its Taylor series, where that
-        difference would cancel (tanh(1e-8) is 1e-8, not 0; tanh(-0.0) is -0.0). Differentiable to any order."""
-        x = self
-        x = x._float()
-        small = x.abs().lt(0.2)
-        xs = small.where(x, 0.0)  # the series sees 0 where it is not used, so its gradient stays finite there
-        z = xs * xs
-        acc = z * _TANH_SERIES[-1] + _TANH_SERIES[-2]
-        for c in reversed(_TANH_SERIES[:-2]):
-            acc = acc * z + c
-        series = xs * (1 + z * acc)  # x (1 + ...) keeps the sign of -0.0
-        return small.where(series, 2 * (2 * x).sigmoid() - 1)  # tanh(x) = 2 sigmoid(2x) - 1
+        difference would cancel (tanh(1e-8) is 1e-8, not 0; tanh(-0.0) is -0.0), with torch's gradient 1 - t**2.
+        Differentiable to any order."""
+        return _by_formula(self._float(), _tanh, lambda t: 1 - t * t)
 
     def erf(self) -> Tensor:
         """The error function, as torch.erf: computed in float64 to within 1e-15 of it (float32 results are the
@@ -314,8 +334,15 @@ class ElementwiseMixin:
         return out.cast(x.dtype)
 
     def silu(self) -> Tensor:
-        """x * sigmoid(x) (swish)."""
-        return self * self.sigmoid()
+        """x * sigmoid(x) (swish), in the compute width and rounded once, with torch's gradient s (1 + x (1 - s))."""
+        x = self._float()
+        wide = x.cast(x.dtype.compute)
+
+        def partials(w: Tensor, out: Tensor) -> tuple[Tensor]:
+            s = w.sigmoid()
+            return (s * (1 + w * (1 - s)),)
+
+        return derivative.carry(wide.detach() * _sigmoid(wide.detach()), (wide,), partials).cast(x.dtype)
 
     def sign(self) -> Tensor:
         """-1, 0 or 1 in x's dtype: 0 at 0 and at NaN, as torch."""
