@@ -41,8 +41,8 @@ class Words:
     def run(self, handles: list[Any], threads: int) -> None:
         """Runs squares_words on its buffers (key, counter and start as float64 limbs, then the words) with a
         team of `threads`."""
-        if self.function is None:
-            self.function = self.build(PRELUDE + SOURCE).limn_squares_words
-            self.function.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64, ctypes.c_int]
-            self.function.restype = None
+        if self.function is None:  # typed before it is kept: another thread may call it as soon as it is
+            function = self.build(PRELUDE + SOURCE).limn_squares_words
+            function.argtypes, function.restype = [ctypes.c_void_p] * 4 + [ctypes.c_int64, ctypes.c_int], None
+            self.function = function
         self.function(*addresses.of(handles), handles[3].size, threads)
