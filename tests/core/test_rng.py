@@ -122,6 +122,30 @@ def test_the_words_kernel_and_its_composition_give_the_host_references_bits(star
         np.testing.assert_array_equal(kernel.numpy(), want, err_msg=f"words_at on {device}")
 
 
+@pytest.mark.parametrize("on", ["numpy", "c"])
+def test_two_threads_drawing_from_one_generator_share_its_stream_without_repeats(on):
+    """Each draw reads and advances the counter under the generator's lock, and realize() runs one thread at a
+    time, so two threads drawing from one generator get disjoint runs of one stream: together exactly the
+    words one thread would have drawn (a draw was repeated, 1,000 words of 50 draws, before)."""
+    import threading
+
+    limn.set_device(on)
+    g = rng.Generator(seed=3)
+    drawn: list[list[np.ndarray]] = [[], []]
+
+    def draw(i: int) -> None:
+        for _ in range(40):
+            drawn[i].append(g.words((500,)).numpy())
+
+    threads = [threading.Thread(target=draw, args=(i,)) for i in range(2)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    got = np.sort(np.concatenate(drawn[0] + drawn[1]))
+    want = np.sort(rng.squares32_host(np.arange(40_000, dtype=np.uint64), rng._key(3)).astype(np.float64))
+    np.testing.assert_array_equal(got, want)
+    assert g.position() == 40_000
+
+
 # ---- statistics ----
 
 N = 200_000

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 # A node once realized is never computed again: later graphs that still hold it read its buffer.
 _realized: weakref.WeakKeyDictionary[Node, Node] = weakref.WeakKeyDictionary()
+_one_at_a_time = threading.RLock()  # realize() from two threads would race on _realized and the assigns' forks
 
 
 class Observer(Protocol):
@@ -124,13 +125,14 @@ def realize(*tensors: Tensor) -> None:
             raise TypeError(
                 f"limn.realize takes tensors; argument {i} is {type(t).__name__} ({t!r:.60}): pass Tensors only"
             )
-    for t in tensors:
-        if t.node.op is Op.BUFFER and t.node in _realized:
-            t.node = snapshot.check_readable(_resolved(t.node))  # read before an assign: the old bytes
-    # a tensor asked for twice is updated once (its node changes under it below)
-    pending = list({id(t): t for t in tensors if t.node.op is not Op.BUFFER}.values())
-    for name, group in _by_device(pending).items():
-        _run(name, group)
+    with _one_at_a_time:
+        for t in tensors:
+            if t.node.op is Op.BUFFER and t.node in _realized:
+                t.node = snapshot.check_readable(_resolved(t.node))  # read before an assign: the old bytes
+        # a tensor asked for twice is updated once (its node changes under it below)
+        pending = list({id(t): t for t in tensors if t.node.op is not Op.BUFFER}.values())
+        for name, group in _by_device(pending).items():
+            _run(name, group)
 
 
 def _by_device(tensors: list[Tensor]) -> dict[str, list[Tensor]]:
@@ -138,9 +140,7 @@ def _by_device(tensors: list[Tensor]) -> dict[str, list[Tensor]]:
     by_device: dict[str, list[Tensor]] = {}
     current = current_device()
     for t in tensors:
-        name = t.device
-        if get_device(name).host and get_device(current).host:
-            name = current
+        name = current if get_device(t.device).host and get_device(current).host else t.device
         by_device.setdefault(name, []).append(t)
     return by_device
 

@@ -10,6 +10,7 @@ Pipeline: **tensor (sources)** -> graph -> schedule -> IR -> renderer -> device.
 from __future__ import annotations
 
 import contextlib
+import threading
 import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -157,6 +158,7 @@ class Generator:
         self.device = self.key.device
         self.seed = int(seed)
         self._pending = 0  # words drawn since the counter's bytes were written (see words)
+        self._lock = threading.Lock()  # one draw at a time reads and advances the counter
         _live.add(self)
 
     def manual_seed(self, seed: int) -> Generator:
@@ -177,10 +179,11 @@ class Generator:
         """words(shape) computed on the host by squares32_host (the same bits) as a numpy-device tensor, the
         counter advanced through copyin: no graph runs, so nothing compiles. Eager draws take this path."""
         n = _count(shape)
-        start = self.position()
+        with self._lock:
+            start = self.position()
+            _write(self.counter, np.array(limbs_of((start + n) & MASK64)))
         counters = (np.arange(n, dtype=np.uint64) + np.uint64(start)) if n else np.zeros(0, np.uint64)
         words = squares32_host(counters, limbs_value(self.key.numpy()))
-        _write(self.counter, np.array(limbs_of((start + n) & MASK64)))
         return limn.Tensor(words.astype(np.float64).reshape(shape), device="numpy")
 
     def words(self, shape: tuple[int, ...]) -> Tensor:
@@ -204,7 +207,11 @@ class Generator:
 
     def _advance(self, n: int) -> tuple[Tensor, int]:
         """The counter's bytes (before any pending advance) and how many words past them this draw of n
-        starts; the pending assign then carries n more."""
+        starts; the pending assign then carries n more. One thread at a time (the generator's lock)."""
+        with self._lock:
+            return self._advance_unlocked(n)
+
+    def _advance_unlocked(self, n: int) -> tuple[Tensor, int]:
         if not on_device:
             self.counter.realize()
         if self.counter.node.op is Op.BUFFER:
