@@ -36,8 +36,8 @@ SPIN_COUNT = 50_000
 """Pauses an idle OpenMP thread spins before it sleeps: about 1.3 ms at the 26 ns a pause takes on that EPYC,
 longer than Python takes between two small runs even when the machine is slow. A thread that sleeps between
 runs is woken by the next one, and on a virtual machine whose idle vCPU the host has put to sleep that took
-about a millisecond: with 10,000 pauses (260 us) bench_matmul's 256 product ran 1.4-1.6 ms a call in 5 of 6
-processes, with 20,000 in 4 of 5, and with 40,000 or 100,000 0.37-0.66 ms in 9 of 10 (its kernel alone: 0.17).
+about a millisecond: with 10,000 pauses (260 us) bench_matmul's 256 product ran 1.27-1.58 ms a call in 9 of 12
+processes, with 20,000 in 4 of 5, and with 40,000 to 100,000 0.33-0.79 ms in 21 of 22 (its kernel alone: 0.17).
 numpy's and torch's 256 matmuls right after a limn run took what they take alone (bench_shared's second table)."""
 
 RECHECK_S = 0.05
