@@ -437,7 +437,8 @@ def train(run: Run, out: Path, log=None) -> dict:
         line = (
             f"step {run.step_count:>5}/{s.steps}  train {loss:.3f}  "
             + (f"val {val:.3f}  " if measured else " " * 11)
-            + f"{rate:>8,.0f} tok/s  elapsed {clock(elapsed)}  eta {clock(per_step * (s.steps - run.step_count))}"
+            + (f"{rate:>8,.0f} tok/s" if steady else f"{'(first step)':>14}")
+            + f"  elapsed {clock(elapsed)}  eta {clock(per_step * (s.steps - run.step_count))}"
         )
         if measured:
             log(("\r" if live else "") + line)

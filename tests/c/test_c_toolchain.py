@@ -20,6 +20,7 @@ import limn
 from limn import Tensor
 from limn.c.device import CDevice, cache_dir
 from limn.c.toolchain import CompileError
+from limn.compiler import progress
 from limn.compiler.codegen import ir
 
 
@@ -105,7 +106,7 @@ def test_a_compile_error_shows_command_output_and_source_lines(fresh_cache):
     kernel = ir(Tensor.ones((3,)) + 1).kernels[0]
     broken = "void limn_broken(float* restrict out) {\n    out[0] = undefined_name + 1;\n}\n"
     with pytest.raises(CompileError) as err:
-        dev.compile_batch([(kernel, broken)])
+        dev.compile_batch([(kernel, broken)], progress.silent())
     text = str(err.value)
     assert "command:" in text and "-O3" in text, text
     assert "undefined_name" in text, "the compiler's complaint is missing"

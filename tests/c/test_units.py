@@ -25,6 +25,7 @@ from limn import Tensor
 from limn.c import toolchain, units
 from limn.c.device import CDevice
 from limn.c.toolchain import CompileError
+from limn.compiler import progress
 from limn.compiler.codegen import ir
 
 
@@ -66,7 +67,7 @@ def test_a_plan_built_from_several_units_computes_what_numpy_does(tmp_path, monk
     monkeypatch.setattr(units, "cores", lambda: 3)
     built = []
     real = units.build_all
-    monkeypatch.setattr(units, "build_all", lambda sources, build: built.append(len(sources)) or real(sources, build))
+    monkeypatch.setattr(units, "build_all", lambda sources, *rest: built.append(len(sources)) or real(sources, *rest))
     got = _run(CDevice())
     assert built and max(built) == 3, f"units per compile: {built}"
     np.testing.assert_allclose(got, _plan_of_many_kernels().numpy(), rtol=1e-6)
@@ -90,7 +91,7 @@ def test_a_unit_cc_rejects_names_its_kernels_and_leaves_the_cache_clean(tmp_path
     items = _two_kernels()
     items[1] = (items[1][0], "void limn_second(float* restrict out) {\n    out[0] = undefined_name;\n}\n")
     with pytest.raises(CompileError, match="limn_first, limn_second") as err:
-        dev.compile_batch(items)
+        dev.compile_batch(items, progress.silent())
     assert "undefined_name" in str(err.value)
     assert set(folder.iterdir()) == before, "no source, temp library or checksum is left behind"
 
@@ -102,7 +103,7 @@ def test_a_unit_past_the_compile_timeout_names_its_kernels_and_leaves_the_cache_
     before = set(folder.iterdir())  # the team's library, built with the device
     monkeypatch.setattr(toolchain, "COMPILE_TIMEOUT_S", 0.001)
     with pytest.raises(CompileError, match=r"ran past 0\.001 s.*limn_first, limn_second"):
-        dev.compile_batch(_two_kernels())
+        dev.compile_batch(_two_kernels(), progress.silent())
     assert set(folder.iterdir()) == before, "no source, temp library or checksum is left behind"
 
 
@@ -111,10 +112,10 @@ def test_limn_debug_says_which_kernels_cc_built_and_why(tmp_path, monkeypatch, c
     monkeypatch.setenv("LIMN_DEBUG", "1")
     dev = CDevice()
     capsys.readouterr()
-    dev.compile_batch(_two_kernels()[:1])
+    dev.compile_batch(_two_kernels()[:1], progress.silent())
     err = capsys.readouterr().err
     assert "cc built 1 kernel (" in err and "not in the kernel cache: limn_first" in err, err
-    dev.compile_batch(_two_kernels()[:1])
+    dev.compile_batch(_two_kernels()[:1], progress.silent())
     assert "cc built" not in capsys.readouterr().err, "a kernel the cache holds is loaded, not built"
 
 
@@ -123,7 +124,7 @@ def test_tiled_kernels_share_one_fold_per_shape_defined_once_in_their_unit(tmp_p
     monkeypatch.setattr(units, "cores", lambda: 1)  # one unit: every kernel's fold meets the others'
     seen = []
     real = units.build_all
-    monkeypatch.setattr(units, "build_all", lambda sources, build: seen.extend(sources) or real(sources, build))
+    monkeypatch.setattr(units, "build_all", lambda sources, *rest: seen.extend(sources) or real(sources, *rest))
     rng = np.random.default_rng(0)
     a, b, c = (rng.standard_normal(s).astype(np.float32) for s in [(37, 40), (40, 50), (50, 21)])
     limn.register_device("c_units", CDevice)
@@ -153,7 +154,7 @@ def test_fused_attention_starts_compiling_when_its_plan_is_begun_for_its_width_o
     monkeypatch.setenv("LIMN_CACHE_DIR", str(tmp_path / "cache"))
     events = []
     real_build_all = units.build_all
-    monkeypatch.setattr(units, "build_all", lambda s, build: events.append("units") or real_build_all(s, build))
+    monkeypatch.setattr(units, "build_all", lambda s, *rest: events.append("units") or real_build_all(s, *rest))
     rng = np.random.default_rng(1)
     q, k, v = (rng.standard_normal((2, 9, 8)).astype(np.float32) for _ in range(3))
     device = CDevice()

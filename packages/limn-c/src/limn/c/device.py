@@ -25,7 +25,7 @@ from limn.c.pool import HostPool
 from limn.c.row_call import RowPieces
 from limn.c.source import CRenderer, Options
 from limn.c.toolchain import Toolchain
-from limn.compiler import cache_files, row_pieces
+from limn.compiler import cache_files, progress, row_pieces
 from limn.compiler.ir import KernelIR
 from limn.compiler.jit import CompiledDevice, Plan, debug_level
 from limn.dtypes import DType
@@ -116,14 +116,14 @@ class CDevice(CompiledDevice):
         return source
 
     def compile(self, kernel: KernelIR, source: str) -> Any:
-        return self.compile_batch([(kernel, source)])[0]
+        return self.compile_batch([(kernel, source)], progress.silent())[0]
 
-    def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Any]:
-        """A new plan's kernels, cut into units of like size that cc builds at once (c/units.py); each kernel's
-        function from its unit's library."""
+    def compile_batch(self, items: list[tuple[KernelIR, str]], line: progress.Progress) -> list[Any]:
+        """A new plan's kernels, cut into units of like size that cc builds at once (c/units.py), each told to
+        `line` as its unit is built; each kernel's function from its unit's library."""
         sources = [source for _, source in items]
         cut = units.split([units.cost(s) for s in sources], units.cores())
-        libs = units.build_all([units.source([sources[i] for i in unit]) for unit in cut], self._library)
+        libs = units.build_all([units.source([sources[i] for i in unit]) for unit in cut], self._library, line)
         lib_of = {i: lib for unit, lib in zip(cut, libs) for i in unit}
         return [units.function(lib_of[i], s, len(k.inputs) + len(k.outputs)) for i, (k, s) in enumerate(items)]
 

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from limn.c.prelude import PRELUDE
 from limn.c.rewrites.matmul import VECTOR_PRELUDE
 from limn.compiler.jit import debug_level
+from limn.compiler.progress import Progress
 
 UNIT_COST = 16_000
 """The least cost worth a unit of its own, about what a unit's own start costs cc. It was 32,000 while every tiled
@@ -62,12 +63,19 @@ def split(costs: list[int], workers: int) -> list[list[int]]:
     return [sorted(unit) for unit in units]
 
 
-def build_all(sources: list[str], build: Callable[[str], Library]) -> list[Library]:
-    """`build(source)` for each unit's source, at once on as many threads (each waits on its cc)."""
+def build_all(sources: list[str], build: Callable[[str], Library], line: Progress) -> list[Library]:
+    """`build(source)` for each unit's source, at once on as many threads (each waits on its cc), telling
+    `line` of each unit's kernels as it is built."""
+
+    def built(source: str) -> Library:
+        library = build(source)
+        line.advance(len(kernel_names(source)))
+        return library
+
     if len(sources) == 1:
-        return [build(sources[0])]
+        return [built(sources[0])]
     with ThreadPoolExecutor(len(sources)) as pool:
-        return list(pool.map(build, sources))
+        return list(pool.map(built, sources))
 
 
 def source(kernels: list[str]) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from limn.compiler import index_checks, plan_index, row_pieces
+from limn.compiler import index_checks, plan_index, progress, row_pieces
 from limn.compiler.codegen import lower_schedule
 from limn.compiler.explain import explain_schedule
 from limn.compiler.ir import KernelIR, Program
@@ -82,8 +82,7 @@ class Plan:
     intermediate values (`scratch()`), reused between its runs: a training step reuses the same memory
     every step instead of asking the allocator (and the kernel, page by page) for fresh memory, and two
     threads running one plan at once never share an intermediate. Within a run, intermediates whose lives do
-    not meet share a buffer (`owners`). Sinks get fresh buffers each run,
-    since callers keep them."""
+    not meet share a buffer (`owners`). Sinks get fresh buffers each run, since callers keep them."""
 
     program: Program
     compiled: list[Any]
@@ -122,10 +121,7 @@ class Plan:
             first, last = life[number]
             pool = free.setdefault((dtype, tuple(shape)), [])
             done = [k for k, (end, _) in enumerate(pool) if end < first]
-            if done:
-                _, owner = pool.pop(done[0])
-            else:
-                owner = number
+            owner = pool.pop(done[0])[1] if done else number  # a done slot's buffer, else its own
             owners[number] = owner
             pool.append((last, owner))
         return owners
@@ -242,17 +238,19 @@ class CompiledDevice:
                 missing[d] = (k, s)
         if missing:
             if debug_level() >= 3:
-                for _, source in missing.values():
-                    print(source, file=sys.stderr)
-            compiled = self.compile_batch(list(missing.values()))
+                print(*(source for _, source in missing.values()), sep="\n", file=sys.stderr)
+            with progress.Progress(len(missing), self.name) as line:  # a line on a terminal past a second
+                compiled = self.compile_batch(list(missing.values()), line)
             self.programs.update(zip(missing, compiled))
             self.stats.programs_compiled += len(missing)
         return [None if d is None else self.programs[d] for d in digests]
 
-    def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Any]:
-        """Compiles several kernels; a backend whose compiler is slow to start overrides this to
-        build them in one go. The default compiles each on its own."""
-        return [self.compile(kernel, source) for kernel, source in items]
+    def compile_batch(self, items: list[tuple[KernelIR, str]], line: progress.Progress) -> list[Any]:
+        """Compiles several kernels and tells `line` (limn.compiler.progress); a backend whose compiler is slow to
+        start overrides this to build them in one go. The default compiles each on its own."""
+        programs = [self.compile(kernel, source) for kernel, source in items]
+        line.advance(len(programs))
+        return programs
 
     # ---- running ----
 

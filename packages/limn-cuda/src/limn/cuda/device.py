@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from limn import dtypes
-from limn.compiler import row_pieces
+from limn.compiler import progress, row_pieces
 from limn.compiler.ir import KernelIR
 from limn.compiler.jit import CompiledDevice
 from limn.compiler.schedule import Schedule
@@ -122,13 +122,14 @@ class CudaDevice(RendersPrograms, CompiledDevice):
 
     # ---- compiling ----
 
-    def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Loaded]:
+    def compile_batch(self, items: list[tuple[KernelIR, str]], line: progress.Progress) -> list[Loaded]:
         """One NVRTC program and one module for all of a plan's kernels (NVRTC starts once per plan, and the
         prelude is compiled once). An NvrtcError propagates with NVRTC's log and the lines it names."""
         programs = self.rendered_programs(items)
         source = merge(programs, PRELUDE).source
         arch, cubin = self.target
         image = nvrtc.cached_compile(source, "limn_plan.cu", arch, cubin, self.gpu.driver_version).image
+        line.advance(len(programs))  # one program: all are built at once
         self._enter()
         module = _check(self.driver.cuModuleLoadData(image), "cuModuleLoadData")
         out = []

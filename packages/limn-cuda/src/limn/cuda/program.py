@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from limn.compiler import progress
+
 
 @dataclass(frozen=True)
 class Launch:
@@ -56,7 +58,7 @@ class RendersPrograms:
         return program.source
 
     def compile(self, kernel: Any, source: str) -> Any:
-        return self.compile_batch([(kernel, source)])[0]
+        return self.compile_batch([(kernel, source)], progress.silent())[0]
 
     def rendered_programs(self, items: list[tuple[Any, str]]) -> list[CudaProgram]:
         """The programs render() gave for these (kernel, source) pairs, forgotten as they are taken."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from limn.compiler import row_pieces
+from limn.compiler import progress, row_pieces
 from limn.compiler.ir import KernelIR
 from limn.compiler.jit import CompiledDevice
 from limn.cuda import attention
@@ -53,10 +53,11 @@ class CudaSimDevice(RendersPrograms, CompiledDevice):
         self.attention_tiles = attention.SIM  # small blocks and tiles: a std::thread per CUDA thread
         self._attention: tuple[Any, CudaProgram] | None = None  # the kernels' module, built on first use
 
-    def compile_batch(self, items: list[tuple[KernelIR, str]]) -> list[Any]:
+    def compile_batch(self, items: list[tuple[KernelIR, str]], line: progress.Progress) -> list[Any]:
         """One C++ translation unit for all the kernels (g++ starts once per plan, not once per kernel)."""
         programs = self.rendered_programs(items)
         module = self.runtime.compile(merge(programs, PRELUDE))
+        line.advance(len(programs))
         return [(module, p) for p in programs]
 
     def join_pieces(self, cut: row_pieces.Split, programs: list[Any]) -> list[tuple[Any, list[int]]]:
