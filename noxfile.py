@@ -8,7 +8,7 @@
                    would: limn-core with limn-c, then limn-core alone
   plugin           limn-core plus examples/third_party_device: limn finds a device it has never heard of
   isa              the slow c tests (pytest -m isa): every ISA's kernels, sweeps, five sixths of the corpus' rewrites
-  ops              the c device's half of the op tables against torch (pytest -m ops)
+  ops              the c device's half of the op tables against torch, and the HF models on c (pytest -m ops)
   train            the long training runs against torch (pytest -m train)
   dist             data-parallel runs under mpiexec, started by the tests (pytest -m dist)
   browser          a diagram's SVG screenshotted by headless Chromium (pytest -m browser) and its dot read by
@@ -121,13 +121,13 @@ def isa(session: nox.Session) -> None:
 @nox.session
 def ops(session: nox.Session) -> None:
     """The c device's half of the op tables: every family of Tensor ops against torch, forward and backward,
-    on c (pytest -m ops; the numpy half runs in the default suite). tests/nn imports train_stories, which
-    draws its loss.svg with limn-diagram."""
-    packages = ["limn-core", "limn-compiler", "limn-c", "limn-nn", "limn-diagram"]
+    on c (pytest -m ops; the numpy half runs in the default suite), and the Hugging Face models against
+    transformers on c. tests/nn imports train_stories, which draws its loss.svg with limn-diagram."""
+    packages = ["limn-core", "limn-compiler", "limn-c", "limn-nn", "limn-diagram", "limn-models"]
     session.install(
         "-c", locked_constraints(session), *(str(PACKAGES / name) for name in packages), *test_requirements()
     )
-    session.run("pytest", "-m", "ops", "tests/core", "tests/nn", *session.posargs)
+    session.run("pytest", "-m", "ops", "tests/core", "tests/nn", "tests/models", *session.posargs)
 
 
 @nox.session

@@ -23,7 +23,16 @@ import limn
 from limn import DeviceError, Tensor
 
 REPO = Path(__file__).resolve().parents[1]
-FIRST_PARTY = {"limn-core", "limn-compiler", "limn-c", "limn-cuda", "limn-nn", "limn-dist", "limn-diagram"}
+FIRST_PARTY = {
+    "limn-core",
+    "limn-compiler",
+    "limn-c",
+    "limn-cuda",
+    "limn-nn",
+    "limn-dist",
+    "limn-diagram",
+    "limn-models",
+}
 
 
 def installed_limn_packages() -> set[str]:

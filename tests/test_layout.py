@@ -19,6 +19,7 @@ BENEATH = {
     "limn-nn": {"limn-core", "limn-compiler", "limn-nn"},
     "limn-dist": {"limn-core", "limn-dist"},
     "limn-diagram": {"limn-core", "limn-compiler", "limn-diagram"},
+    "limn-models": {"limn-core", "limn-compiler", "limn-nn", "limn-models"},
 }
 # inside limn-core: what the lowest folders may import ("" is a module at limn's top level: dtypes, errors)
 CORE_BENEATH = {"graph": {"graph", "dtypes", "errors"}, "runtime": {"graph", "runtime", "dtypes", "errors"}}

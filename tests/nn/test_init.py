@@ -171,3 +171,31 @@ def test_init_is_an_attribute_of_limn_nn_and_imports_as_torchs():
     from limn.nn.utils import clip_grad_norm_
 
     assert kaiming_uniform_ is nn.init.kaiming_uniform_ and clip_grad_norm_ is nn.clip_grad_norm_
+
+
+# ---- skip_init: torch.nn.utils.skip_init ----
+
+SKIPPED = [
+    (nn.Linear, (6, 4)),
+    (nn.Embedding, (5, 3)),
+    (nn.LayerNorm, (7,)),
+    (nn.RMSNorm, (7,)),
+    (nn.Conv2d, (2, 3, 3)),
+    (nn.GroupNorm, (2, 4)),
+]
+
+
+@pytest.mark.parametrize("cls, args", SKIPPED, ids=[c.__name__ for c, _ in SKIPPED])
+def test_skip_init_builds_the_module_with_uninitialized_parameters_and_draws_nothing(cls, args):
+    made = cls(*args)
+    limn.manual_seed(0)
+    skipped = nn.utils.skip_init(cls, *args)
+    after_skip = cls(*args)  # the generator is where skip_init found it: the same draws as a first module's
+    want = torch.nn.utils.skip_init(getattr(torch.nn, cls.__name__), *args)
+    got = dict(skipped.named_parameters())
+    assert {n: tuple(p.shape) for n, p in got.items()} == {n: tuple(p.shape) for n, p in want.named_parameters()}
+    for name, p in got.items():
+        assert p.requires_grad and p.is_leaf, f"{cls.__name__}.{name} is a trainable leaf, as torch's"
+        assert not np.any(p.numpy()), f"{cls.__name__}.{name}: limn's uninitialized values are zeros"
+    for (name, a), (_, b) in zip(made.named_parameters(), after_skip.named_parameters()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=f"{cls.__name__}.{name} after a skip_init")

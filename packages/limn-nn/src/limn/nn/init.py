@@ -8,8 +8,11 @@ Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 import warnings
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -34,6 +37,28 @@ __all__ = [
     "xavier_uniform_",
     "zeros_",
 ]
+
+_skipping = threading.local()  # set while skip_init builds a module, in that thread only
+
+
+@contextlib.contextmanager
+def skipped() -> Iterator[None]:
+    """Layers built inside leave their parameters uninitialized (limn.nn.utils.skip_init)."""
+    before = getattr(_skipping, "on", False)
+    _skipping.on = True
+    try:
+        yield
+    finally:
+        _skipping.on = before
+
+
+def parameter(shape: tuple[int, ...], dtype: dtypes.DType, values: Callable[[], Tensor]) -> Tensor:
+    """A layer's new parameter: `values()` made trainable, or, inside skip_init, lazy zeros (Tensor.empty) that
+    cost nothing until read, for a model whose weights are about to be loaded."""
+    if getattr(_skipping, "on", False):
+        return Tensor.empty(shape, dtype=dtype, requires_grad=True)
+    return values().requires_grad_()
+
 
 _GAIN_ONE = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 

@@ -17,6 +17,7 @@ from limn.composed.functional.conv_transpose import conv_transpose
 from limn.composed.functional.convolution import as_tuple, conv, padding_pairs
 from limn.dtypes import DType
 from limn.frontend.tensor import Tensor
+from limn.nn import init
 from limn.nn.functional import embedding, linear, padding_index
 from limn.nn.module import Module
 from limn.nn.norms import layer_norm
@@ -32,12 +33,16 @@ IntOrPair = int | Sequence[int]
 def _uniform(shape: tuple[int, ...], bound: float, dtype: DType) -> Tensor:
     """A trainable tensor uniform in [-bound, bound), as torch's kaiming_uniform_(a=sqrt(5)) gives a weight
     with fan_in inputs when bound = 1/sqrt(fan_in)."""
-    u = Tensor.rand(shape, dtype=dtypes.float64).numpy()  # [0, 1); drawn on the host, so init compiles nothing
-    return Tensor((2 * u - 1) * bound, dtype=dtype, requires_grad=True)
+
+    def values() -> Tensor:
+        u = Tensor.rand(shape, dtype=dtypes.float64).numpy()  # [0, 1); drawn on the host, so init compiles nothing
+        return Tensor((2 * u - 1) * bound, dtype=dtype)
+
+    return init.parameter(shape, dtype, values)
 
 
 def _filled(shape: tuple[int, ...], value: float, dtype: DType) -> Tensor:
-    return Tensor(np.full(shape, value), dtype=dtype, requires_grad=True)
+    return init.parameter(shape, dtype, lambda: Tensor(np.full(shape, value), dtype=dtype))
 
 
 # ---- layers ----
@@ -89,11 +94,16 @@ class Embedding(Module):
     def __init__(
         self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, dtype: DType = dtypes.float32
     ):
-        table = Tensor.randn((num_embeddings, embedding_dim), dtype=dtype)
         if padding_idx is not None:
             padding_idx = padding_index(padding_idx, num_embeddings)
-            table[padding_idx] = 0.0
-        self.weight = table.requires_grad_()
+
+        def values() -> Tensor:
+            table = Tensor.randn((num_embeddings, embedding_dim), dtype=dtype)
+            if padding_idx is not None:
+                table[padding_idx] = 0.0
+            return table
+
+        self.weight = init.parameter((num_embeddings, embedding_dim), dtype, values)
         self.padding_idx = padding_idx
 
     def forward(self, idx: Tensor) -> Tensor:

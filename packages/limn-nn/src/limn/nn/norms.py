@@ -18,11 +18,12 @@ import numpy as np
 from limn import dtypes
 from limn.dtypes import DType
 from limn.frontend.tensor import Tensor, realize
+from limn.nn import init
 from limn.nn.module import Module
 
 
 def _param(n: int, value: float, dtype: DType) -> Tensor:
-    return Tensor(np.full((n,), value), dtype=dtype, requires_grad=True)
+    return init.parameter((n,), dtype, lambda: Tensor(np.full((n,), value), dtype=dtype))
 
 
 def _per_channel(t: Tensor, ndim: int) -> Tensor:
@@ -247,7 +248,9 @@ class RMSNorm(Module):
     ):
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps, self.elementwise_affine = shape, eps, elementwise_affine
-        self.weight = Tensor(np.ones(shape), dtype=dtype, requires_grad=True) if elementwise_affine else None
+        self.weight = None
+        if elementwise_affine:
+            self.weight = init.parameter(shape, dtype, lambda: Tensor(np.ones(shape), dtype=dtype))
 
     def forward(self, x: Tensor) -> Tensor:
         n = len(self.normalized_shape)

@@ -1,4 +1,5 @@
-"""limn.nn.utils: gradient clipping as torch.nn.utils computes it, on the parameters' lazy .grad tensors.
+"""limn.nn.utils: gradient clipping as torch.nn.utils computes it, on the parameters' lazy .grad tensors, and
+skip_init, a module built without initializing its parameters.
 
 clip_grad_norm_(params, max_norm) scales every gradient by min(1, max_norm / (total_norm + 1e-6)) and
 gives the total norm (a 0-d tensor); clip_grad_value_ clamps each gradient to [-clip_value, clip_value].
@@ -11,11 +12,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any, TypeVar
 
 from limn import dtypes
 from limn.frontend.tensor import Tensor
+from limn.nn import init
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "skip_init"]
+
+M = TypeVar("M")
+
+
+def skip_init(module_cls: type[M], *args: Any, **kwargs: Any) -> M:
+    """torch.nn.utils.skip_init: module_cls(*args, **kwargs) with every parameter its layers make left
+    uninitialized, for weights about to be loaded: limn's are lazy zeros (Tensor.empty), which cost no memory
+    and no random draws until something reads them (torch's hold garbage). The layers built inside a model's
+    own constructor skip theirs too. Buffers (a BatchNorm's running statistics) start as usual.
+
+    >>> from limn.nn import Linear
+    >>> skip_init(Linear, 1024, 1024).weight.sum().item()
+    0.0
+    """
+    with init.skipped():
+        return module_cls(*args, **kwargs)
+
 
 Parameters = Tensor | Iterable[Tensor]
 

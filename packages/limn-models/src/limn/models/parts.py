@@ -1,0 +1,74 @@
+"""What GPT-2 and LLaMA share: their activations by the names configs use, and attention with or without a KV cache.
+
+A forward without caches sees a whole sequence at once, causal. A forward with them writes its keys and values
+into the caches at `position` (a 0-d int tensor, so every generated token has one graph and a captured step
+replays it) and attends over every slot filled so far: one new token through the fused kernels' key_mask, a
+prompt of several positions through a causal mask over the cache's slots.
+Pipeline: **models** (model code) -> tensor -> graph -> schedule -> IR -> renderer -> device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from limn.errors import ArgumentError
+from limn.frontend.tensor import Tensor
+from limn.nn.kv_cache import KVCache
+
+# the `activation_function` (GPT-2) and `hidden_act` (LLaMA) names of Hugging Face's configs; gelu_new and
+# gelu_pytorch_tanh are the tanh approximation, gelu the exact one
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "gelu": lambda x: x.gelu(),
+    "gelu_new": lambda x: x.gelu(approximate="tanh"),
+    "gelu_pytorch_tanh": lambda x: x.gelu(approximate="tanh"),
+    "relu": lambda x: x.relu(),
+    "silu": lambda x: x.silu(),
+    "swish": lambda x: x.silu(),
+}
+
+
+def activation(name: str, where: str) -> Callable[[Tensor], Tensor]:
+    """The activation a config names, or an error listing those limn has."""
+    if name not in ACTIVATIONS:
+        raise ArgumentError(f"{where}: activation {name!r} is not one limn knows; it has {sorted(ACTIVATIONS)}")
+    return ACTIVATIONS[name]
+
+
+def heads(x: Tensor, count: int) -> Tensor:
+    """(B, T, count hs) -> (B, count, T, hs)."""
+    b, t, width = x.shape
+    return x.reshape(b, t, count, width // count).transpose(1, 2)
+
+
+def merged(y: Tensor) -> Tensor:
+    """(B, H, T, hs) -> (B, T, H hs): the heads side by side again."""
+    b, h, t, hs = y.shape
+    return y.transpose(1, 2).reshape(b, t, h * hs)
+
+
+def attend(q: Tensor, k: Tensor, v: Tensor, scale: float, position: Tensor | None, cache: KVCache | None) -> Tensor:
+    """Causal attention of q (B, H, T, hs) over k and v (B, Hkv, T, hs), Hkv dividing H (grouped-query attention
+    when fewer): over the T positions given, or, with a cache, over every position it holds up to these."""
+    gqa = k.shape[1] != q.shape[1]
+    if cache is None:
+        return q.scaled_dot_product_attention(k, v, is_causal=True, scale=scale, enable_gqa=gqa)
+    if position is None:
+        raise ArgumentError("attention with a KV cache needs the position of its first token (a 0-d int tensor)")
+    keys, values, filled = cache.update(k, v, position)  # (B, Hkv, L, hs), (L,)
+    t = q.shape[2]
+    if t == 1:  # one new token sees every filled slot: the fused kernels' key mask
+        return q.scaled_dot_product_attention(keys, values, scale=scale, enable_gqa=gqa, key_mask=filled)
+    visible = cache.visible(position, t)  # (T, L): each query sees the slots up to its own position
+    return q.scaled_dot_product_attention(keys, values, attn_mask=visible, scale=scale, enable_gqa=gqa)
+
+
+def positions(count: int, position: Tensor | None, slots: Tensor) -> Tensor:
+    """(T,) int32: the positions of `count` tokens starting at `position` (0 when None), from `slots`, the
+    model's (P,) arange of every position it serves (on the device already: no host data in a captured step)."""
+    if count > slots.shape[0]:
+        raise ArgumentError(
+            f"a forward of {count} tokens: the model has positions for {slots.shape[0]}; feed at most that many"
+        )
+    if position is None:
+        return slots[:count]
+    return slots[:count] + position.cast(slots.dtype)
