@@ -43,11 +43,26 @@ class Frame:
 
 
 @dataclass(frozen=True)
+class Scope:
+    """One call of a layer (limn.nn's Module.__call__ opens one) that was running while a node was made: the
+    layer's class (`kind`), the name its caller holds it under ("ln_1", "h.0"; "" when unknown), the tensors it
+    holds itself (parameters and buffers) by name with their nodes at the call, and a number telling its calls
+    apart, and the nodes of the tensors it returned (filled in when it returns)."""
+
+    kind: str
+    name: str
+    params: tuple[tuple[str, Node], ...] = field(compare=False, repr=False)
+    call: int
+    outputs: list[Node] = field(default_factory=list, compare=False, repr=False)  # what the call returned
+
+
+@dataclass(frozen=True)
 class Site:
     """Where a node came from: the user's line (file, line, the function holding it), the limn function
     called on that line (`api`, e.g. "Tensor.softmax"; "" when unknown), whether the node computes a
-    gradient of the value made there (`backward`), and, when stacks are recorded, the user's frames from
-    the outermost down to this line."""
+    gradient of the value made there (`backward`), when stacks are recorded the user's frames from the
+    outermost down to this line, and the layer calls open then, outermost first (`scopes`: the module view
+    of limn.diagram draws a box per call)."""
 
     file: str
     line: int
@@ -55,6 +70,14 @@ class Site:
     api: str = ""
     backward: bool = False
     stack: tuple[Frame, ...] = field(default=(), compare=False, repr=False)
+    scopes: tuple[Scope, ...] = field(default=(), compare=False, repr=False)
+    # `api` as the innermost layer's forward called it, and the line of that forward that called it
+    layer_api: str = field(default="", compare=False, repr=False)
+    layer_line: int = field(default=0, compare=False, repr=False)
+
+    @property
+    def layer_site(self) -> tuple[str, int]:
+        return self.layer_api, self.layer_line
 
     @property
     def place(self) -> str:
@@ -88,12 +111,19 @@ _USER_PSEUDO_FILES = ("<stdin>", "<doctest", "<ipython-input")  # code the user 
 
 
 _FORWARDING: set[object] = set()  # code objects of wrappers that only pass a call on (a decorator's)
+_LAYER_CALLS: set[object] = set()  # code objects that call a layer's forward (limn.nn's Module call)
 
 
 def forwards(code: object) -> None:
     """Marks a wrapper's code as passing calls on to the function it wraps: a Site names the function the
     user called, which is the one the wrapper calls (limn.frontend.arguments.axis_is_dim)."""
     _FORWARDING.add(code)
+
+
+def calls_layers(code: object) -> None:
+    """Marks the code that calls a layer's forward inside a scope (limn.nn.module): a Site also keeps the limn
+    function that forward called (`layer_api`), the name the module view gives a layer's own arithmetic."""
+    _LAYER_CALLS.add(code)
 
 
 def _api_name(qualname: str) -> str:
@@ -115,6 +145,8 @@ class _Recorder:
         self.files: dict[str, bool] = {}  # filename -> whether it is limn's or a library's
         self.calls: dict[int, tuple[object, int]] = {}  # id(frame) -> (frame, its call number), while stacks
         self.gradient_of: list[Site] = []  # the forward Sites whose gradient rules are running
+        self.scopes: list[Scope] = []  # the layer calls open now, outermost first
+        self.scope_calls = 0  # layer calls counted so far, to number the next
 
     def is_library(self, filename: str) -> bool:
         known = self.files.get(filename)
@@ -134,15 +166,19 @@ class _Recorder:
         if self.gradient_of:
             return self.gradient_of[-1]
         frame = sys._getframe(2)  # skip site_here and the hook: the frame making the node
-        api = ""
+        api, layer = "", None
         while frame is not None and self.is_library(frame.f_code.co_filename):
+            if layer is None and frame.f_back is not None and frame.f_back.f_code in _LAYER_CALLS:
+                layer = (api, frame.f_lineno)  # this frame is a layer's forward: what it called made the node
             if frame.f_code not in _FORWARDING:
                 api = _api_name(frame.f_code.co_qualname)
             frame = frame.f_back
         if frame is None:
             return None
         stack = self._stack(frame) if self.stacks else ()
-        return Site(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_qualname, api, False, stack)
+        code, scopes = frame.f_code, tuple(self.scopes)
+        in_layer = layer or (api, frame.f_lineno)
+        return Site(code.co_filename, frame.f_lineno, code.co_qualname, api, False, stack, scopes, *in_layer)
 
     def _stack(self, frame: object) -> tuple[Frame, ...]:
         frames = []
@@ -201,6 +237,19 @@ def recording(stacks: bool = False) -> Iterator[None]:
         _stop(stacks)
 
 
+@contextlib.contextmanager
+def layer(kind: str, name: str, params: tuple[tuple[str, Node], ...]) -> Iterator[Scope]:
+    """Nodes made inside are made by one call of a layer (the Scope it yields, whose `outputs` the caller fills
+    in); limn.nn's Module.__call__ opens it while recording is on."""
+    _recorder.scope_calls += 1
+    scope = Scope(kind, name, params, _recorder.scope_calls)
+    _recorder.scopes.append(scope)
+    try:
+        yield scope
+    finally:
+        _recorder.scopes.pop()
+
+
 def is_recording() -> bool:
     return _recorder.depth > 0
 
@@ -229,7 +278,9 @@ def gradient_of(node: Node) -> Iterator[None]:
     if found is None:
         yield
         return
-    _recorder.gradient_of.append(Site(found.file, found.line, found.function, found.api, True, found.stack))
+    _recorder.gradient_of.append(
+        Site(found.file, found.line, found.function, found.api, True, found.stack, found.scopes, *found.layer_site)
+    )
     try:
         yield
     finally:

@@ -48,19 +48,35 @@ def _required(p: inspect.Parameter) -> bool:
     return p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """python -m limn.diagram SCRIPT.py:FUNCTION [--schedule] [--fold-elementwise] [--expand] [--device D]
-    [--theme light|dark] -o out.svg|.dot|.tex: runs FUNCTION() (no arguments) with provenance stacks recorded
-    and draws the tensors it returns; the format comes from the output's extension."""
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m limn.diagram", description=main.__doc__.split(":")[0])
     parser.add_argument("target", help="SCRIPT.py:FUNCTION, a function taking no arguments returning tensors")
     parser.add_argument("-o", "--output", required=True, help=f"the file to write: {', '.join(FORMATS)}")
-    parser.add_argument("--schedule", action="store_true", help="draw kernels as clusters, buffers between them")
+    views = parser.add_mutually_exclusive_group()
+    views.add_argument("--schedule", action="store_true", help="draw kernels as clusters, buffers between them")
+    views.add_argument("--modules", action="store_true", help="draw a box per layer call (nn.Module), as a model")
     parser.add_argument("--fold-elementwise", action="store_true", help="draw elementwise ops as edges")
-    parser.add_argument("--expand", action="store_true", help="draw every layer of a repeated block")
+    parser.add_argument(
+        "--expand",
+        nargs="?",
+        type=int,
+        const=1,
+        default=0,
+        metavar="N",
+        help="graph and schedule views: draw every layer of a repeated block; --modules: open layer calls N "
+        "levels deep (0, the default, draws the model's own layers)",
+    )
+    parser.add_argument("--params", action="store_true", help="--modules: a box per parameter read")
     parser.add_argument("--device", default=None, help="the device to run FUNCTION on (numpy, c, ...)")
     parser.add_argument("--theme", default="light", choices=["light", "dark"], help="SVG colours")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """python -m limn.diagram SCRIPT.py:FUNCTION [--schedule | --modules] [--fold-elementwise] [--expand [N]]
+    [--params] [--device D] [--theme light|dark] -o out.svg|.dot|.tex: runs FUNCTION() (no arguments) with
+    provenance stacks recorded and draws the tensors it returns; the format comes from the output's extension."""
+    args = _parser().parse_args(argv)
     suffix = Path(args.output).suffix.lower()
     if suffix not in FORMATS:
         raise SystemExit(
@@ -85,7 +101,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"limn.diagram: {args.target} returned None; return the tensors to draw (a loss, a step's)"
             )
         try:
-            graph = build(result, schedule=args.schedule, fold_elementwise=args.fold_elementwise, expand=args.expand)
+            graph = build(
+                result,
+                schedule=args.schedule,
+                modules=args.modules,
+                fold_elementwise=args.fold_elementwise,
+                expand=args.expand if args.modules else bool(args.expand),
+                params=args.params,
+            )
         except (TypeError, ValueError) as e:  # it returned something that holds no tensors
             raise SystemExit(f"limn.diagram: {args.target} returned no tensors to draw: {e}") from None
     graph.title = args.target

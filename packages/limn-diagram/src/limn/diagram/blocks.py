@@ -98,7 +98,7 @@ def _acyclic(order: list[Node], blocks: list[Block]) -> list[Block]:
         trial = dict(owner)
         for nid in block.members:
             trial.setdefault(nid, len(kept))
-        if not _has_cycle(order, trial):
+        if not has_cycle(order, trial):
             owner = trial
             kept.append(block)
     shrunk = [
@@ -108,7 +108,7 @@ def _acyclic(order: list[Node], blocks: list[Block]) -> list[Block]:
     return [b for b in shrunk if b.members]  # a block whose leaves a larger one took is no block
 
 
-def _has_cycle(order: list[Node], owner: dict[int, int]) -> bool:
+def has_cycle(order: list[Node], owner: dict[int, int]) -> bool:
     """Whether contracting each block's nodes to one vertex makes a cycle. Along the topological order, a
     path leaves a block and comes back exactly when a node outside it is reached from the block and
     reaches it in turn: tracked as, per node, the set of blocks it is downstream of."""

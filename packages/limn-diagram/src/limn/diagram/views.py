@@ -1,4 +1,5 @@
-"""Diagrams of a graph and of its schedule: `build(*tensors)` returns a Graph to save as .svg, .dot or .tex.
+"""Diagrams of a graph, its schedule, or its layer calls: `build(*tensors)` returns a Graph to save as .svg, .dot
+or .tex.
 
 The graph view (graph_view.py) draws every op. The schedule view draws what realizing the tensors
 would run: each kernel a cluster named as ir() names it, holding the ops it computes; the buffers between
@@ -21,19 +22,38 @@ from limn.compiler.schedule import schedule as make_schedule
 from limn.diagram.blocks import Block, repeated_blocks
 from limn.diagram.graph import Box, Cluster, Edge, Graph
 from limn.diagram.graph_view import box_label, box_tooltip, graph_view, group_of, value_label
+from limn.diagram.module_view import module_view
 from limn.frontend.tensor import Tensor
+from limn.graph import provenance
 from limn.graph.ops import MOVEMENT, Node, Op, toposort
 
 
-def build(*tensors: Tensor, schedule: bool = False, fold_elementwise: bool = False, expand: bool = False) -> Graph:
-    """The diagram of these tensors' graph, or with `schedule=True` of the kernels realizing them.
-    `fold_elementwise` draws elementwise ops as edges (graph view); `expand` keeps repeated blocks apart.
+def build(
+    *tensors: Tensor,
+    schedule: bool = False,
+    modules: bool = False,
+    fold_elementwise: bool = False,
+    expand: bool | int = False,
+    params: bool = False,
+) -> Graph:
+    """The diagram of these tensors' graph, or with `schedule=True` of the kernels realizing them, or with
+    `modules=True` of the layer calls that made them (module_view.py; the graph must be built while provenance
+    records). `fold_elementwise` draws elementwise ops as edges (in the module view: no box for a layer's own
+    elementwise work); `expand` keeps repeated blocks apart, and in the module view is how many levels of layer
+    calls to open (0: the model's own layers); `params` draws the module view's parameters.
 
         >>> from limn import Tensor
         >>> build(Tensor.randn((4, 5)).softmax(-1), schedule=True)
         Graph(11 boxes, 13 edges, 3 clusters)
     """
     roots = [t.node for t in _tensors(tensors)]
+    if modules:
+        if not any(provenance.site(n) is not None for n in toposort(roots)):
+            raise ValueError(
+                "diagram.build(modules=True) draws layer calls that provenance recorded, and none was: build the "
+                "graph inside `with limn.graph.provenance.recording():` (python -m limn.diagram does)"
+            )
+        return module_view(roots, int(expand), params=params, arithmetic=not fold_elementwise)
     if not schedule:
         return graph_view(roots, fold_elementwise=fold_elementwise, expand=expand)
     return schedule_view(make_schedule(roots), expand=expand)

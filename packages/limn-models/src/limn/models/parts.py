@@ -15,15 +15,20 @@ from limn.errors import ArgumentError
 from limn.frontend.tensor import Tensor
 from limn.nn.kv_cache import KVCache
 
+
+def gelu_tanh(x: Tensor) -> Tensor:
+    return x.gelu(approximate="tanh")
+
+
 # the `activation_function` (GPT-2) and `hidden_act` (LLaMA) names of Hugging Face's configs; gelu_new and
 # gelu_pytorch_tanh are the tanh approximation, gelu the exact one
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
-    "gelu": lambda x: x.gelu(),
-    "gelu_new": lambda x: x.gelu(approximate="tanh"),
-    "gelu_pytorch_tanh": lambda x: x.gelu(approximate="tanh"),
-    "relu": lambda x: x.relu(),
-    "silu": lambda x: x.silu(),
-    "swish": lambda x: x.silu(),
+    "gelu": Tensor.gelu,
+    "gelu_new": gelu_tanh,
+    "gelu_pytorch_tanh": gelu_tanh,
+    "relu": Tensor.relu,
+    "silu": Tensor.silu,
+    "swish": Tensor.silu,
 }
 
 

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from limn import dtypes
 from limn.frontend.tensor import Tensor
+from limn.graph import provenance
 from limn.nn import walk
 
 __all__ = ["MODULE_STATE", "Module", "Parameter"]
@@ -53,8 +54,11 @@ class Module:
     training: bool = True
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # one call and nothing else (no hooks, no walk): a layer costs what its forward costs
-        return self.forward(*args, **kwargs)
+        # one call and nothing else (no hooks, no walk): a layer costs what its forward costs, unless provenance
+        # is being recorded, when the call is a scope of its own for the module view of limn.diagram
+        if not provenance.is_recording():
+            return self.forward(*args, **kwargs)
+        return _scoped_call(self, args, kwargs)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__}: define forward(self, ...) to call the module")
@@ -209,6 +213,44 @@ class Module:
             t.requires_grad = bool(requires_grad)
         self._frozen = () if requires_grad else tuple(params)
         return self
+
+
+_calling: list[Module] = []  # the modules whose calls are open, while provenance records (outermost first)
+
+
+def _scoped_call(module: Module, args: tuple, kwargs: dict) -> Any:
+    """module.forward(*args, **kwargs) inside a provenance scope naming the call: the module's class, the path
+    its caller holds it under, and the tensors it holds itself (parameters and buffers, not its children's)."""
+    name = _path_to(_calling[-1], module) if _calling else ""
+    own = tuple((n, t.node) for n, t in vars(module).items() if isinstance(t, Tensor))  # parameters and buffers
+    _calling.append(module)
+    try:
+        with provenance.layer(type(module).__name__, name, own) as scope:
+            result = module.forward(*args, **kwargs)
+            returned = result if isinstance(result, (tuple, list)) else [result]
+            scope.outputs.extend(t.node for t in returned if isinstance(t, Tensor))
+            return result
+    finally:
+        _calling.pop()
+
+
+provenance.calls_layers(_scoped_call.__code__)
+
+
+def _path_to(owner: Any, target: Any, depth: int = 3) -> str:
+    """The dotted path from `owner` to `target` through attributes, lists and dicts (at most `depth` steps):
+    "ln_1", "transformer.h.0"; "" when not found so near."""
+    children = walk._children(owner) or []
+    for key, child in children:
+        if child is target:
+            return str(key)
+    if depth > 1:
+        for key, child in children:
+            if walk._children(child) is not None and not isinstance(child, Tensor):
+                found = _path_to(child, target, depth - 1)
+                if found:
+                    return f"{key}.{found}"
+    return ""
 
 
 def _objects(value: Any, path: str, seen: set[int]) -> Iterator[tuple[str, Any]]:
