@@ -11,6 +11,7 @@
   ops              the c device's half of the op tables against torch, and the HF models on c (pytest -m ops)
   train            the long training runs against torch (pytest -m train)
   dist             data-parallel runs under mpiexec, started by the tests (pytest -m dist)
+  docs             the documentation site built by MkDocs in strict mode, two pages opened by headless Chromium
   browser          a diagram's SVG screenshotted by headless Chromium (pytest -m browser) and its dot read by
                    Graphviz; installs Debian's chromium and graphviz with apt-get where they are missing
 
@@ -159,16 +160,7 @@ def browser(session: nox.Session) -> None:
     """A diagram's SVG as headless Chromium draws it, checked pixel by pixel against the SVG's own boxes and
     text lines (pytest -m browser), and its dot source as Graphviz reads it. Debian's chromium and graphviz are
     installed with apt-get where `chromium` or `dot` is missing, which needs root (CI runs as root)."""
-    missing = [package for tool, package in (("chromium", "chromium"), ("dot", "graphviz")) if not shutil.which(tool)]
-    if missing:
-        if shutil.which("apt-get") is None:
-            session.error(
-                f"nox -s browser needs {' and '.join(missing)} on PATH, and there is no apt-get here to install "
-                "Debian's: install them with this system's package manager, then rerun"
-            )
-        session.run("apt-get", "update", external=True)
-        apt_env = {"DEBIAN_FRONTEND": "noninteractive"}  # no debconf question can stop an unattended run
-        session.run("apt-get", "install", "-y", "--no-install-recommends", *missing, external=True, env=apt_env)
+    _debian_tools(session, {"chromium": "chromium", "dot": "graphviz"})
     packages = ["limn-core", "limn-compiler", "limn-diagram"]
     session.install(
         "-c",
@@ -181,6 +173,43 @@ def browser(session: nox.Session) -> None:
     diagrams = ["tests/diagram/test_diagram_browser.py", "tests/diagram/test_diagram_graph.py"]
     session.run("pytest", *diagrams, "-m", "browser", *session.posargs)
     session.run("pytest", "tests/diagram/test_diagram_graph.py", "-k", "dot", *session.posargs)
+
+
+def _debian_tools(session: nox.Session, tools: dict[str, str]) -> None:
+    """Installs Debian's package for each tool (command -> package) missing from PATH, with apt-get (as root)."""
+    missing = [package for tool, package in tools.items() if not shutil.which(tool)]
+    if not missing:
+        return
+    if shutil.which("apt-get") is None:
+        session.error(
+            f"nox -s {session.name} needs {' and '.join(missing)} on PATH, and there is no apt-get here to install "
+            "Debian's: install them with this system's package manager, then rerun"
+        )
+    session.run("apt-get", "update", external=True)
+    apt_env = {"DEBIAN_FRONTEND": "noninteractive"}  # no debconf question can stop an unattended run
+    session.run("apt-get", "install", "-y", "--no-install-recommends", *missing, external=True, env=apt_env)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site: docs/site.py gathers the pages, checks that every public name the API reference
+    documents has a docstring, and builds with MkDocs in strict mode (a broken link fails); then headless
+    Chromium opens two pages from disk (pytest -m docs). Every package is installed: the reference imports
+    them all."""
+    _debian_tools(session, {"chromium": "chromium"})
+    packages = [p.name for p in sorted(PACKAGES.iterdir()) if (p / "pyproject.toml").is_file()]
+    docs_group = nox.project.dependency_groups(nox.project.load_toml(ROOT / "pyproject.toml"), "docs")
+    session.install(
+        "-c",
+        locked_constraints(session),
+        *(package_path(name) for name in packages),
+        *docs_group,
+        "ruff",  # mkdocstrings formats long signatures with it
+        "pytest",
+        "pytest-xdist",
+    )
+    session.run("python", "docs/site.py", env={"NO_MKDOCS_2_WARNING": "1"})
+    session.run("pytest", "tests/test_docs_site.py", "-m", "docs", "-n", "0", *session.posargs)
 
 
 @nox.session

@@ -37,10 +37,8 @@ from limn.runtime.device import Buffer, DeviceError, get_device
 
 
 def debug_level() -> int:
-    try:
-        return int(os.environ.get("LIMN_DEBUG", "0"))
-    except ValueError:
-        return 0
+    level = os.environ.get("LIMN_DEBUG", "0")
+    return int(level) if level.isdigit() else 0
 
 
 def structure_key(sinks: Sequence[Node], order: list[Node] | None = None) -> tuple[tuple, list[Buffer]]:
@@ -51,8 +49,7 @@ def structure_key(sinks: Sequence[Node], order: list[Node] | None = None) -> tup
     Each row is plain data (the op, names, ints, tuples of them, a view as its four fields), since the plan
     cache keeps every key it is given and the garbage collector walks only containers of objects. The op is
     the Op itself, compared by identity: its .name is an Enum property, slow to read for every node."""
-    if order is None:
-        order = toposort(sinks)
+    order = toposort(sinks) if order is None else order
     position = {id(n): i for i, n in enumerate(order)}
     leaves: list[Buffer] = []
     leaf_index: dict[int, int] = {}
@@ -128,10 +125,7 @@ class Plan:
 
     @functools.cached_property
     def checks_by_kernel(self) -> dict[int, list[index_checks.IndexCheck]]:
-        by_kernel: dict[int, list[index_checks.IndexCheck]] = {}
-        for c in self.checks:
-            by_kernel.setdefault(c.kernel, []).append(c)
-        return by_kernel
+        return {k: [c for c in self.checks if c.kernel == k] for k in {c.kernel for c in self.checks}}
 
     @property
     def schedule(self) -> Schedule:
@@ -139,9 +133,7 @@ class Plan:
 
     def scratch(self) -> dict[int, Any]:
         """This thread's intermediate buffers, slot number -> handle (freed with the thread)."""
-        if not hasattr(self._per_thread, "buffers"):
-            self._per_thread.buffers = {}
-        return self._per_thread.buffers
+        return self._per_thread.__dict__.setdefault("buffers", {})
 
 
 @dataclass
@@ -255,6 +247,7 @@ class CompiledDevice:
     # ---- running ----
 
     def run(self, sinks: Sequence[Node]) -> list[Buffer]:
+        """The Device protocol's run: the plan for the sinks' graph (built once per structure), run."""
         return self.run_plan(*self.plan(sinks))
 
     def run_plan(
@@ -297,6 +290,7 @@ class CompiledDevice:
         return self._results(sched, leaves, handles)
 
     def run_custom(self, kernel: KernelIR, handles: list[Any]) -> None:
+        """Runs a CUSTOM kernel (fused attention, the generator's words); a device that has any overrides it."""
         raise DeviceError(f"device {self.name!r} registers no CUSTOM kernel {kernel.custom!r}")
 
     def _bind(self, buf: Buffer) -> Any:

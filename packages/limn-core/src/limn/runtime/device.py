@@ -40,12 +40,23 @@ class Device(Protocol):
     host: bool
     custom_kernels: frozenset[str]
 
-    def alloc(self, dtype: DType, shape: Shape) -> Any: ...
-    def free(self, handle: Any) -> None: ...
-    def copyin(self, handle: Any, array: np.ndarray) -> None: ...
-    def copyout(self, handle: Any, dtype: DType, shape: Shape) -> np.ndarray: ...
-    def synchronize(self) -> None: ...
-    def run(self, sinks: Sequence[Node]) -> list[Buffer]: ...
+    def alloc(self, dtype: DType, shape: Shape) -> Any:
+        """A handle to new memory for a row-major array of `shape` and `dtype` (its contents unwritten)."""
+
+    def free(self, handle: Any) -> None:
+        """Gives a handle's memory back (the last reference to its Buffer went)."""
+
+    def copyin(self, handle: Any, array: np.ndarray) -> None:
+        """Writes a host array, of the handle's dtype and shape, into the handle's memory."""
+
+    def copyout(self, handle: Any, dtype: DType, shape: Shape) -> np.ndarray:
+        """A fresh host array holding the handle's bytes as `dtype` values of `shape`."""
+
+    def synchronize(self) -> None:
+        """Returns once every kernel launched so far has finished."""
+
+    def run(self, sinks: Sequence[Node]) -> list[Buffer]:
+        """Computes the sinks' values (their graph's leaves are this device's buffers): a new Buffer each."""
 
 
 @dataclass(eq=False)
@@ -117,9 +128,7 @@ class Buffer:
     def numpy(self) -> np.ndarray:
         """A fresh host copy of the bytes (changing it never changes the buffer)."""
         dev = get_device(self.device)
-        if dev.host:
-            return np.array(self.handle, copy=True)
-        return dev.copyout(self.handle, self.dtype, self.shape)
+        return np.array(self.handle, copy=True) if dev.host else dev.copyout(self.handle, self.dtype, self.shape)
 
     def __repr__(self) -> str:
         return f"Buffer({self.device}, {self.dtype.name}{list(self.shape)})"
@@ -158,15 +167,13 @@ def register_device(name: str, target: Callable[[], Device] | Device) -> None:
 
 
 def _entry_points() -> dict[str, metadata.EntryPoint]:
-    eps = metadata.entry_points(group=ENTRY_POINT_GROUP)
-    return {ep.name: ep for ep in eps}
+    return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
 
 def devices() -> list[str]:
     """Names of every device installed (the numpy reference first). Nothing is imported to list them,
     so a broken device package still leaves the others listed."""
-    names = set(_entry_points()) | set(_registered) | {"numpy"}
-    return sorted(names, key=lambda n: (n != "numpy", n))
+    return sorted(set(_entry_points()) | set(_registered) | {"numpy"}, key=lambda n: (n != "numpy", n))
 
 
 def _load(name: str) -> Device:

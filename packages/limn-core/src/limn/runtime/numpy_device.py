@@ -55,9 +55,7 @@ def _widened(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
 def _cast(node: Node, x: np.ndarray) -> np.ndarray:
     if x.dtype.kind == "f" and node.dtype.is_int:
         return _float_to_int(x, node.dtype)
-    if node.dtype.is_int and x.dtype.kind in "iu":
-        return x.astype(node.dtype.np)  # narrowing wraps modulo 2**bits
-    return x.astype(node.dtype.np)
+    return x.astype(node.dtype.np)  # an int narrowed wraps modulo 2**bits
 
 
 def _float_to_int(x: np.ndarray, dtype: DType) -> np.ndarray:

@@ -111,6 +111,7 @@ def _abort_all(kind: type, error: BaseException, tb: Any) -> None:
 
 
 def is_initialized() -> bool:
+    """Whether init() has made this process a rank of a world (and shutdown() not ended it)."""
     return _world is not None
 
 

@@ -32,10 +32,12 @@ class ModuleList(Module):
         return list(_held(self).values())
 
     def append(self, module: Any) -> ModuleList:
+        """Adds a module at the end, held as attribute str(len(self)); returns self."""
         setattr(self, str(len(self)), module)
         return self
 
     def extend(self, modules: Iterable[Any]) -> ModuleList:
+        """Appends each module in turn; returns self."""
         for m in modules:
             self.append(m)
         return self
@@ -103,12 +105,15 @@ class ModuleDict(Module):
         return iter(_held(self))
 
     def keys(self) -> Iterable[str]:
+        """The names the modules are held under, in insertion order."""
         return _held(self).keys()
 
     def values(self) -> Iterable[Any]:
+        """The modules, in insertion order."""
         return _held(self).values()
 
     def items(self) -> Iterable[tuple[str, Any]]:
+        """(name, module) pairs, in insertion order."""
         return _held(self).items()
 
 

@@ -183,10 +183,12 @@ def constant_(tensor: Tensor, val: float) -> Tensor:
 
 
 def zeros_(tensor: Tensor) -> Tensor:
+    """Fills the tensor with 0."""
     return constant_(tensor, 0.0)
 
 
 def ones_(tensor: Tensor) -> Tensor:
+    """Fills the tensor with 1."""
     return constant_(tensor, 1.0)
 
 

@@ -61,6 +61,7 @@ class Module:
         return _scoped_call(self, args, kwargs)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """What calling the module computes; every subclass defines it."""
         raise NotImplementedError(f"{type(self).__name__}: define forward(self, ...) to call the module")
 
     # ---- the objects in the walk ----
@@ -71,6 +72,7 @@ class Module:
         yield from _objects(self, prefix, set())
 
     def modules(self) -> Iterator[Any]:
+        """self and every object under it, as named_modules() walks them, without their paths."""
         for _, m in self.named_modules():
             yield m
 
@@ -81,6 +83,7 @@ class Module:
             yield from _first_objects(value, key, seen)
 
     def children(self) -> Iterator[Any]:
+        """The objects directly under self, as named_children() finds them, without their names."""
         for _, m in self.named_children():
             yield m
 
@@ -101,11 +104,14 @@ class Module:
         return self
 
     def eval(self) -> Module:
+        """train(False): dropout passes values through and batch norms use their running statistics."""
         return self.train(False)
 
     # ---- tensors ----
 
     def named_parameters(self, prefix: str = "", remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        """(path, tensor) for every parameter under self (limn.nn.walk.named_parameters), each path after
+        `prefix`; a tied weight comes once, under its first path, unless remove_duplicate=False."""
         start = f"{prefix}." if prefix else ""
         for name, t in walk.named_parameters(self, remove_duplicate):
             yield start + name, t
@@ -125,6 +131,7 @@ class Module:
                     yield (f"{path}.{name}" if path else name), t
 
     def buffers(self) -> Iterator[Tensor]:
+        """Every registered buffer under self, as named_buffers() finds them, without their names."""
         for _, t in self.named_buffers():
             yield t
 
