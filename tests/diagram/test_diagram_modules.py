@@ -159,3 +159,11 @@ def test_the_docs_pictures_are_what_the_module_view_draws_and_keep_the_rules():
         texts = [t.text for t in root.iter() if t.tag.endswith("text")]
         assert "transformer.h.*: Block x4" in texts, texts
         check_texts_apart(root)
+
+
+def test_the_module_view_renders_dark_and_as_dot_and_tikz(logits):
+    g = build(logits, modules=True, expand=1)
+    check_drawing(g, "dark")
+    dot, tikz = g.to_dot(), g.to_tikz()
+    for box in g.boxes:
+        assert box.label in dot and box.label.replace("_", "\\_") in tikz, box.label

@@ -13,7 +13,8 @@ Pipeline: graph (+ provenance stacks) -> **blocks** -> graph_view -> diagram/gra
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,3 +126,23 @@ def has_cycle(order: list[Node], owner: dict[int, int]) -> bool:
             return True
         after[id(node)] = frozenset(reached)
     return False
+
+
+def cyclic(pairs: Iterable[tuple[Hashable, Hashable]]) -> bool:
+    """Whether the directed edges (src, dst) close a cycle: Kahn's algorithm leaves some vertex waiting."""
+    edges = {(a, b) for a, b in pairs}
+    waiting: Counter[Hashable] = Counter(b for _, b in edges)
+    after: dict[Hashable, list[Hashable]] = defaultdict(list)
+    for a, b in edges:
+        after[a].append(b)
+    vertices = {v for e in edges for v in e}
+    ready = [v for v in vertices if not waiting[v]]
+    done = 0
+    while ready:
+        v = ready.pop()
+        done += 1
+        for w in after[v]:
+            waiting[w] -= 1
+            if not waiting[w]:
+                ready.append(w)
+    return done < len(vertices)

@@ -20,7 +20,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from limn.diagram.blocks import has_cycle
+from limn.diagram.blocks import cyclic, has_cycle
 from limn.diagram.graph import Box, Cluster, Edge, Graph
 from limn.diagram.graph_view import group_of
 from limn.graph import provenance
@@ -150,7 +150,7 @@ def module_view(
     keys = _split_ops(view)
     ids = _ids(view.order, keys)
     edges, leaving = _edges(view, keys, ids)
-    if _cyclic(edges):
+    if cyclic((e.src, e.dst) for e in edges):
         # pieces of one line joined through a layer between them (`proj(x * 2) * 3`): each op a box of its own
         keys = {nid: (*key, nid) if key is not None and key[0] == "op" else key for nid, key in keys.items()}
         ids = _ids(view.order, keys)
@@ -169,24 +169,6 @@ def _ids(order: list[Node], keys: dict[int, tuple | None]) -> dict[tuple, str]:
         if keys[id(n)] is not None:
             ids.setdefault(keys[id(n)], f"m{len(ids)}")
     return ids
-
-
-def _cyclic(edges: list[Edge]) -> bool:
-    """Whether the boxes' edges close a cycle (Kahn's algorithm: some box never runs out of inputs)."""
-    waiting: Counter[str] = Counter(e.dst for e in edges)
-    after: dict[str, list[str]] = defaultdict(list)
-    for e in edges:
-        after[e.src].append(e.dst)
-    ready = [b for b in {e.src for e in edges} if not waiting[b]]
-    done = 0
-    while ready:
-        box = ready.pop()
-        done += 1
-        for nxt in after[box]:
-            waiting[nxt] -= 1
-            if not waiting[nxt]:
-                ready.append(nxt)
-    return done < len({e.src for e in edges} | {e.dst for e in edges})
 
 
 def _split_ops(view: _ModuleView) -> dict[int, tuple | None]:

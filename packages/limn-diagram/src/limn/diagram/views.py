@@ -19,7 +19,7 @@ from typing import Any
 from limn.compiler.explain import explain_schedule
 from limn.compiler.kernel import Kernel, Schedule
 from limn.compiler.schedule import schedule as make_schedule
-from limn.diagram.blocks import Block, repeated_blocks
+from limn.diagram.blocks import Block, cyclic, repeated_blocks
 from limn.diagram.graph import Box, Cluster, Edge, Graph
 from limn.diagram.graph_view import box_label, box_tooltip, graph_view, group_of, value_label
 from limn.diagram.module_view import module_view
@@ -220,28 +220,12 @@ def schedule_view(sched: Schedule, expand: bool = False) -> Graph:
 
 def _cyclic(deps: list[tuple[int, int]], group: dict[int, int]) -> bool:
     """Whether the kernel graph `deps` (producer, reader) has a cycle once each kernel in `group` is
-    contracted to its group's vertex (Kahn's algorithm on the contracted graph)."""
+    contracted to its group's vertex."""
 
     def vertex(k: int) -> tuple:
         return ("block", group[k]) if k in group else ("kernel", k)
 
-    edges = {(vertex(a), vertex(b)) for a, b in deps if vertex(a) != vertex(b)}
-    waiting: dict[tuple, int] = defaultdict(int)
-    after: dict[tuple, list[tuple]] = defaultdict(list)
-    vertices = {v for e in edges for v in e}
-    for a, b in edges:
-        waiting[b] += 1
-        after[a].append(b)
-    ready = [v for v in vertices if waiting[v] == 0]
-    done = 0
-    while ready:
-        v = ready.pop()
-        done += 1
-        for w in after[v]:
-            waiting[w] -= 1
-            if waiting[w] == 0:
-                ready.append(w)
-    return done < len(vertices)
+    return cyclic((vertex(a), vertex(b)) for a, b in deps if vertex(a) != vertex(b))
 
 
 def _deduplicated(edges: list[Edge]) -> list[Edge]:
