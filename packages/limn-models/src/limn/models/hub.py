@@ -1,5 +1,8 @@
 """Hugging Face checkpoints from local files: a folder in the layout `save_pretrained` writes becomes a limn model.
 
+GPT-2, and the LLaMA family as Hugging Face spells it: llama (LLaMA 2 and 3, SmolLM, TinyLlama), mistral (a
+sliding window, served up to the window's length) and qwen2 (biases on q, k and v).
+
 The folder holds config.json (its `model_type` picks the family) and the weights as model.safetensors, or as
 shards that model.safetensors.index.json lists. Each family's LAYOUTS row says what its files need on the way
 in, done once as they load: a prefix a base model's files lack (GPT-2's `transformer.`), buffers some files carry
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,7 @@ class Layout:
     prefix: str  # what the model's body sits under, which the files of a base model (no head) leave off
     dropped: tuple[str, ...]  # name endings of buffers limn computes itself
     transposed: tuple[str, ...]  # name endings of weights stored (in, out), where Linear keeps (out, in)
+    fixed: dict[str, Any] = field(default_factory=dict)  # config fields the family implies (Qwen2's q, k, v biases)
 
 
 LAYOUTS: dict[str, Layout] = {
@@ -48,6 +52,10 @@ LAYOUTS: dict[str, Layout] = {
         transposed=(".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight", ".mlp.c_proj.weight"),
     ),
     "llama": Layout(Llama, LlamaConfig, prefix="model.", dropped=(".rotary_emb.inv_freq",), transposed=()),
+    "mistral": Layout(Llama, LlamaConfig, prefix="model.", dropped=(".rotary_emb.inv_freq",), transposed=()),
+    "qwen2": Layout(
+        Llama, LlamaConfig, prefix="model.", dropped=(".rotary_emb.inv_freq",), transposed=(), fixed={"qkv_bias": True}
+    ),
 }
 
 
@@ -70,7 +78,7 @@ def from_pretrained(
             f"{folder / 'config.json'}: model_type {family!r} is not a family limn builds; it has {sorted(LAYOUTS)}"
         )
     layout = LAYOUTS[family]
-    config = layout.config.from_dict(fields)
+    config = layout.config.from_dict(fields | layout.fixed)
     with init.skipped():  # every parameter is about to come from the file
         model = layout.model(config, context=context) if layout.model is Llama else layout.model(config)
     named = dict(walk.named_parameters(model))  # a tied weight once, under its first name

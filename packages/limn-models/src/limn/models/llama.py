@@ -45,7 +45,9 @@ class LlamaConfig:
     rms_norm_eps: float = 1e-6
     hidden_act: str = "silu"
     attention_bias: bool = False
+    qkv_bias: bool = False  # biases on q, k and v but not o (Qwen2)
     mlp_bias: bool = False
+    sliding_window: int | None = None  # Mistral's: the model then serves at most this many positions
     tie_word_embeddings: bool = False
     eos_token_id: int | list[int] | None = None  # where generation stops
     rope: dict[str, Any] = field(default_factory=lambda: {"rope_type": "default", "rope_theta": 10000.0})
@@ -54,6 +56,8 @@ class LlamaConfig:
     def from_dict(cls, fields: dict[str, Any]) -> LlamaConfig:
         """The config from a config.json's fields; the fields that do not shape the model are left out."""
         known = {name: fields[name] for name in cls.__dataclass_fields__ if name in fields and name != "rope"}
+        if fields.get("use_sliding_window") is False:  # Qwen2 names a window it does not use
+            known.pop("sliding_window", None)
         rope = dict(fields.get("rope_parameters") or fields.get("rope_scaling") or {})
         rope.setdefault("rope_theta", fields.get("rope_theta", 10000.0))
         rope["rope_type"] = rope.get("rope_type", rope.get("type", "default"))
@@ -113,11 +117,11 @@ def rotated(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
 class Attention(Module):
     def __init__(self, config: LlamaConfig) -> None:
         width, heads, kv_heads, d = config.hidden_size, config.num_attention_heads, config.kv_heads, config.head_width
-        bias = config.attention_bias
+        bias = config.attention_bias or config.qkv_bias
         self.q_proj = Linear(width, heads * d, bias=bias)
         self.k_proj = Linear(width, kv_heads * d, bias=bias)
         self.v_proj = Linear(width, kv_heads * d, bias=bias)
-        self.o_proj = Linear(heads * d, width, bias=bias)
+        self.o_proj = Linear(heads * d, width, bias=config.attention_bias)
         self.heads, self.kv_heads, self.scale = heads, kv_heads, 1 / math.sqrt(d)
 
     def forward(self, x: Tensor, turn: tuple[Tensor, Tensor], position: Tensor | None, cache: KVCache | None):
@@ -161,7 +165,8 @@ class LlamaModel(Module):
 class Llama(Module):
     """A LLaMA-family model with its language-model head: `model(ids)` gives (B, T, vocab) logits for (B, T)
     int token ids; with `caches` and `position`, a generation step, as limn.models.GPT2's. `context` caps the
-    positions it serves (and so its rotary tables) below the config's max_position_embeddings."""
+    positions it serves (and so its rotary tables) below the config's max_position_embeddings; a sliding
+    window (Mistral's) caps them at the window, where attention over all keys is the window's."""
 
     def __init__(self, config: LlamaConfig, context: int | None = None) -> None:
         self.config = config
@@ -169,7 +174,9 @@ class Llama(Module):
         self.lm_head = Linear(config.hidden_size, config.vocab_size, bias=False)
         if config.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
+        # within a sliding window attention is the plain kind: past it, keys would have to drop out
         count = min(context or config.max_position_embeddings, config.max_position_embeddings)
+        count = min(count, config.sliding_window or count)
         cos, sin = rotary_tables(config, count)
         self.register_buffer("cos", Tensor(cos), persistent=False)  # (P, d)
         self.register_buffer("sin", Tensor(sin), persistent=False)
