@@ -3,24 +3,30 @@
 limn's docstrings are prose and doctest examples, not Markdown. Read as Markdown, `x[0](y)` is a link, `g["lr"]`
 a reference, `<lambda>` a tag and an example's lines one paragraph. So before mkdocstrings renders a docstring,
 each run of `>>>` lines and the output after them becomes a fenced code block, and in the prose outside code
-spans the characters Markdown would take for syntax (brackets, angle brackets, asterisks, underscores) are
-escaped, so the page shows the docstring's own characters.
+spans the characters Markdown would take for syntax (brackets, asterisks, underscores) are escaped and angle
+brackets written as entities, so the page shows the docstring's own characters. An attribute read at run time
+(a dataclass field's default) would show its value's type's docstring (int's); it gets none instead.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
 from typing import Any
 
 import griffe
 
-SPECIAL = re.compile(r"([\[\]<>*_\\])")
+SPECIAL = re.compile(r"([\[\]*_\\])")  # what a backslash keeps literal; < and > become entities instead
+
+
+def _literal(text: str) -> str:
+    return SPECIAL.sub(r"\\\1", text).replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _prose(line: str) -> str:
-    """The line with Markdown's special characters escaped outside `code` spans."""
+    """The line with Markdown's special characters made literal outside `code` spans."""
     pieces = re.split(r"(`[^`]*`)", line)
-    return "".join(p if len(p) > 1 and p[0] == p[-1] == "`" else SPECIAL.sub(r"\\\1", p) for p in pieces)
+    return "".join(p if len(p) > 1 and p[0] == p[-1] == "`" else _literal(p) for p in pieces)
 
 
 def markdown(text: str) -> str:
@@ -45,6 +51,11 @@ def markdown(text: str) -> str:
 class PlainDocstrings(griffe.Extension):
     """Rewrites each object's docstring as markdown() says, as griffe loads it."""
 
-    def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
-        if obj.docstring is not None:
-            obj.docstring.value = markdown(obj.docstring.value)
+    def on_instance(self, *, obj: griffe.Object, node: Any = None, **kwargs: Any) -> None:
+        if obj.docstring is None:
+            return
+        value = getattr(node, "obj", None)
+        if obj.is_attribute and value is not None and obj.docstring.value == inspect.getdoc(type(value)):
+            obj.docstring = None  # an attribute inspected at run time gets its value's type's text (int's)
+            return
+        obj.docstring.value = markdown(obj.docstring.value)

@@ -41,7 +41,10 @@ def tokenizer_of(folder: Path):
 
 def prompt_ids(args: argparse.Namespace, tokenizer) -> list[int]:
     if args.ids is not None:
-        return [int(t) for t in args.ids.split(",") if t.strip()]
+        pieces = [t.strip() for t in args.ids.split(",")]
+        if not all(p.isdigit() for p in pieces):
+            sys.exit(f"--ids takes token ids as comma-separated whole numbers (5,17,3), got {args.ids!r}")
+        return [int(p) for p in pieces]
     if tokenizer is None:
         sys.exit(
             f"{args.model} has no tokenizer.json (or the `tokenizers` library is not installed): pass the prompt "
@@ -65,7 +68,10 @@ def main() -> None:
     if args.device is not None:
         limn.set_device(args.device)
     start = time.perf_counter()
-    model = limn.models.from_pretrained(args.model)
+    try:
+        model = limn.models.from_pretrained(args.model)
+    except (FileNotFoundError, limn.ArgumentError) as e:
+        sys.exit(f"{args.model}: {e}")
     loaded = time.perf_counter() - start
     tokenizer = tokenizer_of(args.model)
     prompt = prompt_ids(args, tokenizer)

@@ -3,6 +3,7 @@
   built out of the total and the seconds spent, and ends it with a newline and the final count;
 - nothing is written when stderr is not a terminal, when LIMN_QUIET=1, or for a build done within DELAY;
 - a build that raises still ends the line, so the error starts a line of its own;
+- a terminal that fails every write (gone away) silences the line: the build succeeds, or raises its own error;
 - the c device's first plan, its kernel cache empty, shows the line with every kernel it compiled counted,
   and a second device that finds them all in the cache compiles nothing and shows nothing.
 """
@@ -63,6 +64,21 @@ def test_a_build_that_raises_ends_its_line():
         _build(line, 1, 2 * progress.PERIOD)
         raise RuntimeError("cc failed")
     assert screen.getvalue().endswith("\n") and "compiled 1 of 2 kernels" in screen.getvalue(), screen.getvalue()
+
+
+class GoneTerminal(Terminal):
+    """A terminal that went away after the build began: every write fails."""
+
+    def write(self, text: str) -> int:
+        raise OSError(5, "Input/output error")
+
+
+def test_a_terminal_that_goes_away_never_fails_the_build_nor_hides_its_error():
+    with progress.Progress(2, "c", stream=GoneTerminal(), delay=0.0) as line:
+        _build(line, 2, 2 * progress.PERIOD)
+    with pytest.raises(RuntimeError, match="cc failed"), progress.Progress(2, "c", stream=GoneTerminal(), delay=0.0):
+        time.sleep(2 * progress.PERIOD)
+        raise RuntimeError("cc failed")
 
 
 def _first_plan(device: CDevice) -> np.ndarray:

@@ -167,3 +167,53 @@ def test_the_module_view_renders_dark_and_as_dot_and_tikz(logits):
     dot, tikz = g.to_dot(), g.to_tikz()
     for box in g.boxes:
         assert box.label in dot and box.label.replace("_", "\\_") in tikz, box.label
+
+
+def test_a_training_step_draws_its_gradients_apart_from_the_forward(gpt):
+    with provenance.recording(stacks=True):
+        x = Tensor.randint(0, 256, (BATCH, CONTEXT))
+        loss = gpt(x).reshape(-1, 256).cross_entropy(Tensor.randint(0, 256, (BATCH * CONTEXT,)))
+        loss.backward()
+    grads = [p.grad for p in gpt.parameters()]
+    for expand in (0, 1):
+        g = build(loss, *grads, modules=True, expand=expand)
+        got = labels(g)
+        assert f"transformer.h.*: Block x{LAYERS}" in got or expand, got
+        assert any(label.endswith("backward") for label in got), got
+        assert len(g.boxes) < 60, f"expand {expand}: {len(g.boxes)} boxes: {got}"
+        check_drawing(g)
+
+
+def test_each_thread_records_its_own_layer_calls(gpt):
+    import threading
+
+    stop = threading.Event()
+
+    def busy():
+        other = nn.Linear(4, 4)
+        while not stop.is_set():
+            other(Tensor.ones((1, 4)))
+
+    worker = threading.Thread(target=busy)
+    worker.start()
+    try:
+        for _ in range(4):
+            with provenance.recording(stacks=True):
+                y = gpt(Tensor.randint(0, 256, (BATCH, CONTEXT)))
+            assert f"transformer.h.*: Block x{LAYERS}" in labels(build(y, modules=True)), labels(build(y, modules=True))
+    finally:
+        stop.set()
+        worker.join()
+
+
+def test_a_model_of_one_layer_is_that_layer(tmp_path):
+    class One(nn.Module):
+        def __init__(self) -> None:
+            self.lin = nn.Linear(3, 2)
+
+        def forward(self, x: Tensor) -> Tensor:
+            return self.lin(x)
+
+    with provenance.recording():
+        y = One()(Tensor.ones((4, 3)))
+    assert "lin: Linear" in labels(build(y, modules=True)), labels(build(y, modules=True))

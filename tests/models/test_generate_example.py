@@ -83,3 +83,11 @@ def test_a_text_prompt_goes_through_the_tokenizer(folder, bare):
 def test_the_help_says_how_to_get_weights():
     run = subprocess.run([sys.executable, str(EXAMPLE), "--help"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and "hf download" in run.stdout and "--local-dir" in run.stdout, run.stdout
+
+
+def test_bad_ids_and_folders_are_named_without_a_traceback(bare, tmp_path):
+    for ids in [",", "5,x", "-1"]:
+        run = _run("--model", str(bare), "--ids", ids)
+        assert run.returncode != 0 and "--ids takes token ids" in run.stderr and "Traceback" not in run.stderr, ids
+    run = _run("--model", str(tmp_path), "--ids", "1")
+    assert run.returncode != 0 and "no config.json" in run.stderr and "Traceback" not in run.stderr, run.stderr

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -186,13 +187,38 @@ def test_a_checkpoint_that_does_not_fit_its_config_names_the_tensors(saved, tmp_
         assert piece in str(caught.value), str(caught.value)
 
 
-def test_bad_prompts_are_refused(saved):
+BAD_CALLS = [
+    (dict(prompt=[]), "1 or more"),
+    (dict(prompt=[VOCAB]), r"\[0, 97\)"),
+    (dict(prompt=[1.7]), "int token ids"),
+    (dict(prompt="12"), "encode text"),
+    (dict(prompt=[True]), "int token ids"),
+    (dict(prompt=[1] * 90, max_new_tokens=7), "the 96 positions"),
+    (dict(max_new_tokens=2.0), "max_new_tokens must be an int"),
+    (dict(max_new_tokens=-1), "max_new_tokens must be an int"),
+    (dict(temperature=float("nan")), "temperature"),
+    (dict(temperature=-0.5), "temperature"),
+    (dict(temperature=1.0, top_k=2.5), "top_k an int"),
+    (dict(temperature=1.0, top_k=0), "top_k an int"),
+]
+
+
+@pytest.mark.parametrize("bad, match", BAD_CALLS, ids=[str(b) for b, _ in BAD_CALLS])
+def test_bad_generate_arguments_are_refused(saved, bad, match):
     model = from_pretrained(saved["gpt2"][1])
-    for prompt, count, match in [([], 3, "1 or more"), ([VOCAB], 3, r"\[0, 97\)"), ([1] * 90, 7, "97 positions")]:
-        with pytest.raises(ArgumentError, match=match):
-            generate(model, prompt, count)
+    call = dict(prompt=[1, 2], max_new_tokens=3) | bad
+    with pytest.raises(ArgumentError, match=match):
+        generate(model, call.pop("prompt"), call.pop("max_new_tokens"), **call)
+
+
+def test_bad_forward_inputs_are_refused(saved):
+    model = from_pretrained(saved["gpt2"][1])
     with pytest.raises(ArgumentError, match="positions for 96"):
         model(Tensor(np.zeros((1, 97), np.int32)))
+    with pytest.raises(ArgumentError, match=r"\(B, T\) int token ids"):
+        model(Tensor(np.zeros((5,), np.int32)))
+    with pytest.raises(ArgumentError, match=r"\(B, T\) int token ids"):
+        model(Tensor(np.zeros((1, 5), np.float32)))
 
 
 def test_sampling_is_the_same_for_a_seed(saved):
@@ -205,5 +231,72 @@ def test_sampling_is_the_same_for_a_seed(saved):
 def test_a_sliding_window_caps_the_positions_served(saved):
     model = from_pretrained(saved["mistral-window"][1])
     assert model.context == 64
-    with pytest.raises(ArgumentError, match="the model serves 64"):
+    with pytest.raises(ArgumentError, match="the 64 positions"):
         generate(model, [1, 2, 3], 62)
+
+
+def test_an_untied_gpt2_head_is_its_own_tensor(tmp_path):
+    torch.manual_seed(7)
+    reference = _gpt2(tie_word_embeddings=False).eval()
+    reference.save_pretrained(tmp_path)
+    model = from_pretrained(tmp_path)
+    assert model.lm_head.weight is not model.transformer.wte.weight
+    ids = _ids(2, 9)
+    np.testing.assert_allclose(_limn_logits(model, ids), _logits(reference, ids), atol=1e-4)
+
+
+BAD_CONFIGS = [
+    ("gpt2", {"n_head": "4"}, "n_head must be an int"),
+    ("gpt2", {"n_head": 0}, "n_head must be an int"),
+    ("gpt2", {"n_head": 5}, "multiple of n_head"),
+    ("gpt2", {"layer_norm_epsilon": None}, "layer_norm_epsilon must be a number"),
+    ("gpt2", {"model_type": ["gpt2"]}, "model_type"),
+    ("gpt2", {"model_type": "llama"}, "does not fit its config"),  # llama's 7B defaults: refused, nothing allocated
+    ("llama", {"rope_theta": None, "rope_parameters": None}, "rope_theta"),
+    ("llama", {"rope_parameters": {"rope_type": "llama3", "rope_theta": 5e5}}, "needs factor"),
+    ("llama", {"num_key_value_heads": 3}, "multiple of num_key_value_heads"),
+    ("llama", {"hidden_act": "tanh_fancy"}, "activation"),
+]
+
+
+@pytest.mark.parametrize("family, change, match", BAD_CONFIGS, ids=[f"{f}-{m}" for f, _, m in BAD_CONFIGS])
+def test_a_config_that_cannot_build_the_model_is_refused_by_field(saved, tmp_path, family, change, match):
+    folder = saved[family][1]
+    fields = json.loads((folder / "config.json").read_text()) | change
+    (tmp_path / "config.json").write_text(json.dumps(fields))
+    (tmp_path / "model.safetensors").write_bytes((folder / "model.safetensors").read_bytes())
+    with pytest.raises(ArgumentError, match=match):
+        from_pretrained(tmp_path)
+
+
+def test_an_index_without_a_weight_map_is_refused(saved, tmp_path):
+    (tmp_path / "config.json").write_text((saved["gpt2"][1] / "config.json").read_text())
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}}))
+    with pytest.raises(ArgumentError, match="weight_map"):
+        from_pretrained(tmp_path)
+
+
+def test_generation_stops_where_generation_config_says(saved, tmp_path):
+    model = from_pretrained(saved["llama"][1])
+    free = generate(model, [3, 1, 4], 12, eos_token_id=[])
+    stop = free[4]
+    folder = tmp_path / "stops"
+    shutil.copytree(saved["llama"][1], folder)
+    (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": [VOCAB - 1, stop]}))
+    assert generate(from_pretrained(folder), [3, 1, 4], 12) == free[: free.index(stop) + 1]
+
+
+def test_context_caps_the_positions_of_either_family(saved):
+    for name in ("gpt2", "llama"):
+        model = from_pretrained(saved[name][1], context=20)
+        assert model.context == 20 and model.caches()[0].length == 20
+    with pytest.raises(ArgumentError, match="context must be an int of at least 1"):
+        from_pretrained(saved["gpt2"][1], context=0)
+
+
+@pytest.mark.ops
+def test_a_model_loaded_on_c_samples_without_setting_the_device(saved):
+    limn.set_device("numpy")
+    model = from_pretrained(saved["llama"][1], device="c")
+    first = generate(model, [3, 1, 4], 8, temperature=1.0, top_k=5, seed=2)
+    assert first == generate(model, [3, 1, 4], 8, temperature=1.0, top_k=5, seed=2) and len(first) == 8

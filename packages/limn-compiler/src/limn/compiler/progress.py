@@ -4,7 +4,8 @@ A plan whose kernels are not in the kernel cache waits on the compiler: seconds,
 such a build has taken DELAY seconds, one line on stderr counts the kernels built and the seconds spent,
 rewritten in place a few times a second, and ends with a newline when the build is done (or fails, so that the
 error starts a line of its own). Nothing is written when stderr is not a terminal (a log file, a pipe, pytest's
-capture), when LIMN_QUIET=1, or for a build done within DELAY.
+capture), when LIMN_QUIET=1, or for a build done within DELAY; a write that fails (the terminal went away)
+silences the line and never fails the build.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class Progress:
         self.stream = sys.stderr if stream is None else stream
         self.start = time.perf_counter()
         self.shown = False  # whether the line has been written yet
+        self.broken = False  # whether a write failed: the line then stays silent
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -70,10 +72,15 @@ class Progress:
 
     def _write(self, end: str = "") -> None:
         with self._lock:
-            # `\r` returns to the line's start and `\033[K` clears what a longer earlier text left
-            self.stream.write("\r" + self.text() + "\033[K" + end)
-            self.stream.flush()
-            self.shown = True
+            if self.broken:
+                return
+            try:
+                # `\r` returns to the line's start and `\033[K` clears what a longer earlier text left
+                self.stream.write("\r" + self.text() + "\033[K" + end)
+                self.stream.flush()
+                self.shown = True
+            except (OSError, ValueError):  # the terminal went away, or stderr was closed: the build goes on
+                self.broken = True
 
     def close(self) -> None:
         """Stops the line; ends it with its final figures and a newline if it was shown."""

@@ -19,6 +19,7 @@ import contextlib
 import os
 import sys
 import sysconfig
+import threading
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -145,7 +146,7 @@ class _Recorder:
         self.files: dict[str, bool] = {}  # filename -> whether it is limn's or a library's
         self.calls: dict[int, tuple[object, int]] = {}  # id(frame) -> (frame, its call number), while stacks
         self.gradient_of: list[Site] = []  # the forward Sites whose gradient rules are running
-        self.scopes: list[Scope] = []  # the layer calls open now, outermost first
+        self.local = threading.local()  # per thread: `scopes`, the layer calls it has open now, outermost first
         self.scope_calls = 0  # layer calls counted so far, to number the next
 
     def is_library(self, filename: str) -> bool:
@@ -176,9 +177,15 @@ class _Recorder:
         if frame is None:
             return None
         stack = self._stack(frame) if self.stacks else ()
-        code, scopes = frame.f_code, tuple(self.scopes)
+        code, scopes = frame.f_code, tuple(self.scopes())
         in_layer = layer or (api, frame.f_lineno)
         return Site(code.co_filename, frame.f_lineno, code.co_qualname, api, False, stack, scopes, *in_layer)
+
+    def scopes(self) -> list[Scope]:
+        """The layer calls this thread has open (another thread's module calls are not this graph's)."""
+        if not hasattr(self.local, "scopes"):
+            self.local.scopes = []
+        return self.local.scopes
 
     def _stack(self, frame: object) -> tuple[Frame, ...]:
         frames = []
@@ -243,11 +250,11 @@ def layer(kind: str, name: str, params: tuple[tuple[str, Node], ...]) -> Iterato
     in); limn.nn's Module.__call__ opens it while recording is on."""
     _recorder.scope_calls += 1
     scope = Scope(kind, name, params, _recorder.scope_calls)
-    _recorder.scopes.append(scope)
+    _recorder.scopes().append(scope)
     try:
         yield scope
     finally:
-        _recorder.scopes.pop()
+        _recorder.scopes().pop()
 
 
 def is_recording() -> bool:

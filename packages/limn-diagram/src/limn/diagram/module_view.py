@@ -77,18 +77,25 @@ class _ModuleView:
         self.sites = {id(n): provenance.site(n) for n in self.order}
         scoped = [s.scopes for s in self.sites.values() if s is not None and s.scopes]
         self.skip = _common_prefix(scoped)  # the model's own call (and any above it) is the picture itself
+        if scoped and self.skip == max(len(p) for p in scoped):
+            self.skip -= 1  # every node is inside one innermost call: that call is the one box
         self.held: dict[int, str] = {}  # id(node) -> the parameter or buffer it is, named by the first layer holding it
         for path in scoped:
             for scope in path:
                 for name, node in scope.params:
-                    self.held.setdefault(id(node), f"{scope.name + '.' if scope.name else ''}{name}")
+                    self.held.setdefault(id(node), f"{scope.name or scope.kind}.{name}")
         self.calls = _Calls(scoped, self.skip)
         self.scope_of = {scope.call: scope for path in scoped for scope in path}
         if collapse:
             for step, calls in self.calls.repeated():
-                inside = {id(n): 0 for n in self.order if set(self.call_ids(n)) & set(calls)}
+                inside = {id(n): self.backward(n) for n in self.order if set(self.call_ids(n)) & set(calls)}
                 if not has_cycle(self.order, inside):
                     self.calls.merge(step, calls)
+
+    def backward(self, node: Node) -> int:
+        """1 for a gradient node, 0 for a forward one (the copies' forward and backward merge apart)."""
+        site = self.sites[id(node)]
+        return int(site is not None and site.backward)
 
     def call_ids(self, node: Node) -> list[int]:
         site = self.sites[id(node)]
@@ -126,13 +133,14 @@ class _ModuleView:
             if site is None or not site.scopes:
                 return ("input", id(node))  # made outside every layer call: data the model is given
         # else a leaf a layer made (a dropout's random bits): part of that layer, as what it computes is
+        site = self.sites[id(node)]
+        backward = site is not None and site.backward  # a gradient: drawn apart from the forward it differentiates
         for depth, call in enumerate(calls):
             if depth == self.expand or call not in self.calls.opened:
-                return ("layer", path[: depth + 1])
+                return ("layer", path[: depth + 1], backward)
         if not self.arithmetic and node.op in ELEMENTWISE | MOVEMENT:
             return None
-        site = self.sites[id(node)]
-        return ("op", path, *(site.layer_site if site is not None else (node.op.name, 0)))
+        return ("op", path, backward, *(site.layer_site if site is not None else (node.op.name, 0)))
 
 
 def module_view(
@@ -155,6 +163,11 @@ def module_view(
         keys = {nid: (*key, nid) if key is not None and key[0] == "op" else key for nid, key in keys.items()}
         ids = _ids(view.order, keys)
         edges, leaving = _edges(view, keys, ids)
+        if cyclic((e.src, e.dst) for e in edges):
+            raise ValueError(
+                "module_view: these layer calls cannot be drawn without a cycle (a layer whose value comes back "
+                "into it through another); draw them with collapse=False, another expand, or the graph view"
+            )
     members: dict[tuple, list[Node]] = defaultdict(list)
     for n in view.order:
         if keys[id(n)] is not None:
@@ -206,15 +219,16 @@ def _split_ops(view: _ModuleView) -> dict[int, tuple | None]:
 def _box(box_id: str, key: tuple, nodes: list[Node], out: Node, view: _ModuleView) -> Box:
     """The box drawing `nodes`; `out` is the value it passes on (its shape is an op box's detail)."""
     if key[0] == "layer":
-        label = _path_label(key[1][1:] if len(key[1]) > 1 else key[1], view)  # inside a cluster: from it
+        label = _path_label(key[1][1:] if len(key[1]) > 1 else key[1], view) + (" backward" if key[2] else "")
         detail = _weights(nodes, out, view.copies(key[1]), view)
         return Box(box_id, label, detail, "block", f"{label}\n{len(nodes)} nodes of the op graph, {detail}")
     if key[0] == "param":
         return Box(box_id, key[1], shape_label(out), "source", f"{key[1]} {shape_label(out)}")
     if key[0] == "input":
         return Box(box_id, "input", shape_label(out), "source", f"input {shape_label(out)}")
-    made_by = key[2].rpartition(".")[2].strip("_") or out.op.name  # Tensor.__add__ -> add
-    tooltip = f"{key[2]}: " + ", ".join(sorted({n.op.name for n in nodes}))
+    made_by = key[3].rpartition(".")[2].strip("_") or out.op.name  # Tensor.__add__ -> add
+    made_by += " backward" if key[2] else ""
+    tooltip = f"{key[3]}: " + ", ".join(sorted({n.op.name for n in nodes}))
     return Box(box_id, made_by, shape_label(out), group_of(out.op), tooltip)  # coloured by what it passes on
 
 
@@ -245,8 +259,11 @@ def _clusters(keys: dict[int, tuple | None], ids: dict[tuple, str], view: _Modul
     for key in dict.fromkeys(k for k in keys.values() if k is not None):
         inside = key[0] == "op" and key[1] or key[0] == "layer" and len(key[1]) > 1
         if inside:
-            members[key[1][:1]].append(ids[key])
-    return [Cluster(f"c{i}", _path_label(path, view), boxes) for i, (path, boxes) in enumerate(members.items())]
+            members[(key[1][:1], key[2])].append(ids[key])
+    return [
+        Cluster(f"c{i}", _path_label(path, view) + (" backward" if backward else ""), boxes)
+        for i, ((path, backward), boxes) in enumerate(members.items())
+    ]
 
 
 def _edges(

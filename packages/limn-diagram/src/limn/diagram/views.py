@@ -51,7 +51,8 @@ def build(
         if not any(provenance.site(n) is not None for n in toposort(roots)):
             raise ValueError(
                 "diagram.build(modules=True) draws layer calls that provenance recorded, and none was: build the "
-                "graph inside `with limn.graph.provenance.recording():` (python -m limn.diagram does)"
+                "graph inside `with limn.graph.provenance.recording():` (python -m limn.diagram does), and draw it "
+                "before .numpy() or .realize() (a realized tensor's graph is gone)"
             )
         return module_view(roots, int(expand), params=params, arithmetic=not fold_elementwise)
     if not schedule:

@@ -11,6 +11,7 @@ Pipeline: **models** (a generation step) -> capture -> plan executor -> device.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -22,7 +23,6 @@ from limn.composed.random.rng import Generator
 from limn.errors import ArgumentError
 from limn.frontend.tensor import Tensor
 from limn.nn.module import Module
-from limn.runtime.device import current_device
 
 
 def next_token(logits: Tensor, temperature: float, top_k: int | None, generator: Generator) -> Tensor:
@@ -40,13 +40,17 @@ class Decoder:
     """One model's generation at one cache length and sampling setting: its caches, generator and captured step."""
 
     def __init__(self, model: Module, length: int, temperature: float, top_k: int | None) -> None:
-        self.model, self.key = model, (current_device(), length, temperature, top_k)
+        self.device = device_of(model)
+        self.model, self.key = model, (self.device, length, temperature, top_k)
         self.caches = model.caches(1, length)
-        self.generator = Generator(0, current_device())
+        self.generator = Generator(0, self.device)
         self.step: Callable[[Tensor, Tensor], Tensor] = capture(
             lambda token, position: next_token(self._last(token, position), temperature, top_k, self.generator)
         )
         self.temperature, self.top_k = temperature, top_k
+
+    def ids(self, tokens: Sequence[int]) -> Tensor:
+        return Tensor(np.array([tokens], np.int32), device=self.device)  # (1, T)
 
     def _last(self, ids: Tensor, position: Tensor) -> Tensor:
         """(1, vocab): the logits after the last of `ids`, which sit at position, position + 1, ..."""
@@ -54,7 +58,7 @@ class Decoder:
 
     def prefill(self, prompt: Sequence[int]) -> int:
         """The caches filled with the prompt's positions; the token after it."""
-        logits = self._last(Tensor(np.array([prompt], np.int32)), Tensor(0, dtype=dtypes.int32))
+        logits = self._last(self.ids(prompt), Tensor(0, dtype=dtypes.int32, device=self.device))
         return int(next_token(logits, self.temperature, self.top_k, self.generator).item())
 
 
@@ -81,7 +85,7 @@ def generate(
         return []
     needed = len(prompt) + max_new_tokens
     length = min(model.context, 1 << (needed - 1).bit_length())
-    key = (current_device(), length, temperature, top_k)
+    key = (device_of(model), length, temperature, top_k)
     if _decoder is None or _decoder.model is not model or _decoder.key != key:
         _decoder = None  # the old caches go before the new ones are made
         _decoder = Decoder(model, length, temperature, top_k)
@@ -95,9 +99,8 @@ def generate(
                 on_token(out[-1])
             if len(out) == max_new_tokens or out[-1] in stops:
                 break
-            last = Tensor(np.array([[out[-1]]], np.int32))  # (1, 1)
-            where = Tensor(len(prompt) + len(out) - 1, dtype=dtypes.int32)  # the position it sits at
-            out.append(int(decoder.step(last, where).item()))
+            where = Tensor(len(prompt) + len(out) - 1, dtype=dtypes.int32, device=decoder.device)  # the last's
+            out.append(int(decoder.step(decoder.ids(out[-1:]), where).item()))
     return out
 
 
@@ -105,17 +108,31 @@ def _stops(eos: int | Sequence[int] | None) -> set[int]:
     return set() if eos is None else {eos} if isinstance(eos, int) else {int(t) for t in eos}
 
 
+def device_of(model: Module) -> str:
+    """The device a model's weights are on, where its generation runs."""
+    return model.lm_head.weight.device
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def _checked(model: Module, prompt: Sequence[int], count: int, temperature: float, top_k: int | None) -> list[int]:
     """The prompt as a list of ints, after every argument is checked against the model."""
     vocab = model.config.vocab_size
-    ids = [int(t) for t in prompt]
-    if not ids or any(not 0 <= t < vocab for t in ids):
-        raise ArgumentError(f"generate: the prompt must be 1 or more token ids in [0, {vocab}), got {ids[:20]}")
-    if count < 0 or len(ids) + count > model.context:
+    tokens = [] if isinstance(prompt, (str, bytes)) else list(prompt)
+    if not tokens or any(not _is_int(t) or not 0 <= t < vocab for t in tokens):
         raise ArgumentError(
-            f"generate: {len(ids)} prompt tokens and max_new_tokens={count} make {len(ids) + count} positions; "
-            f"the model serves {model.context} (and max_new_tokens must be at least 0)"
+            f"generate: the prompt must be 1 or more int token ids in [0, {vocab}) (encode text with the model's "
+            f"tokenizer first), got {prompt!r:.120}"
         )
-    if temperature < 0 or (top_k is not None and not 1 <= top_k <= vocab):
-        raise ArgumentError(f"generate: temperature must be >= 0 and top_k in 1 .. {vocab}, got {temperature}, {top_k}")
-    return ids
+    if not _is_int(count) or count < 0 or len(tokens) + count > model.context:
+        raise ArgumentError(
+            f"generate: max_new_tokens must be an int of at least 0, and {len(tokens)} prompt tokens and "
+            f"max_new_tokens={count!r} must fit the {model.context} positions the model serves"
+        )
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature >= 0:
+        raise ArgumentError(f"generate: temperature must be a number of at least 0, got {temperature!r}")
+    if not math.isfinite(temperature) or (top_k is not None and (not _is_int(top_k) or not 1 <= top_k <= vocab)):
+        raise ArgumentError(f"generate: temperature must be finite and top_k an int in 1 .. {vocab}, got {top_k!r}")
+    return [int(t) for t in tokens]

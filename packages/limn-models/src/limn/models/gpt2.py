@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from limn import dtypes
+from limn.errors import ArgumentError
 from limn.frontend.tensor import Tensor
 from limn.models import parts
 from limn.nn.containers import ModuleList
@@ -35,7 +36,16 @@ class GPT2Config:
     layer_norm_epsilon: float = 1e-5
     scale_attn_weights: bool = True
     scale_attn_by_inverse_layer_idx: bool = False
+    tie_word_embeddings: bool = True  # the head is the token embedding (every GPT-2 checkpoint published)
     eos_token_id: int | list[int] | None = None  # where generation stops
+
+    def __post_init__(self) -> None:
+        parts.check_config(self, ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head"), ("layer_norm_epsilon",))
+        if self.n_embd % self.n_head:
+            raise ArgumentError(f"GPT2Config: n_embd {self.n_embd} must be a multiple of n_head {self.n_head}")
+        if self.n_inner is not None:
+            parts.check_config(self, ("n_inner",), ())
+        parts.activation(self.activation_function, "GPT2Config.activation_function")
 
     @classmethod
     def from_dict(cls, fields: dict[str, Any]) -> GPT2Config:
@@ -93,30 +103,34 @@ class GPT2Model(Module):
 class GPT2(Module):
     """GPT-2 with its language-model head: `model(ids)` gives (B, T, vocab) logits for (B, T) int token ids.
     With `caches` (one KVCache per block, from `caches()`) and `position` (a 0-d int tensor), the ids are the
-    tokens at position, position + 1, ...: a generation step (limn.models.generation)."""
+    tokens at position, position + 1, ...: a generation step (limn.models.generation). `context` caps the
+    positions it serves below n_positions (and so its caches)."""
 
-    def __init__(self, config: GPT2Config) -> None:
+    def __init__(self, config: GPT2Config, context: int | None = None) -> None:
         self.config = config
         self.transformer = GPT2Model(config)
         self.lm_head = Linear(config.n_embd, config.vocab_size, bias=False)
-        self.lm_head.weight = self.transformer.wte.weight  # tied, as every GPT-2 checkpoint has it
-        self.register_buffer("slots", Tensor.arange(config.n_positions, dtype=dtypes.int32), persistent=False)
+        if config.tie_word_embeddings:
+            self.lm_head.weight = self.transformer.wte.weight
+        count = parts.served(context, config.n_positions)
+        self.register_buffer("slots", Tensor.arange(count, dtype=dtypes.int32), persistent=False)
 
     @property
     def context(self) -> int:
-        """How many positions the model has embeddings for."""
-        return self.config.n_positions
+        """How many positions the model serves: its position embeddings, or fewer when built with `context`."""
+        return self.slots.shape[0]
 
     def caches(self, batch: int = 1, length: int | None = None) -> list[KVCache]:
         """A KVCache per block for `batch` sequences of up to `length` positions (the whole context when None)."""
         c = self.config
         return [
-            KVCache(batch, c.n_head, length or c.n_positions, c.n_embd // c.n_head, self.lm_head.weight.dtype)
+            KVCache(batch, c.n_head, length or self.context, c.n_embd // c.n_head, self.lm_head.weight.dtype)
             for _ in range(c.n_layer)
         ]
 
     def forward(self, ids: Tensor, position: Tensor | None = None, caches: list[KVCache] | None = None) -> Tensor:
         t = self.transformer
+        parts.check_ids(ids, self.config.vocab_size)
         where = parts.positions(ids.shape[1], position, self.slots)  # (T,)
         x = t.wte(ids) + t.wpe(where)  # (B, T, C)
         for layer, block in enumerate(t.h):

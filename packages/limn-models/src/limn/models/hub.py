@@ -7,9 +7,10 @@ The folder holds config.json (its `model_type` picks the family) and the weights
 shards that model.safetensors.index.json lists. Each family's LAYOUTS row says what its files need on the way
 in, done once as they load: a prefix a base model's files lack (GPT-2's `transformer.`), buffers some files carry
 that limn computes itself (GPT-2's causal masks, an old LLaMA's inverse frequencies), and weights stored
-transposed (GPT-2's Conv1D projections). The model is built without initializing its parameters
-(limn.nn.utils.skip_init), then each takes its tensor from the file; a tied weight (GPT-2's head) is the tensor it
-is tied to. Nothing is downloaded: get the files onto the machine first (examples/generate.py says how).
+transposed (GPT-2's Conv1D projections). The model is built with placeholder parameters, which allocate
+nothing (limn.nn.init.skipped), so a file that does not fit its config is refused before any memory goes to it;
+then each parameter takes its tensor from the file, and a tied weight (GPT-2's head) is the tensor it is tied to.
+Nothing is downloaded: get the files onto the machine first (examples/generate.py says how).
 """
 
 from __future__ import annotations
@@ -66,21 +67,22 @@ def from_pretrained(
     context: int | None = None,
 ) -> Module:
     """The model a Hugging Face checkpoint folder holds, its weights in `dtype` on `device`. `context` caps the
-    positions a LLaMA serves (its rotary tables are that long; the config's max_position_embeddings when None).
+    positions it serves (a LLaMA's rotary tables are that long; the config's maximum when None). The tokens
+    generation stops at are generation_config.json's when the folder has one, as transformers' generate takes.
 
     Raises FileNotFoundError naming what the folder lacks, and ArgumentError for a family limn does not build
     or a checkpoint whose tensors do not fit the config (naming the tensors)."""
     folder = Path(folder)
     fields = read_config(folder)
     family = fields.get("model_type")
-    if family not in LAYOUTS:
+    if not isinstance(family, str) or family not in LAYOUTS:
         raise ArgumentError(
             f"{folder / 'config.json'}: model_type {family!r} is not a family limn builds; it has {sorted(LAYOUTS)}"
         )
     layout = LAYOUTS[family]
-    config = layout.config.from_dict(fields | layout.fixed)
-    with init.skipped():  # every parameter is about to come from the file
-        model = layout.model(config, context=context) if layout.model is Llama else layout.model(config)
+    config = layout.config.from_dict(fields | layout.fixed | _stops(folder))
+    with init.skipped(placeholders=True):  # every parameter is about to come from the file: none is allocated
+        model = layout.model(config, context=context)
     named = dict(walk.named_parameters(model))  # a tied weight once, under its first name
     aliases = {name for name, _ in walk.named_parameters(model, remove_duplicate=False)} - set(named)
     weights = _renamed(read_weights(folder, device), layout, named, aliases, folder)
@@ -89,6 +91,18 @@ def from_pretrained(
     # each parameter becomes its file's tensor, cast (and made a buffer of its own) as it is swapped in
     walk.replace_tensors(model, lambda t: weights[by_id[id(t)]].cast(dtype) if id(t) in by_id else t)
     return model.to(device) if device is not None else model
+
+
+def _stops(folder: Path) -> dict[str, Any]:
+    """generation_config.json's eos_token_id where the folder has one: the tokens transformers' generate stops
+    at (an instruct model's end-of-turn beside its end-of-text), which config.json may not list."""
+    path = folder / "generation_config.json"
+    if not path.is_file():
+        return {}
+    with open(path, encoding="utf-8") as f:
+        fields = json.load(f)
+    eos = fields.get("eos_token_id") if isinstance(fields, dict) else None
+    return {} if eos is None else {"eos_token_id": eos}
 
 
 def read_config(folder: Path) -> dict[str, Any]:
@@ -110,7 +124,11 @@ def read_weights(folder: Path, device: str | None = None) -> dict[str, Tensor]:
     index, single = folder / "model.safetensors.index.json", folder / "model.safetensors"
     if index.is_file():
         with open(index, encoding="utf-8") as f:
-            files = sorted(set(json.load(f)["weight_map"].values()))
+            shards = json.load(f)
+        weight_map = shards.get("weight_map") if isinstance(shards, dict) else None
+        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+            raise ArgumentError(f"{index}: expected a weight_map of tensor names to shard files, got {shards!r:.200}")
+        files = sorted(set(weight_map.values()))
     elif single.is_file():
         files = [single.name]
     else:

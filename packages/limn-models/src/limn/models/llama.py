@@ -52,6 +52,24 @@ class LlamaConfig:
     eos_token_id: int | list[int] | None = None  # where generation stops
     rope: dict[str, Any] = field(default_factory=lambda: {"rope_type": "default", "rope_theta": 10000.0})
 
+    def __post_init__(self) -> None:
+        sizes = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads")
+        given = ("num_key_value_heads", "head_dim", "sliding_window")
+        optional = tuple(name for name in given if getattr(self, name) is not None)
+        parts.check_config(self, (*sizes, "max_position_embeddings", *optional), ("rms_norm_eps",))
+        if self.num_attention_heads % self.kv_heads:
+            raise ArgumentError(
+                f"LlamaConfig: num_attention_heads {self.num_attention_heads} must be a multiple of "
+                f"num_key_value_heads {self.kv_heads}"
+            )
+        if self.head_dim is None and self.hidden_size % self.num_attention_heads:
+            raise ArgumentError(
+                f"LlamaConfig: hidden_size {self.hidden_size} must be a multiple of num_attention_heads "
+                f"{self.num_attention_heads} (or the config gives head_dim)"
+            )
+        parts.activation(self.hidden_act, "LlamaConfig.hidden_act")
+        _rope_checked(self.rope)
+
     @classmethod
     def from_dict(cls, fields: dict[str, Any]) -> LlamaConfig:
         """The config from a config.json's fields; the fields that do not shape the model are left out."""
@@ -84,21 +102,34 @@ def _llama3_frequencies(inv_freq: np.ndarray, rope: dict[str, Any]) -> np.ndarra
     return np.where(between, blended, scaled).astype(np.float32)
 
 
-# each rope_type limn computes: the frequencies from the plain ones and the config's rope settings
-FREQUENCIES = {
+# each rope_type limn computes: the frequencies from the plain ones and the config's rope settings, and the
+# settings each needs beside rope_theta
+ROPE_FIELDS = {
+    "default": (),
+    "linear": ("factor",),
+    "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"),
+}
+FREQUENCIES = {  # (the keys are ROPE_FIELDS')
     "default": lambda inv_freq, rope: inv_freq,
     "linear": lambda inv_freq, rope: (inv_freq / np.float32(rope["factor"])).astype(np.float32),
     "llama3": _llama3_frequencies,
 }
 
 
+def _rope_checked(rope: dict[str, Any]) -> None:
+    """Refuses rotary settings limn cannot compute: another rope_type, or a setting missing or not a number."""
+    kind = rope.get("rope_type")
+    if kind not in ROPE_FIELDS:
+        raise ArgumentError(f"LlamaConfig: rope_type {kind!r} is not one limn computes; it has {sorted(ROPE_FIELDS)}")
+    for name in ("rope_theta", *ROPE_FIELDS[kind]):
+        value = rope.get(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ArgumentError(f"LlamaConfig: the {kind} rope needs {name}, a number above 0; got {value!r}")
+
+
 def rotary_tables(config: LlamaConfig, count: int) -> tuple[np.ndarray, np.ndarray]:
     """(count, head_width) float32 cosines and sines of the rotary angles of positions 0 .. count - 1."""
     rope, d = config.rope, config.head_width
-    if rope["rope_type"] not in FREQUENCIES:
-        raise ArgumentError(
-            f"LlamaConfig: rope_type {rope['rope_type']!r} is not one limn computes; it has {sorted(FREQUENCIES)}"
-        )
     exponents = np.arange(0, d, 2, dtype=np.float32) / np.float32(d)
     inv_freq = (np.float32(1.0) / np.float32(rope["rope_theta"]) ** exponents).astype(np.float32)  # (d/2,)
     inv_freq = FREQUENCIES[rope["rope_type"]](inv_freq, rope)
@@ -175,7 +206,7 @@ class Llama(Module):
         if config.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
         # within a sliding window attention is the plain kind: past it, keys would have to drop out
-        count = min(context or config.max_position_embeddings, config.max_position_embeddings)
+        count = parts.served(context, config.max_position_embeddings)
         count = min(count, config.sliding_window or count)
         cos, sin = rotary_tables(config, count)
         self.register_buffer("cos", Tensor(cos), persistent=False)  # (P, d)
@@ -193,6 +224,7 @@ class Llama(Module):
         return [KVCache(batch, c.kv_heads, length or self.context, c.head_width, dtype) for _ in self.model.layers]
 
     def forward(self, ids: Tensor, position: Tensor | None = None, caches: list[KVCache] | None = None) -> Tensor:
+        parts.check_ids(ids, self.config.vocab_size)
         where = parts.positions(ids.shape[1], position, self.slots)  # (T,)
         dtype = self.lm_head.weight.dtype
         turn = (self.cos[where].cast(dtype), self.sin[where].cast(dtype))  # (T, d) each

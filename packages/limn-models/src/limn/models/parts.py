@@ -9,7 +9,9 @@ Pipeline: **models** (model code) -> tensor -> graph -> schedule -> IR -> render
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from typing import Any
 
 from limn.errors import ArgumentError
 from limn.frontend.tensor import Tensor
@@ -30,6 +32,28 @@ ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "silu": Tensor.silu,
     "swish": Tensor.silu,
 }
+
+
+def check_config(config: Any, positive: tuple[str, ...], numbers: tuple[str, ...]) -> None:
+    """Refuses a config whose `positive` fields are not ints of at least 1 or whose `numbers` are not finite
+    numbers above 0, naming the field and its value (a config.json typed by hand, or of another family)."""
+    where = type(config).__name__
+    for name in positive:
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ArgumentError(f"{where}: {name} must be an int of at least 1, got {value!r}")
+    for name in numbers:
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ArgumentError(f"{where}: {name} must be a number above 0, got {value!r}")
+
+
+def check_ids(ids: Tensor, vocab: int) -> None:
+    """Refuses token ids that are not a (B, T) int tensor."""
+    if ids.ndim != 2 or not ids.dtype.is_int:
+        raise ArgumentError(
+            f"a forward takes (B, T) int token ids of a vocabulary of {vocab}, got {ids.dtype.name}{list(ids.shape)}"
+        )
 
 
 def activation(name: str, where: str) -> Callable[[Tensor], Tensor]:
@@ -65,6 +89,15 @@ def attend(q: Tensor, k: Tensor, v: Tensor, scale: float, position: Tensor | Non
         return q.scaled_dot_product_attention(keys, values, scale=scale, enable_gqa=gqa, key_mask=filled)
     visible = cache.visible(position, t)  # (T, L): each query sees the slots up to its own position
     return q.scaled_dot_product_attention(keys, values, attn_mask=visible, scale=scale, enable_gqa=gqa)
+
+
+def served(context: int | None, most: int) -> int:
+    """How many positions a model built with `context` serves: `most` when None, else at most that."""
+    if context is None:
+        return most
+    if isinstance(context, bool) or not isinstance(context, int) or context < 1:
+        raise ArgumentError(f"context must be an int of at least 1 (the positions to serve), got {context!r}")
+    return min(context, most)
 
 
 def positions(count: int, position: Tensor | None, slots: Tensor) -> Tensor:

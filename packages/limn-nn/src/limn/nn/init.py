@@ -42,21 +42,28 @@ _skipping = threading.local()  # set while skip_init builds a module, in that th
 
 
 @contextlib.contextmanager
-def skipped() -> Iterator[None]:
-    """Layers built inside leave their parameters uninitialized (limn.nn.utils.skip_init)."""
-    before = getattr(_skipping, "on", False)
-    _skipping.on = True
+def skipped(placeholders: bool = False) -> Iterator[None]:
+    """Layers built inside leave their parameters uninitialized (limn.nn.utils.skip_init). With `placeholders`
+    they are not even allocated: each is a lazy zero that a loader must replace before anything reads it (a
+    placeholder read in a captured step would be a constant there), as limn.models' loader does."""
+    before = getattr(_skipping, "mode", None)
+    _skipping.mode = "placeholders" if placeholders else "zeros"
     try:
         yield
     finally:
-        _skipping.on = before
+        _skipping.mode = before
 
 
 def parameter(shape: tuple[int, ...], dtype: dtypes.DType, values: Callable[[], Tensor]) -> Tensor:
-    """A layer's new parameter: `values()` made trainable, or, inside skip_init, lazy zeros (Tensor.empty) that
-    cost nothing until read, for a model whose weights are about to be loaded."""
-    if getattr(_skipping, "on", False):
+    """A layer's new parameter: `values()` made trainable; inside skip_init zeros (Tensor.empty), which cost no
+    random draws; inside skipped(placeholders=True) a lazy zero that costs no memory either."""
+    mode = getattr(_skipping, "mode", None)
+    if mode == "zeros":
         return Tensor.empty(shape, dtype=dtype, requires_grad=True)
+    if mode == "placeholders":
+        placeholder = Tensor.full(shape, 0.0, dtype=dtype)  # a CONST: nothing allocated
+        placeholder.requires_grad = True  # a leaf the parameter walk names; never realized, replaced
+        return placeholder
     return values().requires_grad_()
 
 

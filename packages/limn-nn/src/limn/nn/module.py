@@ -10,6 +10,7 @@ Pipeline: **nn** (model code) -> tensor -> graph -> schedule -> IR -> renderer -
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
@@ -222,15 +223,16 @@ class Module:
         return self
 
 
-_calling: list[Module] = []  # the modules whose calls are open, while provenance records (outermost first)
+_calling = threading.local()  # per thread, `modules`: those whose calls are open while provenance records
 
 
 def _scoped_call(module: Module, args: tuple, kwargs: dict) -> Any:
     """module.forward(*args, **kwargs) inside a provenance scope naming the call: the module's class, the path
     its caller holds it under, and the tensors it holds itself (parameters and buffers, not its children's)."""
-    name = _path_to(_calling[-1], module) if _calling else ""
+    calling = _calling.__dict__.setdefault("modules", [])
+    name = _path_to(calling[-1], module) if calling else ""
     own = tuple((n, t.node) for n, t in vars(module).items() if isinstance(t, Tensor))  # parameters and buffers
-    _calling.append(module)
+    calling.append(module)
     try:
         with provenance.layer(type(module).__name__, name, own) as scope:
             result = module.forward(*args, **kwargs)
@@ -238,13 +240,13 @@ def _scoped_call(module: Module, args: tuple, kwargs: dict) -> Any:
             scope.outputs.extend(t.node for t in returned if isinstance(t, Tensor))
             return result
     finally:
-        _calling.pop()
+        calling.pop()
 
 
 provenance.calls_layers(_scoped_call.__code__)
 
 
-def _path_to(owner: Any, target: Any, depth: int = 3) -> str:
+def _path_to(owner: Any, target: Any, depth: int = 4) -> str:
     """The dotted path from `owner` to `target` through attributes, lists and dicts (at most `depth` steps):
     "ln_1", "transformer.h.0"; "" when not found so near."""
     children = walk._children(owner) or []

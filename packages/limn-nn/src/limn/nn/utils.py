@@ -25,9 +25,9 @@ M = TypeVar("M")
 
 def skip_init(module_cls: type[M], *args: Any, **kwargs: Any) -> M:
     """torch.nn.utils.skip_init: module_cls(*args, **kwargs) with every parameter its layers make left
-    uninitialized, for weights about to be loaded: limn's are lazy zeros (Tensor.empty), which cost no memory
-    and no random draws until something reads them (torch's hold garbage). The layers built inside a model's
-    own constructor skip theirs too. Buffers (a BatchNorm's running statistics) start as usual.
+    uninitialized, for weights about to be loaded: limn's are zeros (Tensor.empty), which cost no random draws
+    (torch's hold garbage). The layers built inside a model's own constructor skip theirs too. Buffers (a
+    BatchNorm's running statistics) start as usual.
 
     >>> from limn.nn import Linear
     >>> skip_init(Linear, 1024, 1024).weight.sum().item()
