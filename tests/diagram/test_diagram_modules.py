@@ -142,6 +142,9 @@ def test_the_command_line_draws_the_module_view(tmp_path: Path, capsys):
     )
     out = tmp_path / "gpt.svg"
     assert main([f"{script}:forward", "--modules", "--expand", "1", "-o", str(out)]) == 0
+    folded = tmp_path / "folded.svg"
+    assert main([f"{script}:forward", "--modules", "--no-arithmetic", "-o", str(folded)]) == 0
+    assert ">add<" not in folded.read_text(), "--no-arithmetic (linnet's name) folds the adds into edges"
     root = ET.fromstring(out.read_text())
     texts = [t.text for t in root.iter() if t.tag.endswith("text")]
     assert "transformer.h.*: Block x2" in texts and "mlp: MLP" in texts, texts

@@ -7,7 +7,8 @@
   the bytes a full forward per byte gives, token for token;
 - the model trained in torch from the same weights (Muon + AdamW, warmup + cosine, the clip) follows limn's loss
   curve over 100 steps, on numpy and c (marked `train`: nox -s train runs it, and CI runs that);
-- user mistakes (missing data, an unknown device, a checkpoint of another shape) end in one line and exit 2.
+- user mistakes (missing data, an unknown device, a checkpoint of another shape) end in one line and exit 2;
+- on a terminal, the first step with an empty kernel cache shows the compile progress line (`train`).
 """
 
 from __future__ import annotations
@@ -362,3 +363,27 @@ def test_a_second_generation_reuses_the_captured_steps_and_sees_the_weights_as_t
     assert again == fresh, f"reused steps {again!r}, fresh ones {fresh!r}"
     train_stories.generate(stories_gpt.GPT(config), b"The cat", 5, 0.8, 5, seed=5)
     assert train_stories._sampler.model is not model
+
+
+@pytest.mark.train
+def test_the_first_step_on_a_terminal_shows_the_compile_progress_line(tmp_path):
+    import pty
+
+    primary, secondary = pty.openpty()  # the script's stdout and stderr are a terminal, as a user's shell is
+    env = os.environ | {"LIMN_CACHE_DIR": str(tmp_path / "cache"), "LIMN_QUIET": "0"}
+    cmd = [sys.executable, str(EXAMPLES / "train_stories.py"), "--device", "c", "--steps", "1", "--tokens", "0"]
+    cmd += ["--out", str(tmp_path / "run")]
+    proc = subprocess.Popen(cmd, stdout=secondary, stderr=secondary, cwd=tmp_path, env=env)
+    os.close(secondary)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(primary, 4096)
+        except OSError:  # the script exited and closed its end
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait(timeout=300) == 0, seen.decode(errors="replace")[-2000:]
+    text = seen.decode(errors="replace")
+    assert "[limn c] compiled " in text and " kernels in " in text, f"no progress line on the first step: {text!r}"

@@ -55,7 +55,12 @@ def _parser() -> argparse.ArgumentParser:
     views = parser.add_mutually_exclusive_group()
     views.add_argument("--schedule", action="store_true", help="draw kernels as clusters, buffers between them")
     views.add_argument("--modules", action="store_true", help="draw a box per layer call (nn.Module), as a model")
-    parser.add_argument("--fold-elementwise", action="store_true", help="draw elementwise ops as edges")
+    parser.add_argument(
+        "--fold-elementwise",
+        "--no-arithmetic",
+        action="store_true",
+        help="draw elementwise ops as edges (--modules: no box for a layer's own elementwise work)",
+    )
     parser.add_argument(
         "--expand",
         nargs="?",
