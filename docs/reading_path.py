@@ -20,7 +20,7 @@ PAGE = ROOT / "docs" / "reading.md"
 BEGIN, END = "<!-- reading path: begin -->", "<!-- reading path: end -->"
 
 # The budgets in lines: each may only shrink. The redesign's target for the path is 6,000.
-BUDGET = 6_229
+BUDGET = 6_225
 SPEED_BUDGET = 852
 
 # (distribution, module path under src/limn, what a reader learns there), in reading order

@@ -78,8 +78,28 @@ REFERENCE = {
 }
 
 
+INTRO = {  # a reference page's words before its objects
+    "limn": "What `import limn` gives: Tensor, the dtypes, devices, gradient modes and realize. torch's module-level "
+    "spellings work too (`limn.cat([a, b], 1)`, `limn.zeros(2, 3)`, `limn.exp(x)`): each is the Tensor method of "
+    "the same name, documented on the Tensor pages. `limn.device(name)` takes torch.device's place: the device "
+    "object called `name` (the current one when None), which a tensor's `device=` argument also takes.\n",
+}
 ALONE = {"limn.c.device.CDevice", "limn.cuda.device.CudaDevice"}  # documented as classes: their methods are
 # CompiledDevice's hooks, documented there
+
+
+def top_level() -> list[str]:
+    """The functions and classes `import limn` names (limn.__all__), where each is defined; Tensor has pages of its
+    own, the dtypes are instances of DType, documented once, and limn.device is the page's introduction's."""
+    import limn
+
+    entries = []
+    for name in limn.__all__:
+        obj = getattr(limn, name)
+        obj = type(obj) if isinstance(obj, limn.DType) else obj
+        if (inspect.isclass(obj) or inspect.isfunction(obj)) and obj not in (limn.Tensor, limn.device):
+            entries.append(f"{obj.__module__}.{obj.__qualname__}")
+    return list(dict.fromkeys(entries))
 
 
 def tensor_pages() -> dict[str, list[str]]:
@@ -179,7 +199,8 @@ def gather(reference: dict[str, list[str]]) -> list:
     for title, entries in reference.items():
         slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
         alone = "    options:\n      members: false\n"
-        body = [f"# {title}\n"] + [f"::: {entry}\n" + (alone if entry in ALONE else "") for entry in entries]
+        body = [f"# {title}\n", INTRO.get(title, "")]
+        body += [f"::: {entry}\n" + (alone if entry in ALONE else "") for entry in entries]
         (SOURCE / "reference" / f"{slug}.md").write_text("\n".join(body))
         nav_reference.append({title: f"reference/{slug}.md"})
     packages = [{p.split("/")[1]: page} for p, page in PAGES.items() if p.startswith("packages/")]
@@ -234,7 +255,7 @@ def config(nav: list) -> dict:
 
 
 def main() -> int:
-    reference = tensor_pages() | REFERENCE
+    reference = {"limn": top_level()} | tensor_pages() | REFERENCE
     missing = undocumented(reference)
     if missing:
         print(f"{len(missing)} public names in the API reference have no docstring:", *missing, sep="\n  ")

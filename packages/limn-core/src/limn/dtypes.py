@@ -31,14 +31,17 @@ class DType:
 
     @property
     def itemsize(self) -> int:
+        """Bytes per value."""
         return self.np.itemsize
 
     @property
     def is_float(self) -> bool:
+        """float64, float32, float16 and bfloat16."""
         return self.kind == "f"
 
     @property
     def is_int(self) -> bool:
+        """The signed ints and uint8 (not bool)."""
         return self.kind == "i"
 
     @property
@@ -92,14 +95,7 @@ INTS: tuple[DType, ...] = (int64, int32, int16, int8, uint8)
 
 # torch's other names for the same dtypes (torch.long is torch.int64): limn exports them, and as_dtype reads
 # them, so ported code reads unchanged
-TORCH_NAMES: dict[str, DType] = {
-    "double": float64,
-    "float": float32,
-    "half": float16,
-    "long": int64,
-    "int": int32,
-    "short": int16,
-}
+TORCH_NAMES = {"double": float64, "float": float32, "half": float16, "long": int64, "int": int32, "short": int16}
 BY_NAME: dict[str, DType] = {d.name: d for d in ALL} | TORCH_NAMES
 BY_NUMPY: dict[np.dtype, DType] = {d.np: d for d in ALL}
 
