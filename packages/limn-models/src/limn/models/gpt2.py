@@ -12,7 +12,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from limn import dtypes
 from limn.errors import ArgumentError
 from limn.frontend.tensor import Tensor
 from limn.models import parts
@@ -100,7 +99,7 @@ class GPT2Model(Module):
         self.ln_f = LayerNorm(config.n_embd, eps=config.layer_norm_epsilon)
 
 
-class GPT2(Module):
+class GPT2(parts.LanguageModel):
     """GPT-2 with its language-model head: `model(ids)` gives (B, T, vocab) logits for (B, T) int token ids.
     With `caches` (one KVCache per block, from `caches()`) and `position` (a 0-d int tensor), the ids are the
     tokens at position, position + 1, ...: a generation step (limn.models.generation). `context` caps the
@@ -112,21 +111,11 @@ class GPT2(Module):
         self.lm_head = Linear(config.n_embd, config.vocab_size, bias=False)
         if config.tie_word_embeddings:
             self.lm_head.weight = self.transformer.wte.weight
-        count = parts.served(context, config.n_positions)
-        self.register_buffer("slots", Tensor.arange(count, dtype=dtypes.int32), persistent=False)
+        self.serve(parts.served(context, config.n_positions))
 
-    @property
-    def context(self) -> int:
-        """How many positions the model serves: its position embeddings, or fewer when built with `context`."""
-        return self.slots.shape[0]
-
-    def caches(self, batch: int = 1, length: int | None = None) -> list[KVCache]:
-        """A KVCache per block for `batch` sequences of up to `length` positions (the whole context when None)."""
+    def cache_shape(self) -> tuple[int, int, int]:
         c = self.config
-        return [
-            KVCache(batch, c.n_head, length or self.context, c.n_embd // c.n_head, self.lm_head.weight.dtype)
-            for _ in range(c.n_layer)
-        ]
+        return c.n_layer, c.n_head, c.n_embd // c.n_head
 
     def forward(self, ids: Tensor, position: Tensor | None = None, caches: list[KVCache] | None = None) -> Tensor:
         t = self.transformer

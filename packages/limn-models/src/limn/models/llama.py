@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from limn import dtypes
 from limn.errors import ArgumentError
 from limn.frontend.tensor import Tensor
 from limn.models import parts
@@ -193,7 +192,7 @@ class LlamaModel(Module):
         self.norm = RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
 
 
-class Llama(Module):
+class Llama(parts.LanguageModel):
     """A LLaMA-family model with its language-model head: `model(ids)` gives (B, T, vocab) logits for (B, T)
     int token ids; with `caches` and `position`, a generation step, as limn.models.GPT2's. `context` caps the
     positions it serves (and so its rotary tables) below the config's max_position_embeddings; a sliding
@@ -211,17 +210,10 @@ class Llama(Module):
         cos, sin = rotary_tables(config, count)
         self.register_buffer("cos", Tensor(cos), persistent=False)  # (P, d)
         self.register_buffer("sin", Tensor(sin), persistent=False)
-        self.register_buffer("slots", Tensor.arange(count, dtype=dtypes.int32), persistent=False)
+        self.serve(count)
 
-    @property
-    def context(self) -> int:
-        return self.slots.shape[0]
-
-    def caches(self, batch: int = 1, length: int | None = None) -> list[KVCache]:
-        """A KVCache per layer for `batch` sequences of up to `length` positions (the whole context when None)."""
-        c = self.config
-        dtype = self.lm_head.weight.dtype
-        return [KVCache(batch, c.kv_heads, length or self.context, c.head_width, dtype) for _ in self.model.layers]
+    def cache_shape(self) -> tuple[int, int, int]:
+        return self.config.num_hidden_layers, self.config.kv_heads, self.config.head_width
 
     def forward(self, ids: Tensor, position: Tensor | None = None, caches: list[KVCache] | None = None) -> Tensor:
         parts.check_ids(ids, self.config.vocab_size)

@@ -13,9 +13,11 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from limn import dtypes
 from limn.errors import ArgumentError
 from limn.frontend.tensor import Tensor
 from limn.nn.kv_cache import KVCache
+from limn.nn.module import Module
 
 
 def gelu_tanh(x: Tensor) -> Tensor:
@@ -110,3 +112,26 @@ def positions(count: int, position: Tensor | None, slots: Tensor) -> Tensor:
     if position is None:
         return slots[:count]
     return slots[:count] + position.cast(slots.dtype)
+
+
+class LanguageModel(Module):
+    """What GPT2 and Llama share beyond their layers: the positions they serve (a (P,) arange on the device,
+    `slots`), and a KV cache per layer for generation, shaped by `cache_shape()`."""
+
+    def serve(self, count: int) -> None:
+        self.register_buffer("slots", Tensor.arange(count, dtype=dtypes.int32), persistent=False)
+
+    @property
+    def context(self) -> int:
+        """How many positions the model serves (its embeddings' or rotary tables' length, or a cap below it)."""
+        return self.slots.shape[0]
+
+    def cache_shape(self) -> tuple[int, int, int]:
+        """(layers, key and value heads, head width)."""
+        raise NotImplementedError
+
+    def caches(self, batch: int = 1, length: int | None = None) -> list[KVCache]:
+        """A KVCache per layer for `batch` sequences of up to `length` positions (the whole context when None)."""
+        layers, heads, width = self.cache_shape()
+        dtype = self.lm_head.weight.dtype
+        return [KVCache(batch, heads, length or self.context, width, dtype) for _ in range(layers)]
