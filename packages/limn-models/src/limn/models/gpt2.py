@@ -111,11 +111,8 @@ class GPT2(parts.LanguageModel):
         self.lm_head = Linear(config.n_embd, config.vocab_size, bias=False)
         if config.tie_word_embeddings:
             self.lm_head.weight = self.transformer.wte.weight
-        self.serve(parts.served(context, config.n_positions))
-
-    def cache_shape(self) -> tuple[int, int, int]:
-        c = self.config
-        return c.n_layer, c.n_head, c.n_embd // c.n_head
+        count = parts.served(context, config.n_positions)
+        self.serve(count, config.n_layer, config.n_head, config.n_embd // config.n_head)
 
     def forward(self, ids: Tensor, position: Tensor | None = None, caches: list[KVCache] | None = None) -> Tensor:
         t = self.transformer

@@ -210,10 +210,7 @@ class Llama(parts.LanguageModel):
         cos, sin = rotary_tables(config, count)
         self.register_buffer("cos", Tensor(cos), persistent=False)  # (P, d)
         self.register_buffer("sin", Tensor(sin), persistent=False)
-        self.serve(count)
-
-    def cache_shape(self) -> tuple[int, int, int]:
-        return self.config.num_hidden_layers, self.config.kv_heads, self.config.head_width
+        self.serve(count, config.num_hidden_layers, config.kv_heads, config.head_width)
 
     def forward(self, ids: Tensor, position: Tensor | None = None, caches: list[KVCache] | None = None) -> Tensor:
         parts.check_ids(ids, self.config.vocab_size)

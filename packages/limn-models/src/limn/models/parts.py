@@ -116,22 +116,20 @@ def positions(count: int, position: Tensor | None, slots: Tensor) -> Tensor:
 
 class LanguageModel(Module):
     """What GPT2 and Llama share beyond their layers: the positions they serve (a (P,) arange on the device,
-    `slots`), and a KV cache per layer for generation, shaped by `cache_shape()`."""
+    `slots`), and a KV cache per layer for generation, shaped as `serve` was told."""
 
-    def serve(self, count: int) -> None:
+    def serve(self, count: int, layers: int, heads: int, width: int) -> None:
+        """Serves `count` positions, with caches of `layers` layers of `heads` key and value heads `width` wide."""
         self.register_buffer("slots", Tensor.arange(count, dtype=dtypes.int32), persistent=False)
+        self.cache_shape = (layers, heads, width)
 
     @property
     def context(self) -> int:
         """How many positions the model serves (its embeddings' or rotary tables' length, or a cap below it)."""
         return self.slots.shape[0]
 
-    def cache_shape(self) -> tuple[int, int, int]:
-        """(layers, key and value heads, head width)."""
-        raise NotImplementedError
-
     def caches(self, batch: int = 1, length: int | None = None) -> list[KVCache]:
         """A KVCache per layer for `batch` sequences of up to `length` positions (the whole context when None)."""
-        layers, heads, width = self.cache_shape()
+        layers, heads, width = self.cache_shape
         dtype = self.lm_head.weight.dtype
         return [KVCache(batch, heads, length or self.context, width, dtype) for _ in range(layers)]
